@@ -1,0 +1,31 @@
+# waymark: `make demo` runs the end-to-end demo, `make test` the whole test suite.
+# Both set up everything first (scripts/bootstrap.sh is quick when nothing changed).
+
+SHELL := /bin/bash
+ENV := source scripts/env.sh
+# Each test run gets its own DDS domain and stays on this machine.
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: bootstrap build demo test lint format clean
+
+bootstrap:
+	bash scripts/bootstrap.sh
+
+build: bootstrap
+
+demo: bootstrap
+	$(ENV) && python -m waymark_ros.demo $(DEMO_ARGS)
+
+test: bootstrap
+	$(ENV) && python -m pytest $(PYTEST_ARGS)
+
+lint: bootstrap
+	$(ENV) && ruff check . && ruff format --check .
+
+format: bootstrap
+	$(ENV) && ruff format . && ruff check --fix .
+
+clean:
+	rm -rf build install log demo_output

@@ -1,0 +1,65 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Data that flows into and out of memory, independent of ROS and of the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from waymark.geometry import Pose
+
+
+@dataclass(frozen=True)
+class Keyframe:
+    """A selected camera frame with the camera pose (map frame) at its acquisition time."""
+
+    session: str
+    index: int
+    stamp_ns: int
+    pose: Pose
+    pose_valid: bool
+    map_epoch: int
+    image: bytes
+    image_format: str = 'jpeg'
+    frame_id: str = 'map'
+
+
+@dataclass(frozen=True)
+class FrameRecord:
+    """What memory keeps about one keyframe besides its embeddings."""
+
+    session: str
+    index: int
+    stamp_ns: int
+    x: float
+    y: float
+    z: float
+    yaw: float
+    map_epoch: int
+    pose_valid: bool
+    image_ref: str
+    text: str = ''
+
+    @property
+    def id(self) -> str:
+        return frame_id(self.session, self.index)
+
+    @property
+    def pose(self) -> Pose:
+        return Pose.from_xyz_yaw(self.x, self.y, self.z, self.yaw)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the record, how well it matched, and which view matched.
+
+    `score` is a cosine similarity for embedding views, seconds after the requested
+    time for the time view, and distance in metres for the position view.
+    """
+
+    record: FrameRecord
+    score: float
+    view: str
+
+
+def frame_id(session: str, index: int) -> str:
+    return f'{session}/{index}'

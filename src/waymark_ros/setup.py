@@ -1,0 +1,31 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+from setuptools import find_packages, setup
+
+package_name = 'waymark_ros'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='waymark maintainers',
+    maintainer_email='maintainers@waymark.dev',
+    description='ROS 2 nodes and command-line tools of waymark.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+            'capture_node = waymark_ros.capture_node:main',
+            'memory_node = waymark_ros.memory_node:main',
+            'reasoner_node = waymark_ros.reasoner_node:main',
+            'navigator_node = waymark_ros.navigator_node:main',
+            'replay = waymark_ros.replay:main',
+            'demo = waymark_ros.demo:main',
+        ],
+    },
+)

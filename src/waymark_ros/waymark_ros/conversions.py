@@ -1,0 +1,101 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Message <-> core conversions. Everything that reads a message validates it here."""
+
+from __future__ import annotations
+
+import math
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose as PoseMsg
+from geometry_msgs.msg import PoseStamped
+
+from waymark.geometry import Pose
+from waymark.memory.entries import Hit, Keyframe
+from waymark_interfaces.msg import Keyframe as KeyframeMsg
+from waymark_interfaces.msg import MemoryHit
+
+NS_PER_S = 1_000_000_000
+
+
+def stamp_to_ns(stamp: Time) -> int:
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+def ns_to_stamp(ns: int) -> Time:
+    sec, nanosec = divmod(int(ns), NS_PER_S)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def pose_from_msg(msg: PoseMsg) -> Pose:
+    """Raises InvalidPoseError on NaN/inf or a zero quaternion."""
+    p, q = msg.position, msg.orientation
+    return Pose.checked((p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
+
+
+def pose_to_msg(pose: Pose) -> PoseMsg:
+    msg = PoseMsg()
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in pose.position)
+    q = msg.orientation
+    q.x, q.y, q.z, q.w = (float(v) for v in pose.orientation)
+    return msg
+
+
+def pose_stamped(pose: Pose, frame_id: str, stamp_ns: int) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.pose = pose_to_msg(pose)
+    return msg
+
+
+def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
+    msg = KeyframeMsg()
+    msg.header.stamp = ns_to_stamp(keyframe.stamp_ns)
+    msg.header.frame_id = keyframe.frame_id
+    msg.session = keyframe.session
+    msg.index = keyframe.index
+    msg.image.header = msg.header
+    msg.image.format = keyframe.image_format
+    msg.image.data = keyframe.image
+    msg.pose.pose = pose_to_msg(keyframe.pose)
+    msg.pose_valid = keyframe.pose_valid
+    msg.map_epoch = keyframe.map_epoch
+    return msg
+
+
+def keyframe_from_msg(msg: KeyframeMsg) -> Keyframe:
+    """Raises ValueError (InvalidPoseError included) on a keyframe that must not be stored."""
+    if not msg.session:
+        raise ValueError('keyframe without a session name')
+    if not msg.image.data:
+        raise ValueError('keyframe without image data')
+    pose = pose_from_msg(msg.pose.pose)
+    return Keyframe(
+        session=msg.session,
+        index=int(msg.index),
+        stamp_ns=stamp_to_ns(msg.header.stamp),
+        pose=pose,
+        pose_valid=bool(msg.pose_valid),
+        map_epoch=int(msg.map_epoch),
+        image=bytes(msg.image.data),
+        image_format=msg.image.format or 'jpeg',
+        frame_id=msg.header.frame_id or 'map',
+    )
+
+
+def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
+    record = hit.record
+    msg = MemoryHit()
+    msg.id = record.id
+    msg.session = record.session
+    msg.kind = MemoryHit.KIND_FRAME
+    msg.index = record.index
+    msg.start_stamp = ns_to_stamp(record.stamp_ns)
+    msg.end_stamp = msg.start_stamp
+    msg.pose = pose_stamped(record.pose, frame_id, record.stamp_ns)
+    msg.pose_valid = record.pose_valid
+    msg.score = float(hit.score) if math.isfinite(hit.score) else 0.0
+    msg.view = hit.view
+    msg.text = record.text
+    msg.image_ref = record.image_ref
+    return msg

@@ -1,0 +1,42 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The QoS profiles waymark uses, in one place so publishers and subscribers match."""
+
+from __future__ import annotations
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+
+
+def sensor_input(reliable: bool, depth: int) -> QoSProfile:
+    """Camera and pose input. Best effort matches every publisher (a live driver);
+    reliable loses nothing when the publisher is reliable too (a bag replay)."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def keyframes(depth: int) -> QoSProfile:
+    """Keyframes are few and precious: reliable, deep history."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def latched(depth: int = 1) -> QoSProfile:
+    """Status and markers: late joiners (RViz, tests) get the last message."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )

@@ -1,0 +1,160 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Replay a rosbag2 (MCAP or sqlite3) over DDS without the ros2 CLI.
+
+Messages go out as the bag stored them (serialized CDR), paced by their recorded
+stamps times `--rate`. Publishers are reliable with a deep history and the replay
+waits for subscribers before it starts and for acknowledgements before it ends, so
+a replay at any rate loses nothing to a reliable subscriber.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rclpy
+from rclpy.duration import Duration
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.rosbag2 import Reader
+from rosgraph_msgs.msg import Clock
+
+from waymark_ros.conversions import ns_to_stamp
+
+
+class ReplayError(RuntimeError):
+    pass
+
+
+@dataclass
+class ReplayReport:
+    published: dict[str, int] = field(default_factory=dict)
+    duration_s: float = 0.0
+    all_acknowledged: bool = True
+
+
+def message_type(name: str):
+    """'sensor_msgs/msg/Image' -> the rclpy message class."""
+    package, kind, message = name.split('/')
+    try:
+        return getattr(importlib.import_module(f'{package}.{kind}'), message)
+    except (ImportError, AttributeError) as error:
+        raise ReplayError(f'message type {name} is not available in this ROS install') from error
+
+
+def replay(
+    node: Node,
+    bag: Path,
+    *,
+    rate: float = 1.0,
+    topics: Sequence[str] = (),
+    remap: dict[str, str] | None = None,
+    publish_clock: bool = False,
+    wait_subscribers_s: float = 5.0,
+    ack_timeout_s: float = 30.0,
+) -> ReplayReport:
+    """Publish the bag's messages; rate 0 means as fast as the subscribers take them."""
+    if rate < 0:
+        raise ReplayError('rate must be >= 0')
+    remap = remap or {}
+    qos = QoSProfile(
+        history=HistoryPolicy.KEEP_ALL,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+    with Reader(bag) as reader:
+        available = {c.topic: c.msgtype for c in reader.connections}
+        missing = [t for t in topics if t not in available]
+        if missing:
+            listing = ', '.join(f'{t} [{m}]' for t, m in sorted(available.items()))
+            raise ReplayError(f'topics {missing} are not in {bag}; it has: {listing}')
+        connections = [c for c in reader.connections if not topics or c.topic in topics]
+        publishers = {}
+        for connection in connections:
+            if connection.topic not in publishers:
+                publishers[connection.topic] = node.create_publisher(
+                    message_type(connection.msgtype),
+                    remap.get(connection.topic, connection.topic),
+                    qos,
+                )
+        clock = node.create_publisher(Clock, '/clock', 10) if publish_clock else None
+        _wait_for_subscribers(publishers.values(), wait_subscribers_s)
+
+        report = ReplayReport(published=dict.fromkeys(publishers, 0))
+        started = time.monotonic()
+        first_ns = None
+        for connection, stamp_ns, data in reader.messages(connections=connections):
+            if first_ns is None:
+                first_ns = stamp_ns
+            if rate > 0:
+                delay = (stamp_ns - first_ns) * 1e-9 / rate - (time.monotonic() - started)
+                if delay > 0:
+                    time.sleep(delay)
+            if clock is not None:
+                clock.publish(Clock(clock=ns_to_stamp(stamp_ns)))
+            publishers[connection.topic].publish(bytes(data))
+            report.published[connection.topic] += 1
+        for publisher in publishers.values():
+            if not publisher.wait_for_all_acked(Duration(seconds=ack_timeout_s)):
+                report.all_acknowledged = False
+        report.duration_s = time.monotonic() - started
+        return report
+
+
+def _wait_for_subscribers(publishers, timeout_s: float) -> None:
+    """Discovery takes a moment; messages published before it completes are lost."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(p.get_subscription_count() > 0 for p in publishers):
+            return
+        time.sleep(0.05)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('bag', type=Path, help='rosbag2 directory (or .mcap/.db3 file)')
+    parser.add_argument(
+        '--rate', type=float, default=1.0, help='speed factor; 0 = as fast as possible'
+    )
+    parser.add_argument('--topics', nargs='*', default=[], help='only these topics')
+    parser.add_argument(
+        '--remap', nargs='*', default=[], metavar='FROM:=TO', help='topic remappings'
+    )
+    parser.add_argument('--clock', action='store_true', help='publish /clock from the bag stamps')
+    parser.add_argument('--wait-subscribers', type=float, default=5.0, metavar='S')
+    args, ros_args = parser.parse_known_args(argv)
+    remap = dict(item.split(':=', 1) for item in args.remap)
+    rclpy.init(args=ros_args)
+    node = Node('waymark_replay')
+    try:
+        report = replay(
+            node,
+            args.bag,
+            rate=args.rate,
+            topics=args.topics,
+            remap=remap,
+            publish_clock=args.clock,
+            wait_subscribers_s=args.wait_subscribers,
+        )
+    except ReplayError as error:
+        print(f'replay: {error}', file=sys.stderr)
+        return 2
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    for topic, count in report.published.items():
+        print(f'{topic}: {count} messages')
+    print(
+        f'replayed in {report.duration_s:.1f} s'
+        + ('' if report.all_acknowledged else ' (not all acknowledged)')
+    )
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
