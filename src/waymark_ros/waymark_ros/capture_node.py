@@ -25,7 +25,7 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
 
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
-from waymark.memory.entries import Keyframe
+from waymark.memory.entries import Keyframe, check_session_name
 from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_ros import qos
@@ -132,6 +132,8 @@ class CaptureNode(Node):
                 high=360.0,
             ),
         )
+        if self._session:
+            check_session_name(self._session)
         if len(extrinsic) != 7:
             raise ValueError(
                 f'camera_extrinsic needs 7 numbers (x y z qx qy qz qw), got {len(extrinsic)}'
@@ -264,7 +266,12 @@ class CaptureNode(Node):
             self.get_logger().warn(f'{detail} (dropped {self.counts[reason]} so far)')
 
     def _publish_stats(self) -> None:
-        stats = dict(self.counts, session=self._session, buffered_poses=len(self._poses))
+        stats = dict(
+            self.counts,
+            session=self._session,
+            buffered_poses=len(self._poses),
+            images_pending=len(self._pending),
+        )
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
 
 

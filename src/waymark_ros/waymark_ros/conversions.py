@@ -10,7 +10,7 @@ from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
 
 from waymark.geometry import Pose
-from waymark.memory.entries import Hit, Keyframe
+from waymark.memory.entries import Hit, Keyframe, check_session_name
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 
@@ -65,8 +65,7 @@ def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
 
 def keyframe_from_msg(msg: KeyframeMsg) -> Keyframe:
     """Raises ValueError (InvalidPoseError included) on a keyframe that must not be stored."""
-    if not msg.session:
-        raise ValueError('keyframe without a session name')
+    check_session_name(msg.session)
     if not msg.image.data:
         raise ValueError('keyframe without image data')
     pose = pose_from_msg(msg.pose.pose)

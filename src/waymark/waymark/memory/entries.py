@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from waymark.geometry import Pose
+
+# Session names become directory names and parts of frame ids ("<session>/<index>"), so
+# they are restricted to characters that are safe in both: no separators, no leading dot.
+SESSION_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
 
 
 @dataclass(frozen=True)
@@ -63,3 +68,16 @@ class Hit:
 
 def frame_id(session: str, index: int) -> str:
     return f'{session}/{index}'
+
+
+def is_session_name(name: object) -> bool:
+    return isinstance(name, str) and SESSION_NAME.fullmatch(name) is not None
+
+
+def check_session_name(name: str) -> str:
+    if not is_session_name(name):
+        raise ValueError(
+            f'invalid session name {name!r}: use 1-64 letters, digits, "_", "." or "-", '
+            'starting with a letter or digit'
+        )
+    return name

@@ -1,0 +1,184 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""MemoryService end to end: keyframes with drawn signs in, searches by text and image out."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from waymark.geometry import Pose
+from waymark.memory.entries import FrameRecord, Hit, Keyframe
+from waymark.memory.image_store import ImageStore
+from waymark.memory.service import MemoryService, _fuse, decode_image, view_dims
+from waymark.memory.store import MemoryStore
+
+T0 = 1_750_000_000 * 10**9
+# (sign, x, y): a walk along a corridor; the last frame is a blank wall.
+SCENE = [('PHARMACY', 0.0, 0.0), ('BAKERY', 4.0, 0.0), ('LIBRARY', 8.0, 1.0), ('', 12.0, 1.0)]
+
+
+def jpeg(image_rgb: np.ndarray) -> bytes:
+    ok, data = cv2.imencode('.jpg', cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR))
+    assert ok
+    return data.tobytes()
+
+
+def keyframe(index, image_bytes, x=0.0, y=0.0, valid=True, session='walk'):
+    return Keyframe(
+        session=session,
+        index=index,
+        stamp_ns=T0 + index * 2 * 10**9,
+        pose=Pose.from_xyz_yaw(x, y, 0.5, 0.3),
+        pose_valid=valid,
+        map_epoch=2,
+        image=image_bytes,
+    )
+
+
+def open_service(root, image_embedder, sentence_embedder, reader) -> MemoryService:
+    store = MemoryStore(str(root / 'memory.db'), view_dims(image_embedder, sentence_embedder))
+    return MemoryService(store, ImageStore(root), image_embedder, sentence_embedder, reader)
+
+
+@pytest.fixture(scope='module')
+def signs(draw_sign):
+    return [draw_sign(text) for text, _, _ in SCENE]
+
+
+@pytest.fixture(scope='module')
+def walked(tmp_path_factory, image_text_embedder, sentence_embedder, text_reader, signs):
+    """A service with both views that has ingested the corridor walk."""
+    service = open_service(
+        tmp_path_factory.mktemp('walk'), image_text_embedder, sentence_embedder, text_reader
+    )
+    records = [
+        service.ingest(keyframe(i, jpeg(image), x, y))
+        for i, (image, (_, x, y)) in enumerate(zip(signs, SCENE, strict=True))
+    ]
+    yield service, records
+    service.store.close()
+
+
+def test_ingest_stores_image_text_pose_and_views(walked):
+    service, records = walked
+
+    assert [r.text for r in records] == ['PHARMACY', 'BAKERY', 'LIBRARY', '']
+    assert (records[1].x, records[1].y, records[1].z) == pytest.approx((4.0, 0.0, 0.5))
+    assert records[1].yaw == pytest.approx(0.3)
+    assert (records[1].stamp_ns, records[1].map_epoch, records[1].pose_valid) == (
+        T0 + 2 * 10**9,
+        2,
+        True,
+    )
+    assert service.store.get([r.id for r in records]) == records
+    stored = decode_image(service.image_store.get(records[0].image_ref))
+    assert stored.shape == (480, 640, 3)
+    stats = service.stats()
+    assert (stats.frames, stats.sessions, stats.ingested) == (4, ['walk'], 4)
+    assert stats.views == {'image': 4, 'text': 3}  # the blank wall has no text view
+    assert stats.mean_ingest_ms > 0
+
+
+def test_text_search_finds_the_frame_whose_sign_matches(walked):
+    service, records = walked
+
+    hits = service.search_text('pharmacy', 4)
+
+    assert hits[0].record == records[0]
+    assert hits[0].view == 'text' and hits[0].score > 0.9
+    assert len({hit.record.id for hit in hits}) == len(hits)  # one hit per frame
+    assert {hit.view for hit in hits} <= {'image', 'text'}
+    # The blank wall can only be found through the image view.
+    assert [hit.view for hit in hits if hit.record == records[3]] in ([], ['image'])
+
+
+def test_text_search_by_meaning_through_the_text_view(
+    tmp_path, sentence_embedder, text_reader, signs
+):
+    service = open_service(tmp_path, None, sentence_embedder, text_reader)
+    for i, (image, (_, x, y)) in enumerate(zip(signs, SCENE, strict=True)):
+        service.ingest(keyframe(i, jpeg(image), x, y))
+
+    assert service.search_text('where can I buy medicine?', 1)[0].record.text == 'PHARMACY'
+    assert service.search_text('fresh bread', 1)[0].record.text == 'BAKERY'
+    assert service.search_text('borrow a book', 1)[0].record.text == 'LIBRARY'
+    assert service.search_text('pharmacy', 5, sessions=['elsewhere']) == []
+    with pytest.raises(ValueError):
+        service.search_image(signs[0], 1)
+    service.store.close()
+
+
+def test_image_search_finds_the_same_view_again(walked, signs):
+    service, records = walked
+
+    hits = service.search_image(decode_image(jpeg(signs[2])), 2)
+
+    assert hits[0].record == records[2]
+    assert hits[0].view == 'image' and hits[0].score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_time_and_place_searches_pass_through(walked):
+    service, records = walked
+
+    assert [h.record for h in service.search_time(T0 + 1, 2)] == records[1:3]
+    assert [h.record for h in service.search_interval(T0, T0 + 2 * 10**9, 9)] == records[:2]
+    assert [h.record for h in service.search_position(8.0, 1.0, 0.5, 1)] == [records[2]]
+    assert [h.record for h in service.search_range(3.0, 0.0, 1.5)] == [records[1]]
+
+
+def test_undecodable_keyframe_is_refused_and_nothing_is_stored(
+    tmp_path, sentence_embedder, text_reader
+):
+    service = open_service(tmp_path, None, sentence_embedder, text_reader)
+
+    with pytest.raises(ValueError, match='walk/0'):
+        service.ingest(keyframe(0, b'not an image'))
+    with pytest.raises(ValueError):
+        service.ingest(keyframe(1, b''))
+
+    assert service.store.count() == 0
+    assert not (tmp_path / 'images').exists()
+    service.store.close()
+
+
+def test_lost_pose_is_kept_but_never_used_as_a_position(tmp_path, text_reader):
+    service = open_service(tmp_path, None, None, text_reader)
+    small = jpeg(np.full((48, 64, 3), 120, np.uint8))
+
+    service.ingest(keyframe(0, small, x=1.0, valid=True))
+    lost = service.ingest(keyframe(1, small, x=1.0, valid=False))
+
+    assert service.store.get([lost.id])[0].pose_valid is False
+    assert [h.record.index for h in service.search_position(1.0, 0.0, 0.5, 5)] == [0]
+    with pytest.raises(ValueError, match='embedder'):
+        service.search_text('anything', 3)
+    service.store.close()
+
+
+def test_service_refuses_a_store_whose_views_do_not_fit_its_embedders(
+    tmp_path, image_text_embedder, sentence_embedder
+):
+    with (
+        MemoryStore(str(tmp_path / 'memory.db'), {'image': 32, 'text': 16}) as store,
+        pytest.raises(ValueError, match="'text'"),
+    ):
+        MemoryService(store, ImageStore(tmp_path), image_text_embedder, sentence_embedder, None)
+
+
+def test_fusion_prefers_agreement_and_reports_the_best_ranked_view():
+    def hit(name, score, view):
+        return Hit(FrameRecord('s', name, T0, 0, 0, 0, 0, 0, True, '', ''), score, view)
+
+    image = [hit(1, 0.30, 'image'), hit(2, 0.28, 'image'), hit(3, 0.20, 'image')]
+    text = [hit(2, 0.90, 'text'), hit(4, 0.80, 'text'), hit(1, 0.10, 'text')]
+
+    fused = _fuse([image, text])
+
+    assert [h.record.index for h in fused] == [2, 1, 4, 3]
+    assert [(h.view, h.score) for h in fused] == [
+        ('text', 0.90),
+        ('image', 0.30),
+        ('text', 0.80),
+        ('image', 0.20),
+    ]

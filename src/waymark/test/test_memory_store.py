@@ -1,0 +1,316 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""MemoryStore over a real Milvus Lite database: persistence, every search mode, errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import waymark
+from waymark.memory.entries import FrameRecord
+from waymark.memory.store import (
+    TEXT_MAX_BYTES,
+    MemoryStore,
+    MemoryStoreLockedError,
+    MemoryStoreSchemaError,
+)
+
+VIEWS = {'image': 4, 'text': 3}
+T0 = 1_700_000_000 * 10**9  # a UTC stamp in ns
+
+
+def frame(session='a', index=0, seconds=0.0, x=0.0, y=0.0, z=0.0, valid=True, text=''):
+    return FrameRecord(
+        session=session,
+        index=index,
+        stamp_ns=T0 + round(seconds * 1e9),
+        x=x,
+        y=y,
+        z=z,
+        yaw=0.3,
+        map_epoch=1,
+        pose_valid=valid,
+        image_ref=f'images/{session}/{index:08d}.jpg',
+        text=text,
+    )
+
+
+def basis(i, dim=4):
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[i] = 1.0
+    return vector
+
+
+@pytest.fixture
+def db_path(tmp_path) -> str:
+    return str(tmp_path / 'memory.db')
+
+
+@pytest.fixture
+def store(db_path):
+    with MemoryStore(db_path, VIEWS) as opened:
+        yield opened
+
+
+def ids(hits):
+    return [hit.record.id for hit in hits]
+
+
+def test_round_trip_and_restart_give_the_same_answers(db_path):
+    records = [
+        frame('a', i, seconds=i, x=0.1 * i, y=-i, text='EXIT' if i == 2 else '') for i in range(4)
+    ]
+    vectors = [{'image': basis(i)} for i in range(4)]
+    vectors[2]['text'] = np.array([0.0, 3.0, 4.0])
+
+    def answers(store):
+        return (
+            store.get([r.id for r in records]),
+            store.search_view('image', basis(1) + 0.1, 2),
+            store.search_view('text', np.array([0.0, 0.0, 1.0]), 5),
+            store.search_time(T0, 3),
+            store.search_position(0.2, -2.0, 0.0, 2),
+            store.count(),
+            store.sessions(),
+        )
+
+    with MemoryStore(db_path, VIEWS) as store:
+        store.add_many(records, vectors)
+        store.flush()
+        before = answers(store)
+    with MemoryStore(db_path, VIEWS) as reopened:
+        after = answers(reopened)
+
+    assert after == before
+    got, image_hits, text_hits, time_hits, position_hits, count, sessions = after
+    assert got == records
+    assert ids(image_hits)[0] == 'a/1'
+    assert ids(text_hits) == ['a/2']
+    assert text_hits[0].score == pytest.approx(0.8, abs=1e-5)  # cosine of (0,3,4)/5 and z
+    assert ids(time_hits) == ['a/0', 'a/1', 'a/2']
+    assert ids(position_hits)[0] == 'a/2'
+    assert (count, sessions) == (4, ['a'])
+
+
+def test_upsert_replaces_the_frame_and_drops_a_view_it_no_longer_has(store):
+    store.add(frame('a', 0, x=1.0, text='CAFE'), {'image': basis(0), 'text': basis(0, 3)})
+    store.add(frame('a', 0, x=9.0), {'image': basis(1)})
+
+    assert store.count() == 1
+    assert store.get(['a/0'])[0].x == 9.0
+    assert store.get(['a/0'])[0].text == ''
+    assert store.count(view='text') == 0
+    assert store.search_view('text', basis(0, 3), 5) == []
+    assert ids(store.search_view('image', basis(1), 1)) == ['a/0']
+
+
+def test_view_search_ranks_by_cosine_best_first(store):
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(20, 4))
+    store.add_many([frame('a', i, seconds=i) for i in range(20)], [{'image': v} for v in vectors])
+    query = rng.normal(size=4)
+
+    hits = store.search_view('image', query, 5)
+
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit @ (query / np.linalg.norm(query))
+    expected = np.argsort(-cosines)[:5]
+    assert ids(hits) == [f'a/{i}' for i in expected]
+    assert [hit.score for hit in hits] == pytest.approx(cosines[expected], abs=1e-5)
+    assert {hit.view for hit in hits} == {'image'}
+
+
+def test_time_search_runs_forward_from_t_not_around_it(store):
+    store.add_many([frame('a', i, seconds=i) for i in range(10)], [{}] * 10)
+
+    hits = store.search_time(T0 + int(5.5e9), 3)
+
+    # a/5 is the nearest frame to t but lies before it: it must not appear.
+    assert ids(hits) == ['a/6', 'a/7', 'a/8']
+    assert [hit.score for hit in hits] == pytest.approx([0.5, 1.5, 2.5])
+    assert {hit.view for hit in hits} == {'time'}
+    assert store.search_time(T0 + int(9.5e9), 3) == []
+
+
+def test_time_search_over_many_interleaved_sessions_matches_a_full_sort(store):
+    rng = np.random.default_rng(7)
+    stamps = rng.integers(0, 10**12, size=300)
+    records = [
+        FrameRecord(f's{i % 3}', i, T0 + int(stamps[i]), 0, 0, 0, 0, 0, True, 'r', '')
+        for i in rng.permutation(300)
+    ]
+    store.add_many(records, [{}] * len(records))
+    ordered = sorted(records, key=lambda r: (r.stamp_ns, r.session, r.index))
+
+    for t in (T0 - 1, T0 + int(stamps.mean()), T0 + int(np.quantile(stamps, 0.9))):
+        expected = [r.id for r in ordered if r.stamp_ns >= t][:7]
+        assert ids(store.search_time(t, 7)) == expected
+    one_session = [r.id for r in ordered if r.session == 's1'][:7]
+    assert ids(store.search_time(T0 - 1, 7, sessions=['s1'])) == one_session
+
+
+def test_interval_search_is_chronological_and_bounded_by_both_ends(store):
+    store.add_many([frame('a', i, seconds=i) for i in range(10)], [{}] * 10)
+
+    hits = store.search_interval(T0 + int(2e9), T0 + int(6e9), 100)
+
+    assert ids(hits) == ['a/2', 'a/3', 'a/4', 'a/5', 'a/6']
+    assert ids(store.search_interval(T0 + int(2e9), T0 + int(6e9), 2)) == ['a/2', 'a/3']
+    with pytest.raises(ValueError):
+        store.search_interval(T0 + 5, T0, 3)
+
+
+def test_position_search_is_nearest_first_in_metres_and_skips_lost_poses(store):
+    store.add_many(
+        [
+            frame('a', 0, x=3.0, y=4.0),
+            frame('a', 1, x=1.0, y=0.0, z=1.0),
+            frame('a', 2, x=0.1, y=0.0, valid=False),
+            frame('a', 3, x=10.0),
+        ],
+        [{}] * 4,
+    )
+
+    hits = store.search_position(0.0, 0.0, 0.0, 10)
+
+    assert ids(hits) == ['a/1', 'a/0', 'a/3']
+    assert [hit.score for hit in hits] == pytest.approx([2**0.5, 5.0, 10.0], abs=1e-5)
+    lost = store.get(['a/2'])[0]
+    assert (lost.pose_valid, lost.x, lost.y, lost.z) == (False, 0.0, 0.0, 0.0)
+
+
+def test_range_search_uses_the_floor_plan_distance(store):
+    store.add_many(
+        [
+            frame('a', 0, x=1.0, y=0.0, z=5.0),  # 1 m away on the plan, 5 m above
+            frame('a', 1, x=0.0, y=1.9),
+            frame('a', 2, x=2.1, y=0.0),
+            frame('a', 3, x=0.5, y=0.0, valid=False),
+        ],
+        [{}] * 4,
+    )
+
+    hits = store.search_range(0.0, 0.0, 2.0)
+
+    assert ids(hits) == ['a/0', 'a/1']
+    assert [hit.score for hit in hits] == pytest.approx([1.0, 1.9], abs=1e-5)
+    with pytest.raises(ValueError):
+        store.search_range(0.0, 0.0, 0.0)
+
+
+def test_sessions_filter_unknown_sessions_and_indices(store):
+    store.add_many(
+        [frame('a', 0, 0.0), frame('a', 1, 1.0), frame('a', 5, 2.0), frame('b', 0, 0.5)],
+        [{'image': basis(0)}] * 4,
+    )
+
+    assert store.sessions() == ['a', 'b']
+    assert (store.count(), store.count('a'), store.count('b'), store.count('zzz')) == (4, 3, 1, 0)
+    assert ids(store.search_time(T0, 10, sessions=['b'])) == ['b/0']
+    assert ids(store.search_view('image', basis(0), 10, sessions=['b'])) == ['b/0']
+    assert ids(store.search_position(0, 0, 0, 10, sessions=['a', 'b'])) != []
+    for unknown in (['zzz'], ['a" or session != "'], ['../a']):
+        assert store.search_time(T0, 10, sessions=unknown) == []
+        assert store.search_view('image', basis(0), 10, sessions=unknown) == []
+        assert store.search_position(0, 0, 0, 10, sessions=unknown) == []
+        assert store.search_range(0, 0, 5.0, sessions=unknown) == []
+    assert (store.next_index('a'), store.next_index('b'), store.next_index('zzz')) == (6, 1, 0)
+    assert store.get(['a/5', 'zzz/1', 'a"/1', 'b/0']) == store.get(['a/5', 'b/0'])
+
+
+def test_range_and_session_listing_return_more_than_a_first_page(store):
+    records = [frame(f's{i:03d}', 0, i, x=0.01 * (99 - i)) for i in range(100)]
+    store.add_many(records, [{}] * len(records))
+
+    hits = store.search_range(0.0, 0.0, 2.0)
+
+    assert ids(hits) == [f's{i:03d}/0' for i in reversed(range(100))]
+    assert store.sessions() == [f's{i:03d}' for i in range(100)]
+
+
+def test_next_index_finds_the_largest_index(store):
+    indices = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 37, 1000]
+    store.add_many([frame('a', i, i) for i in indices], [{}] * len(indices))
+
+    assert store.next_index('a') == 1001
+
+
+def test_k_is_capped_and_must_be_positive(db_path):
+    with MemoryStore(db_path, VIEWS, max_k=3) as store:
+        store.add_many([frame('a', i, i) for i in range(6)], [{'image': basis(0)}] * 6)
+
+        assert len(store.search_view('image', basis(0), 100)) == 3
+        assert len(store.search_time(T0, 100)) == 3
+        assert len(store.search_range(0, 0, 100.0)) == 3
+        with pytest.raises(ValueError):
+            store.search_time(T0, 0)
+        # Index lookups page through max_k rows at a time and still find the largest.
+        store.add(frame('a', 40, 40), {})
+        assert store.next_index('a') == 41
+
+
+def test_bad_input_is_rejected_before_anything_is_written(store):
+    bad = [
+        (frame('a', 0), {'depth': basis(0)}),  # unknown view
+        (frame('a', 0), {'image': np.ones(5)}),  # wrong dim
+        (frame('a', 0), {'image': np.zeros(4)}),  # no direction
+        (frame('a/b', 0), {}),  # session name that would break ids and paths
+        (frame('a', 0, x=float('nan')), {}),  # valid pose that is not finite
+    ]
+    for record, vectors in bad:
+        with pytest.raises(ValueError):
+            store.add_many([frame('a', 1), record], [{}, vectors])
+    assert store.count() == 0
+
+
+def test_long_text_is_clipped_to_the_column_in_utf8_bytes(store):
+    store.add(frame('a', 0, text='é' * TEXT_MAX_BYTES), {})
+
+    text = store.get(['a/0'])[0].text
+    assert len(text.encode('utf-8')) <= TEXT_MAX_BYTES
+    assert text == 'é' * (TEXT_MAX_BYTES // 2)
+
+
+def test_a_different_view_dim_is_an_error_not_a_silent_recreate(db_path):
+    with MemoryStore(db_path, VIEWS) as store:
+        store.add(frame('a', 0), {'image': basis(0)})
+
+    with pytest.raises(MemoryStoreSchemaError, match=r'waymark_view_image.*dim=4.*dim=8'):
+        MemoryStore(db_path, {'image': 8})
+    with MemoryStore(db_path, VIEWS) as store:
+        assert store.count(view='image') == 1
+
+
+def test_a_database_open_in_another_process_is_reported_by_name(db_path):
+    package_root = str(Path(waymark.__file__).resolve().parents[1])
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            '-c',
+            'import sys\n'
+            'from waymark.memory.store import MemoryStore\n'
+            f'store = MemoryStore({db_path!r}, {VIEWS!r})\n'
+            'print("open", flush=True)\n'
+            'sys.stdin.read()\n'
+            'store.close()\n',
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, 'PYTHONPATH': package_root},
+    )
+    try:
+        assert holder.stdout.readline().strip() == 'open'
+        with pytest.raises(MemoryStoreLockedError) as raised:
+            MemoryStore(db_path, VIEWS)
+        assert str(Path(db_path).resolve()) in str(raised.value)
+    finally:
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    with MemoryStore(db_path, VIEWS) as store:
+        assert store.count() == 0

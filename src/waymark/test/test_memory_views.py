@@ -1,0 +1,182 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What feeds the views: the image store, OCR, the sentence and image-text embedders."""
+
+from __future__ import annotations
+
+import errno
+
+import numpy as np
+import pytest
+from support.tiny_models import build_tiny_siglip
+
+from waymark.memory import image_store as image_store_module
+from waymark.memory.embedders import EmbedderLoadError, ImageTextEmbedder
+from waymark.memory.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.ocr import TextLine, TextReader, joined
+
+# -- image store ---------------------------------------------------------------------------
+
+
+def test_image_store_round_trip_and_reference_layout(tmp_path):
+    store = ImageStore(tmp_path / 'memory')
+
+    jpeg_ref = store.put('lab_2026-05-01', 7, b'\xff\xd8jpeg')
+    png_ref = store.put('lab_2026-05-01', 8, b'\x89PNGpng', fmt='png')
+
+    assert jpeg_ref == 'images/lab_2026-05-01/00000007.jpg'
+    assert png_ref == 'images/lab_2026-05-01/00000008.png'
+    assert store.get(jpeg_ref) == b'\xff\xd8jpeg'
+    assert store.path(png_ref) == tmp_path / 'memory' / png_ref
+    assert ImageStore(tmp_path / 'memory').get(png_ref) == b'\x89PNGpng'
+
+
+def test_image_store_refuses_paths_that_leave_its_root(tmp_path):
+    store = ImageStore(tmp_path / 'memory')
+    (tmp_path / 'secret').write_bytes(b'x')
+
+    for session in ('../escape', '..', '.hidden', 'a/b', '', 'x' * 65):
+        with pytest.raises(ValueError):
+            store.put(session, 0, b'data')
+    for ref in ('../secret', 'images/../../secret', str(tmp_path / 'secret')):
+        with pytest.raises(ValueError):
+            store.get(ref)
+    with pytest.raises(ValueError):
+        store.put('a', 0, b'data', fmt='exe')
+    assert not (tmp_path / 'escape').exists()
+
+
+def test_image_store_disk_full_leaves_the_old_image_and_no_partial_file(tmp_path, monkeypatch):
+    store = ImageStore(tmp_path / 'memory')
+    ref = store.put('a', 0, b'first')
+
+    def no_space(descriptor):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(image_store_module.os, 'fsync', no_space)
+    with pytest.raises(ImageStoreFullError) as raised:
+        store.put('a', 0, b'second')
+    with pytest.raises(OSError, match='disk full'):
+        store.put('a', 1, b'third')
+
+    assert raised.value.errno == errno.ENOSPC
+    assert store.get(ref) == b'first'
+    assert sorted(p.name for p in store.path(ref).parent.iterdir()) == ['00000000.jpg']
+
+
+# -- OCR -----------------------------------------------------------------------------------
+
+
+def test_reader_reads_a_large_sign(text_reader, draw_sign):
+    lines = text_reader.read(draw_sign('PHARMACY'))
+
+    assert [line.text for line in lines] == ['PHARMACY']
+    assert lines[0].confidence >= 0.5
+    assert len(lines[0].box) == 4
+    xs = [x for x, _ in lines[0].box]
+    assert 40 <= min(xs) < max(xs) <= 600  # on the board, not the whole frame
+    assert joined(lines) == 'PHARMACY'
+
+
+def test_reader_reads_grey_and_rgba_images(text_reader, draw_sign):
+    grey = draw_sign('LIBRARY').mean(axis=2).astype(np.uint8)
+    rgb = draw_sign('BAKERY')
+    rgba = np.dstack([rgb, np.full(rgb.shape[:2], 255, np.uint8)])
+
+    assert joined(text_reader.read(grey)) == 'LIBRARY'
+    assert joined(text_reader.read(rgba)) == 'BAKERY'
+
+
+def test_reader_returns_nothing_for_odd_or_blank_images(text_reader, draw_sign):
+    for image in (
+        np.zeros((0, 0, 3), np.uint8),
+        np.zeros((4, 4, 3), np.uint8),
+        np.zeros((1, 640, 3), np.uint8),
+        np.zeros((480, 640), np.uint8),
+        np.zeros((480, 640, 1), np.uint8),
+        draw_sign(''),
+    ):
+        assert text_reader.read(image) == []
+    with pytest.raises(ValueError):
+        text_reader.read(np.zeros((64, 64, 3), np.float32))
+
+
+def test_reader_confidence_threshold_filters_lines(draw_sign):
+    strict = TextReader(min_confidence=1.0)
+
+    assert strict.read(draw_sign('PHARMACY')) == []
+    with pytest.raises(ValueError):
+        TextReader(min_confidence=1.5)
+
+
+def test_joined_normalises_whitespace_and_keeps_case():
+    lines = [TextLine('  Coffee \t Shop ', 0.9, ()), TextLine('OPEN\n24h', 0.8, ())]
+
+    assert joined(lines) == 'Coffee Shop OPEN 24h'
+    assert joined([]) == ''
+
+
+# -- sentence embedder ---------------------------------------------------------------------
+
+
+def test_sentence_embedder_is_the_bundled_minilm_and_semantic(sentence_embedder):
+    vectors = sentence_embedder.embed_texts(
+        ['coffee shop', 'COFFEE SHOP', 'PHARMACY', 'where can I buy medicine']
+    )
+
+    assert sentence_embedder.dim == 384
+    assert sentence_embedder.name == 'sentence-transformers/all-MiniLM-L6-v2'
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx(np.ones(4), abs=1e-5)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > similarity[0, 2] + 0.2
+    assert similarity[3, 2] > similarity[3, 1]
+    assert sentence_embedder.embed_texts([]).shape == (0, 384)
+
+
+# -- image-text embedder -------------------------------------------------------------------
+
+
+def test_tiny_siglip_embeddings_have_the_right_shape_and_unit_length(image_text_embedder):
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, size=(48, 64, 3), dtype=np.uint8) for _ in range(5)]
+    images.append(rng.integers(0, 256, size=(30, 30), dtype=np.uint8))
+
+    image_vectors = image_text_embedder.embed_images(images)
+    text_vectors = image_text_embedder.embed_texts(['a coffee shop', 'the pharmacy', 'zebra'])
+
+    assert image_text_embedder.dim == 32
+    assert image_vectors.shape == (6, 32) and image_vectors.dtype == np.float32
+    assert text_vectors.shape == (3, 32) and text_vectors.dtype == np.float32
+    norms = np.linalg.norm(np.vstack([image_vectors, text_vectors]), axis=1)
+    assert norms == pytest.approx(np.ones(9), abs=1e-5)
+    assert not np.allclose(image_vectors[0], image_vectors[1])
+    assert not np.allclose(text_vectors[0], text_vectors[1])
+    # Batches of two give what one image at a time gives.
+    single = np.vstack([image_text_embedder.embed_images([image]) for image in images])
+    np.testing.assert_allclose(image_vectors, single, atol=1e-5)
+    assert image_text_embedder.embed_images([]).shape == (0, 32)
+
+
+def test_tiny_siglip_is_deterministic_across_builds_and_calls(
+    image_text_embedder, tmp_path, draw_sign
+):
+    rebuilt = ImageTextEmbedder(build_tiny_siglip(tmp_path / 'again'))
+    other_seed = ImageTextEmbedder(build_tiny_siglip(tmp_path / 'other', seed=1))
+    image = draw_sign('BAKERY')
+
+    first = image_text_embedder.embed_images([image])
+    np.testing.assert_array_equal(first, image_text_embedder.embed_images([image]))
+    np.testing.assert_allclose(first, rebuilt.embed_images([image]), atol=1e-6)
+    np.testing.assert_allclose(
+        image_text_embedder.embed_texts(['red door']), rebuilt.embed_texts(['red door']), atol=1e-6
+    )
+    assert not np.allclose(first, other_seed.embed_images([image]), atol=1e-3)
+
+
+def test_a_model_that_cannot_be_loaded_is_named_in_the_error(tmp_path):
+    missing = str(tmp_path / 'no-such-model')
+
+    with pytest.raises(EmbedderLoadError, match='no-such-model'):
+        ImageTextEmbedder(missing).load()
+    with pytest.raises(EmbedderLoadError, match='not-a-real/siglip-checkpoint'):
+        ImageTextEmbedder('not-a-real/siglip-checkpoint').embed_texts(['x'])

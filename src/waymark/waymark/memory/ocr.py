@@ -1,0 +1,81 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Reading printed text (signs, labels) in keyframes, for the memory's text view.
+
+Signs are what people ask about ("where is the pharmacy?"), and OCR reads them far more
+reliably than an image embedding matches a shop name, so the text view complements the
+image view rather than duplicating it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+# Below this the detector has nothing to work with and RapidOCR can divide by zero.
+MIN_IMAGE_SIDE = 16
+
+
+@dataclass(frozen=True)
+class TextLine:
+    """One line of text: the reading, the recogniser's confidence, the four corners (px)."""
+
+    text: str
+    confidence: float
+    box: tuple[tuple[float, float], ...]
+
+
+class TextReader:
+    """RapidOCR (ONNX Runtime, CPU) behind a small interface; the engine loads on first use."""
+
+    def __init__(self, min_confidence: float = 0.5) -> None:
+        if not 0.0 <= min_confidence <= 1.0:
+            raise ValueError(f'min_confidence must be in [0, 1], got {min_confidence}')
+        self.min_confidence = min_confidence
+        self._engine = None
+
+    def load(self) -> None:
+        if self._engine is None:
+            from rapidocr_onnxruntime import RapidOCR
+
+            self._engine = RapidOCR()
+
+    def read(self, image: np.ndarray) -> list[TextLine]:
+        """Text lines in an RGB (or grey) uint8 image, in the engine's reading order."""
+        bgr = _to_bgr(image)
+        if bgr is None:
+            return []
+        self.load()
+        result, _ = self._engine(bgr)
+        lines = []
+        for box, text, confidence in result or ():
+            text = ' '.join(str(text).split())
+            if text and float(confidence) >= self.min_confidence:
+                corners = tuple((float(x), float(y)) for x, y in box)
+                lines.append(TextLine(text, float(confidence), corners))
+        return lines
+
+
+def joined(lines: Iterable[TextLine]) -> str:
+    """All readings as one string with single spaces; case is kept (signs are often capitals)."""
+    return ' '.join(' '.join(line.text.split()) for line in lines).strip()
+
+
+def _to_bgr(image: np.ndarray) -> np.ndarray | None:
+    """The BGR image RapidOCR expects for arrays, or None when there is nothing to read."""
+    array = np.asarray(image)
+    if array.dtype != np.uint8:
+        raise ValueError(f'expected a uint8 image, got {array.dtype}')
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[:, :, 0]
+    if array.ndim not in (2, 3) or min(array.shape[:2], default=0) < MIN_IMAGE_SIDE:
+        return None
+    if array.ndim == 2:
+        return cv2.cvtColor(array, cv2.COLOR_GRAY2BGR)
+    if array.shape[2] == 3:
+        return cv2.cvtColor(array, cv2.COLOR_RGB2BGR)
+    if array.shape[2] == 4:
+        return cv2.cvtColor(array, cv2.COLOR_RGBA2BGR)
+    return None

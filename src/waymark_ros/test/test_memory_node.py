@@ -1,0 +1,173 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""memory_node over real DDS with real Milvus Lite: ingest, every search mode, restart,
+bad keyframes, a locked database, and the image view with a tiny SigLIP."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+from geometry_msgs.msg import Point
+from support.ros_harness import wait_until
+from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
+
+from waymark_interfaces.srv import SearchMemory
+from waymark_ros.conversions import ns_to_stamp
+
+pytestmark = pytest.mark.dds
+
+
+@pytest.fixture
+def memory(ros, launch, tmp_path):
+    def start():
+        node = launch('memory_node', data_dir=str(tmp_path / 'memory'))
+        stats = ros.latest_json('memory/stats')
+        wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
+        return node, stats
+
+    return start
+
+
+def test_ingests_keyframes_and_serves_every_search_mode(ros, memory):
+    node, stats = memory()
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+
+    text = search(ros, 'text', text='where is the pharmacy?', top_k=3)
+    assert text.success, text.message
+    assert text.total_entries == 4
+    assert text.hits[0].text.upper() == 'PHARMACY'
+    assert text.hits[0].view == 'text'
+    assert text.hits[0].pose.pose.position.x == pytest.approx(0.0)
+    assert text.hits[0].pose.header.frame_id == 'map'
+    library = search(ros, 'text', text='books to borrow, a library', top_k=1)
+    assert library.hits[0].index == 2
+
+    later = search(ros, 'time', stamp=ns_to_stamp(T0 + 1 * S + 1), top_k=5)
+    assert [h.index for h in later.hits] == [2, 3]  # from that time on, in order
+    assert later.hits[0].score == pytest.approx(1.0, abs=1e-3)
+
+    near = search(ros, 'position', position=Point(x=4.2, y=1.0, z=0.5), top_k=2)
+    assert [h.index for h in near.hits] == [2, 3]
+    assert near.hits[0].score == pytest.approx(0.2, abs=1e-3)
+
+    ring = search(ros, 'range', position=Point(x=3.0, y=1.0), radius=1.5, top_k=10)
+    assert sorted(h.index for h in ring.hits) == [1, 2]
+
+    span = search(ros, 'interval', stamp=ns_to_stamp(T0), end_stamp=ns_to_stamp(T0 + S), top_k=10)
+    assert [h.index for h in span.hits] == [0, 1]
+
+    unknown = search(ros, 'text', text='pharmacy', sessions=['no-such-session'])
+    assert unknown.success and list(unknown.hits) == [] and unknown.total_entries == 0
+
+    for bad in (
+        search(ros, 'teleport'),
+        search(ros, 'text', text='   '),
+        search(ros, 'range', position=Point(x=0.0, y=0.0), radius=-1.0),
+        search(ros, 'position', position=Point(x=math.nan, y=0.0)),
+        search(ros, 'image'),
+    ):
+        assert not bad.success and bad.message
+    assert node.running()
+
+
+def test_bad_keyframes_are_counted_and_skipped(ros, memory):
+    node, stats = memory()
+    nan_pose = keyframe(0, 'PHARMACY')
+    nan_pose.pose.pose.position.x = math.nan
+    corrupt = keyframe(1, 'BAKERY')
+    corrupt.image.data = b'\xff\xd8\xff garbage'
+    empty_session = keyframe(2, 'LIBRARY', session='')
+    publish_and_wait(ros, [nan_pose, corrupt, empty_session, keyframe(3, 'LIBRARY')], stats, 1)
+    wait_until(lambda: stats.get('keyframes_undecodable') == 1, 10, 'corrupt image not counted')
+    assert stats['keyframes_rejected'] == 2
+    assert node.running()
+
+
+def test_lost_poses_are_kept_but_never_used_as_positions(ros, memory):
+    _, stats = memory()
+    publish_and_wait(ros, [keyframe(0, 'PHARMACY', pose_valid=False), keyframe(1, '')], stats, 2)
+    near = search(ros, 'position', position=Point(x=0.0, y=1.0, z=0.5), top_k=5)
+    assert [h.index for h in near.hits] == [1]
+    text = search(ros, 'text', text='pharmacy', top_k=1)
+    assert text.hits[0].index == 0 and not text.hits[0].pose_valid
+
+
+def test_memory_survives_a_restart_and_a_replay_is_idempotent(ros, launch, memory):
+    node, stats = memory()
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    from waymark_ros.processes import stop_node
+
+    assert stop_node(node) == 0
+    node, stats = memory()
+    assert stats['frames'] == len(SIGNS)
+    assert search(ros, 'text', text='bakery', top_k=1).hits[0].index == 1
+    # The same keyframes again (a bag replayed twice) keep their entries...
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    wait_until(lambda: stats.get('keyframes_ingested') == len(SIGNS), 30, 'replay not ingested')
+    assert stats['frames'] == len(SIGNS)
+    # ...while a new keyframe of the session is numbered after the last one.
+    fresh = keyframe(0, 'FIRE EXIT')
+    fresh.header.stamp = ns_to_stamp(T0 + 100 * S)
+    publish_and_wait(ros, [fresh], stats, len(SIGNS) + 1)
+    assert search(ros, 'text', text='fire exit', top_k=1).hits[0].index == len(SIGNS)
+
+
+def test_a_locked_database_is_a_clear_error_naming_the_file(ros, memory, launch, tmp_path):
+    memory()
+    second = launch('memory_node', data_dir=str(tmp_path / 'memory'))
+    assert second.process.wait(timeout=60) != 0
+    log = second.log_tail()
+    assert str(tmp_path / 'memory') in log
+    assert 'lock' in log.lower()
+
+
+def test_image_view_with_an_image_text_model(ros, launch, tmp_path):
+    from support.tiny_models import build_tiny_siglip
+
+    model = build_tiny_siglip(tmp_path / 'siglip')
+    launch(
+        'memory_node',
+        data_dir=str(tmp_path / 'memory'),
+        image_model=model,
+        text_model='',
+        ocr=False,
+    )
+    stats = ros.latest_json('memory/stats')
+    wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    hits = search(ros, 'text', text='a photo of a coffee shop', top_k=4)
+    assert hits.success and len(hits.hits) == 4
+    assert {h.view for h in hits.hits} == {'image'}
+    query = cv2.imencode('.jpg', cv2.imdecode(np.frombuffer(sign_jpeg('BAKERY'), np.uint8), 1))[1]
+    by_image = search(ros, 'image', top_k=1)
+    by_image_request = SearchMemory.Request(mode='image', top_k=1)
+    by_image_request.image.format = 'jpeg'
+    by_image_request.image.data = query.tobytes()
+    by_image = ros.call(SearchMemory, 'search_memory', by_image_request)
+    assert by_image.success
+    assert by_image.hits[0].index == 1  # the same picture is its own nearest neighbour
+    assert by_image.hits[0].score == pytest.approx(1.0, abs=1e-2)
+
+
+def test_database_lock_is_released_on_clean_shutdown(ros, memory, tmp_path):
+    from waymark_ros.processes import stop_node
+
+    node, _ = memory()
+    assert stop_node(node) == 0
+    probe = subprocess.run(
+        [
+            sys.executable,
+            '-c',
+            'import sys; from waymark.memory.store import MemoryStore; '
+            'MemoryStore(sys.argv[1], {}).close()',
+            str(tmp_path / 'memory' / 'memory.db'),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr

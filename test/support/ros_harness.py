@@ -1,0 +1,68 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""An rclpy node for tests, spun in the background, with helpers to wait and call."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from std_msgs.msg import String
+
+from waymark_ros import qos
+
+
+class RosHarness:
+    """An rclpy node spun in a background thread, with waiting helpers for tests."""
+
+    def __init__(self) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('waymark_test', context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def collect(self, msg_type, topic: str, qos=10) -> list:
+        received: list = []
+        self.node.create_subscription(msg_type, topic, received.append, qos)
+        return received
+
+    def latest_json(self, topic: str) -> dict:
+        """Subscribe to a latched JSON status topic; returns a dict updated in place."""
+        state: dict = {}
+
+        def update(msg: String) -> None:
+            state.clear()
+            state.update(json.loads(msg.data))
+
+        self.node.create_subscription(String, topic, update, qos.latched())
+        return state
+
+    def call(self, srv_type, name: str, request, timeout_s: float = 30.0):
+        client = self.node.create_client(srv_type, name)
+        try:
+            assert client.wait_for_service(timeout_sec=timeout_s), f'service {name} not available'
+            future = client.call_async(request)
+            wait_until(future.done, timeout_s, f'no response from {name}')
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+        self._thread.join(timeout=5.0)
+
+
+def wait_until(predicate, timeout_s: float, message: str = 'condition not met', period_s=0.05):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(period_s)
+    raise AssertionError(f'{message} within {timeout_s:.0f} s')
