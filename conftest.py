@@ -43,8 +43,8 @@ def launch(tmp_path, request):
 
     started = []
 
-    def _start(name: str, **parameters):
-        node = start_node(name, tmp_path / 'logs', parameters)
+    def _start(name: str, params_file=None, **parameters):
+        node = start_node(name, tmp_path / 'logs', parameters, params_file=params_file)
         started.append(node)
         return node
 

@@ -40,9 +40,14 @@ def executable(name: str, package: str = 'waymark_ros') -> Path:
 
 
 def ros_arguments(
-    parameters: Mapping[str, object], remappings: Mapping[str, str] = {}
+    parameters: Mapping[str, object],
+    remappings: Mapping[str, str] = {},
+    params_file: Path | None = None,
 ) -> list[str]:
+    """Command-line ROS arguments; single parameters override the file's values."""
     args = ['--ros-args']
+    if params_file is not None:
+        args += ['--params-file', str(params_file)]
     for key, value in parameters.items():
         args += ['-p', f'{key}:={_yaml_value(value)}']
     for source, target in remappings.items():
@@ -66,10 +71,13 @@ def start_node(
     parameters: Mapping[str, object] = {},
     remappings: Mapping[str, str] = {},
     env: Mapping[str, str] | None = None,
+    params_file: Path | None = None,
 ) -> NodeProcess:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f'{name}.log'
-    command = [str(executable(name)), *ros_arguments(parameters, remappings)]
+    if params_file is not None and not params_file.is_file():
+        raise FileNotFoundError(f'parameter file {params_file} not found')
+    command = [str(executable(name)), *ros_arguments(parameters, remappings, params_file)]
     with open(log_path, 'wb') as log:
         process = subprocess.Popen(
             command,

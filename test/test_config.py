@@ -1,0 +1,46 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The shipped parameter files: every key is a parameter the node declares, and the node
+starts with it. ROS silently ignores unknown keys, so a typo would otherwise go unseen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters
+from support.ros_harness import wait_until
+
+pytestmark = pytest.mark.dds
+
+CONFIG = Path(__file__).resolve().parents[1] / 'config'
+
+
+def flatten(tree: dict, prefix: str = '') -> dict[str, object]:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[prefix + key] = value
+    return flat
+
+
+@pytest.mark.parametrize('config', ['waymark.yaml', 'replay.yaml'])
+def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
+    path = CONFIG / config
+    sections = yaml.safe_load(path.read_text())
+    for name, section in sections.items():
+        expected = flatten(section['ros__parameters'])
+        overrides = {'data_dir': str(tmp_path / 'memory')} if name == 'memory_node' else {}
+        node = launch(name, params_file=path, **overrides)
+        request = GetParameters.Request(names=list(expected))
+        response = ros.call(GetParameters, f'/{name}/get_parameters', request, timeout_s=90)
+        undeclared = [
+            key
+            for key, value in zip(expected, response.values, strict=True)
+            if value.type == ParameterType.PARAMETER_NOT_SET
+        ]
+        assert not undeclared, f'{config}: {name} does not declare {undeclared}'
+        wait_until(node.running, 1, f'{name} exited with the {config} parameters')
