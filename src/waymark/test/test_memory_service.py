@@ -182,3 +182,26 @@ def test_fusion_prefers_agreement_and_reports_the_best_ranked_view():
         ('text', 0.80),
         ('image', 0.20),
     ]
+
+
+def test_of_frames_reading_the_same_words_the_nearest_view_comes_first(
+    tmp_path, sentence_embedder, text_reader
+):
+    from PIL import Image, ImageDraw, ImageFont
+
+    def sign(font_size: int) -> np.ndarray:
+        image = Image.new('RGB', (640, 480), (190, 200, 210))
+        draw = ImageDraw.Draw(image)
+        font = ImageFont.load_default(size=font_size)
+        draw.text((320, 240), 'BAKERY', font=font, fill=(15, 15, 15), anchor='mm', stroke_width=2)
+        return np.asarray(image)
+
+    service = open_service(tmp_path, None, sentence_embedder, text_reader)
+    # Seen from afar first, then twice from closer (the robot walks up to the sign).
+    sizes = [40, 56, 96, 72]
+    records = [service.ingest(keyframe(i, jpeg(sign(size)), x=i)) for i, size in enumerate(sizes)]
+    assert [r.text for r in records] == ['BAKERY'] * 4
+    assert records[2].text_size > records[3].text_size > records[1].text_size > records[0].text_size
+    hits = service.search_text('bakery', k=2)
+    assert [h.record.index for h in hits] == [2, 3]
+    service.store.close()

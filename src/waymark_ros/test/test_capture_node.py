@@ -184,3 +184,16 @@ def test_raw_images_are_encoded_and_unknown_encodings_rejected(ros, launch):
     )
     assert decoded.shape == (4, 6, 3)
     wait_until(lambda: stats.get('image_undecodable') == 1, 5, 'unsupported encoding not counted')
+
+
+def test_images_ahead_of_their_poses_wait_for_them(capture):
+    _, odom, images, keyframes, stats = capture
+    # A fast replay can deliver a whole run of images before the matching poses.
+    for i in range(10):
+        images.publish(jpeg_image(T0 + (i * 400 + 10) * MS))
+    for i in range(41):
+        odom.publish(odometry(T0 + i * 100 * MS, x=0.1 * i))
+    wait_until(lambda: len(keyframes) == 10, 10, 'held images not placed')
+    xs = [k.pose.pose.position.x for k in keyframes]
+    assert xs == pytest.approx([0.4 * i + 0.01 + 0.25 for i in range(10)])
+    assert 'image_without_pose' not in stats

@@ -73,15 +73,26 @@ class CaptureNode(Node):
             self,
             'max_pose_wait_s',
             0.5,
-            'How long an image waits for a later pose before it is placed with what is known.',
+            'How long the pose stream may stall before waiting images are placed with '
+            'the poses known so far.',
             low=0.0,
             high=10.0,
         )
-        self._pending_max = declare(
-            self, 'pending_images_max', 30, 'Images waiting for poses at most.', low=1, high=10_000
-        )
+        self._pending_bytes_max = declare(
+            self,
+            'pending_images_max_mb',
+            256,
+            'Most image data (MB) waiting for poses; beyond it the oldest image is placed.',
+            low=1,
+            high=65536,
+        ) * (1 << 20)
         buffer_size = declare(
-            self, 'pose_buffer_size', 2000, 'Poses kept for lookup.', low=2, high=1_000_000
+            self,
+            'pose_buffer_size',
+            10000,
+            'Poses kept for lookup (10000: 100 s at 100 Hz, enough for fast replays).',
+            low=2,
+            high=1_000_000,
         )
         self._jpeg_quality = declare(
             self, 'jpeg_quality', 90, 'JPEG quality for re-encoded images.', low=10, high=100
@@ -93,7 +104,7 @@ class CaptureNode(Node):
             'Subscribe reliably (bag replay) instead of best effort (live drivers).',
         )
         depth = declare(
-            self, 'input_queue_depth', 50, 'Subscription queue depth.', low=1, high=10_000
+            self, 'input_queue_depth', 50, 'Queue depth of best-effort input.', low=1, high=10_000
         )
         out_depth = declare(
             self, 'output_queue_depth', 200, 'Keyframe publisher queue depth.', low=1, high=100_000
@@ -144,7 +155,9 @@ class CaptureNode(Node):
         self._selector = KeyframeSelector(policy)
         self._index = 0
         self._last_image_ns: int | None = None
-        self._pending: deque[tuple[float, int, object]] = deque()
+        self._pending: deque[tuple[int, int, object]] = deque()
+        self._pending_bytes = 0
+        self._last_input_wall = time.monotonic()
         self.counts: Counter[str] = Counter()
 
         self._publisher = self.create_publisher(KeyframeMsg, 'keyframes', qos.keyframes(out_depth))
@@ -189,16 +202,19 @@ class CaptureNode(Node):
             self.counts['pose_time_reset'] += 1
             self._selector.reset()
             self.get_logger().warn('pose time went backwards: pose buffer reset')
+        self._last_input_wall = time.monotonic()
         self._resolve_pending()
 
     # Images --------------------------------------------------------------------------
     def _on_compressed(self, msg: CompressedImage) -> None:
-        self._on_image(msg.header, lambda: compressed_to_jpeg(msg, self._jpeg_quality))
+        self._on_image(
+            msg.header, len(msg.data), lambda: compressed_to_jpeg(msg, self._jpeg_quality)
+        )
 
     def _on_raw(self, msg: Image) -> None:
-        self._on_image(msg.header, lambda: raw_to_jpeg(msg, self._jpeg_quality))
+        self._on_image(msg.header, len(msg.data), lambda: raw_to_jpeg(msg, self._jpeg_quality))
 
-    def _on_image(self, header, encode) -> None:
+    def _on_image(self, header, size: int, encode) -> None:
         self.counts['images_received'] += 1
         stamp_ns = stamp_to_ns(header.stamp)
         if self._last_image_ns is not None and stamp_ns < self._last_image_ns:
@@ -206,20 +222,31 @@ class CaptureNode(Node):
             self._selector.reset()
             self.get_logger().warn('image time went backwards: keyframe selection restarted')
         self._last_image_ns = stamp_ns
-        self._pending.append((time.monotonic(), stamp_ns, encode))
+        if not self._pending:
+            self._last_input_wall = time.monotonic()
+        self._pending.append((stamp_ns, size, encode))
+        self._pending_bytes += size
         self._resolve_pending()
 
     def _resolve_pending(self) -> None:
-        """Place waiting images whose pose is known, or that have waited long enough."""
-        now = time.monotonic()
+        """Place waiting images whose pose is known.
+
+        Images may run ahead of the poses (the topics are delivered independently, and a
+        fast replay takes one message per topic at a time), so an image waits as long as
+        poses keep coming; only a stalled pose stream or the memory bound places it early.
+        """
+        stalled = time.monotonic() - self._last_input_wall >= self._pose_wait_s
         while self._pending:
-            arrived, stamp_ns, encode = self._pending[0]
+            stamp_ns, size, encode = self._pending[0]
             newest = self._poses.newest_stamp
             ready = newest is not None and newest >= stamp_ns
-            expired = now - arrived >= self._pose_wait_s or len(self._pending) > self._pending_max
-            if not (ready or expired):
+            overflow = self._pending_bytes > self._pending_bytes_max
+            if not (ready or stalled or overflow):
                 return
+            if overflow and not ready:
+                self.counts['image_pending_overflow'] += 1
             self._pending.popleft()
+            self._pending_bytes -= size
             self._place_image(stamp_ns, encode)
 
     def _place_image(self, stamp_ns: int, encode) -> None:

@@ -12,12 +12,23 @@ from rclpy.qos import (
 
 
 def sensor_input(reliable: bool, depth: int) -> QoSProfile:
-    """Camera and pose input. Best effort matches every publisher (a live driver);
-    reliable loses nothing when the publisher is reliable too (a bag replay)."""
+    """Camera and pose input.
+
+    Best effort with a short queue matches every publisher (a live driver) and never
+    lets a slow callback fall behind. Reliable with KEEP_ALL makes a reliable publisher
+    (a bag replay) wait for the subscriber instead of overwriting what it has not read,
+    so a replay at any rate loses nothing.
+    """
+    if reliable:
+        return QoSProfile(
+            history=HistoryPolicy.KEEP_ALL,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.VOLATILE,
+        )
     return QoSProfile(
         history=HistoryPolicy.KEEP_LAST,
         depth=depth,
-        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
         durability=DurabilityPolicy.VOLATILE,
     )
 

@@ -43,6 +43,9 @@ class FrameRecord:
     pose_valid: bool
     image_ref: str
     text: str = ''
+    # Height of the tallest line of text read in the image, as a fraction of the image
+    # height: among frames that read the same words, the larger the nearer and clearer.
+    text_size: float = 0.0
 
     @property
     def id(self) -> str:

@@ -26,6 +26,12 @@ class TextLine:
     confidence: float
     box: tuple[tuple[float, float], ...]
 
+    @property
+    def height(self) -> float:
+        """Vertical extent of the line in pixels."""
+        ys = [y for _, y in self.box]
+        return max(ys) - min(ys)
+
 
 class TextReader:
     """RapidOCR (ONNX Runtime, CPU) behind a small interface; the engine loads on first use."""

@@ -27,6 +27,10 @@ TEXT_VIEW = 'text'
 # The usual reciprocal-rank-fusion constant: damps the weight of the very first ranks.
 RRF_K = 60
 MAX_QUERY_CHARS = 1000
+# The text view fetches this many times k, so that among many frames with the same
+# reading the nearest views are still found; cosines are compared to SCORE_DECIMALS.
+TEXT_OVERSAMPLING = 4
+SCORE_DECIMALS = 3
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,9 @@ class MemoryService:
         image_ref = self.image_store.put(
             keyframe.session, keyframe.index, keyframe.image, keyframe.image_format
         )
-        text = joined(self.reader.read(image)) if self.reader is not None else ''
+        lines = self.reader.read(image) if self.reader is not None else []
+        text = joined(lines)
+        text_size = max((line.height for line in lines), default=0.0) / image.shape[0]
         vectors = {}
         if self.image_embedder is not None:
             vectors[IMAGE_VIEW] = self.image_embedder.embed_images([image])[0]
@@ -115,6 +121,7 @@ class MemoryService:
             pose_valid=keyframe.pose_valid,
             image_ref=image_ref,
             text=text,
+            text_size=text_size,
         )
         self.store.add(record, vectors)
         self._ingested += 1
@@ -137,7 +144,8 @@ class MemoryService:
             rankings.append(self.store.search_view(IMAGE_VIEW, vector, k, sessions))
         if self.text_embedder is not None:
             vector = self.text_embedder.embed_texts([query])[0]
-            rankings.append(self.store.search_view(TEXT_VIEW, vector, k, sessions))
+            candidates = self.store.search_view(TEXT_VIEW, vector, k * TEXT_OVERSAMPLING, sessions)
+            rankings.append(_nearest_reading_first(candidates)[:k])
         return _fuse(rankings)[:k]
 
     def search_image(
@@ -184,6 +192,12 @@ class MemoryService:
             if self._ingested
             else 0.0,
         )
+
+
+def _nearest_reading_first(hits: Sequence[Hit]) -> list[Hit]:
+    """Frames that read the same words score the same; of those, the one that saw the
+    text largest (nearest, most legible) is the better answer, so it goes first."""
+    return sorted(hits, key=lambda h: (-round(h.score, SCORE_DECIMALS), -h.record.text_size))
 
 
 def _fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:

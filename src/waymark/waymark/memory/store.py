@@ -51,6 +51,7 @@ _RECORD_FIELDS = (
     'pose_valid',
     'image_ref',
     'text',
+    'text_size',
 )
 
 
@@ -105,6 +106,7 @@ def _frames_fields() -> list[_Field]:
         _Field('pose_valid', DataType.BOOL),
         _Field('image_ref', DataType.VARCHAR, {'max_length': IMAGE_REF_MAX_BYTES}),
         _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
+        _Field('text_size', DataType.DOUBLE),
         # The pose scalars are doubles so a record reads back exactly as it was written; the
         # vectors are float32 copies: (x, y, z) for nearest search, (x, y) for radius search.
         _Field('position', DataType.FLOAT_VECTOR, {'dim': 3}),
@@ -597,6 +599,7 @@ def _frame_row(record: FrameRecord) -> dict:
         'pose_valid': bool(record.pose_valid),
         'image_ref': _checked_ref(record.image_ref),
         'text': clip_utf8(record.text, TEXT_MAX_BYTES),
+        'text_size': float(record.text_size),
         'position': [x, y, z],
         'planar': [x, y],
     }
@@ -621,6 +624,7 @@ def _record(row: Mapping) -> FrameRecord:
         pose_valid=bool(row['pose_valid']),
         image_ref=row['image_ref'],
         text=row['text'],
+        text_size=float(row['text_size']),
     )
 
 

@@ -1,0 +1,288 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the four
+nodes over DDS, then questions asked through the Query service.
+
+Everything runs offline: the world is rendered here, signs are read by OCR, and the
+text view uses a sentence embedder whose weights ship with its Python package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from waymark.geometry import Pose
+from waymark.sim.bag import write_bag
+from waymark.sim.visibility import sees
+from waymark.sim.world import World, build_demo_world
+from waymark_interfaces.srv import Query
+from waymark_ros import qos
+from waymark_ros.conversions import pose_from_msg
+from waymark_ros.processes import NodeProcess, start_node, stop_node
+from waymark_ros.replay import replay
+
+QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
+SUCCESS_RADIUS_M = 5.0
+
+
+@dataclass
+class Outcome:
+    question: str
+    target: str
+    success: bool
+    message: str
+    answer: str
+    goal: tuple[float, float, float] | None  # x, y, yaw
+    distance_to_target_m: float | None
+    target_in_view: bool
+    goal_published: bool
+
+    @property
+    def correct(self) -> bool:
+        return (
+            self.goal is not None
+            and self.target_in_view
+            and self.distance_to_target_m is not None
+            and self.distance_to_target_m <= SUCCESS_RADIUS_M
+        )
+
+
+def questions_for(world: World) -> list[tuple[str, str]]:
+    """One question per sign, cycling through phrasings, sign text in lower case."""
+    return [
+        (QUESTION_TEMPLATES[i % len(QUESTION_TEMPLATES)].format(sign.text.lower()), sign.text)
+        for i, sign in enumerate(world.signs)
+    ]
+
+
+class DemoClient(Node):
+    """The user's side: status subscriptions, the Query client, and the goal topic."""
+
+    def __init__(self) -> None:
+        super().__init__('waymark_demo')
+        self.status: dict[str, dict] = {'capture': {}, 'memory': {}}
+        for name in self.status:
+            self.create_subscription(
+                String, f'{name}/stats', lambda msg, n=name: self._on_status(n, msg), qos.latched()
+            )
+        self.goals: list[PoseStamped] = []
+        self.create_subscription(PoseStamped, 'goal_pose', self.goals.append, 10)
+        self.query = self.create_client(Query, 'query')
+
+    def _on_status(self, name: str, msg: String) -> None:
+        self.status[name] = json.loads(msg.data)
+
+
+def spin_until(executor, predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f'timed out after {timeout_s:.0f} s waiting for {what}')
+        executor.spin_once(timeout_sec=0.1)
+
+
+def start_stack(
+    out: Path, params_file: Path, extrinsic: Sequence[float], session: str
+) -> list[NodeProcess]:
+    """The four nodes with the replay parameters, memory and logs under `out`."""
+    logs = out / 'logs'
+    overrides = {
+        'memory_node': {'data_dir': str(out / 'memory')},
+        'capture_node': {'session': session, 'camera_extrinsic': list(extrinsic)},
+        'reasoner_node': {},
+        'navigator_node': {},
+    }
+    return [
+        start_node(name, logs, parameters, params_file=params_file)
+        for name, parameters in overrides.items()
+    ]
+
+
+def wait_for_ingest(executor, client: DemoClient, images: int, timeout_s: float) -> None:
+    """Until every image was placed and every keyframe is in memory."""
+
+    def done() -> bool:
+        capture, memory = client.status['capture'], client.status['memory']
+        return (
+            capture.get('images_received') == images
+            and capture.get('images_pending') == 0
+            and memory.get('queued') == 0
+            and memory.get('keyframes_received') == capture.get('keyframes_published')
+            and memory.get('frames', -1) >= 0
+            and memory.get('keyframes_received', 0)
+            == memory.get('keyframes_ingested', 0)
+            + memory.get('keyframes_undecodable', 0)
+            + memory.get('keyframes_rejected', 0)
+            + memory.get('keyframes_failed', 0)
+        )
+
+    spin_until(executor, done, timeout_s, 'memory to ingest the replay')
+
+
+def ask(executor, client: DemoClient, world: World, hfov_deg: float, question: str, target: str):
+    sign = next(s for s in world.signs if s.text == target)
+    published_before = len(client.goals)
+    future = client.query.call_async(Query.Request(question=question, navigate=True))
+    spin_until(executor, future.done, 60.0, f'an answer to {question!r}')
+    response = future.result()
+    goal = distance = None
+    in_view = published = False
+    if response.success and response.answer.has_goal:
+        pose: Pose = pose_from_msg(response.answer.goal.pose)
+        goal = (pose.position[0], pose.position[1], pose.yaw)
+        distance = math.dist(pose.position[:2], sign.position[:2])
+        in_view = sees(world, pose, sign, hfov_deg)
+        try:
+            spin_until(executor, lambda: len(client.goals) > published_before, 5.0, 'goal_pose')
+            published = True
+        except TimeoutError:
+            published = False
+    return Outcome(
+        question=question,
+        target=target,
+        success=response.success,
+        message=response.message,
+        answer=response.answer.text,
+        goal=goal,
+        distance_to_target_m=distance,
+        target_in_view=in_view,
+        goal_published=published,
+    )
+
+
+def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) -> list[Outcome]:
+    if not params_file.is_file():
+        raise FileNotFoundError(f'parameter file {params_file} not found (run from the workspace)')
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    started = time.monotonic()
+    world = build_demo_world(seed)
+    print(
+        f'[1/4] recording a tour of "{world.name}" '
+        f'({len(world.rooms)} rooms, {len(world.signs)} signs)'
+    )
+    info = write_bag(world, out / 'bag', seed=seed)
+    truth = json.loads((out / 'bag' / 'ground_truth.json').read_text())
+    camera = truth['camera']
+    print(f'      {info.path}: {info.message_counts} in {info.duration_s:.0f} s of robot time')
+
+    print('[2/4] starting memory_node, capture_node, reasoner_node, navigator_node')
+    rclpy.init()
+    client = DemoClient()
+    executor = SingleThreadedExecutor()
+    executor.add_node(client)
+    nodes = start_stack(out, params_file, camera['extrinsic'], session=f'demo-{seed}')
+    try:
+        spin_until(executor, lambda: 'frames' in client.status['memory'], 120.0, 'memory_node')
+        print(f'[3/4] replaying the bag (rate {rate or "max"}) and building memory')
+        report = replay(client, info.path, rate=rate, topics=list(info.topics))
+        images = sum(n for t, n in report.published.items() if 'image' in t)
+        wait_for_ingest(executor, client, images, timeout_s)
+        capture, memory = client.status['capture'], client.status['memory']
+        print(
+            f'      {images} images -> {capture.get("keyframes_published")} keyframes -> '
+            f'{memory.get("frames")} memory entries'
+        )
+        print('[4/4] asking questions through the Query service')
+        spin_until(executor, lambda: client.query.service_is_ready(), 30.0, 'the query service')
+        outcomes = [
+            ask(executor, client, world, camera['hfov_deg'], q, target)
+            for q, target in questions_for(world)
+        ]
+    finally:
+        for node in reversed(nodes):
+            stop_node(node)
+        executor.shutdown()
+        client.destroy_node()
+        rclpy.try_shutdown()
+    print_outcomes(outcomes)
+    write_report(out, world, outcomes, time.monotonic() - started)
+    return outcomes
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    for o in outcomes:
+        print(f'\nQ: {o.question}')
+        if o.goal is None:
+            print(f'   no answer: {o.message}')
+            continue
+        x, y, yaw = o.goal
+        verdict = 'correct' if o.correct else 'WRONG'
+        print(f'   A: {o.answer}')
+        print(
+            f'   goal x={x:.2f} y={y:.2f} yaw={math.degrees(yaw):.0f} deg; '
+            f'{o.distance_to_target_m:.2f} m from the {o.target.lower()} sign, '
+            f'sign {"in" if o.target_in_view else "NOT in"} view from the goal; '
+            f'goal_pose {"published" if o.goal_published else "NOT published"} -> {verdict}'
+        )
+    right = sum(o.correct for o in outcomes)
+    print(
+        f'\n{right}/{len(outcomes)} answers correct '
+        f'(sign in view from the goal, within {SUCCESS_RADIUS_M:.0f} m)'
+    )
+
+
+def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float) -> None:
+    rows = [
+        '| question | goal (x, y) | distance to sign (m) | sign in view | correct |',
+        '|---|---|---|---|---|',
+    ]
+    for o in outcomes:
+        goal = f'({o.goal[0]:.2f}, {o.goal[1]:.2f})' if o.goal else '-'
+        distance = f'{o.distance_to_target_m:.2f}' if o.distance_to_target_m is not None else '-'
+        rows.append(f'| {o.question} | {goal} | {distance} | {o.target_in_view} | {o.correct} |')
+    right = sum(o.correct for o in outcomes)
+    (out / 'report.md').write_text(
+        f'# waymark demo: {world.name} (seed {world.seed})\n\n'
+        f'Embedder-only answers (OCR text view); {right}/{len(outcomes)} correct; '
+        f'wall time {wall_s:.0f} s.\n\n' + '\n'.join(rows) + '\n'
+    )
+    (out / 'report.json').write_text(
+        json.dumps(
+            {
+                'world': world.name,
+                'seed': world.seed,
+                'wall_s': wall_s,
+                'correct': right,
+                'questions': [asdict(o) | {'correct': o.correct} for o in outcomes],
+            },
+            indent=1,
+        )
+    )
+    print(f'report: {out / "report.md"}')
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--out', type=Path, default=Path('demo_output'), help='output directory')
+    parser.add_argument('--seed', type=int, default=0, help='world seed')
+    parser.add_argument(
+        '--params', type=Path, default=Path('config/replay.yaml'), help='node parameter file'
+    )
+    parser.add_argument(
+        '--rate', type=float, default=0.0, help='replay speed; 0 = as fast as possible'
+    )
+    parser.add_argument(
+        '--timeout', type=float, default=900.0, help='longest wait for ingestion, s'
+    )
+    args = parser.parse_args(argv)
+    outcomes = run(args.out, args.params, args.seed, args.rate, args.timeout)
+    return 0 if outcomes and all(o.correct for o in outcomes) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
