@@ -1,0 +1,75 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The whole path over real DDS: a rosbag2 written with rosbags is replayed through all
+four nodes, questions go through the Query service, and the answers' goals must show the
+asked-for sign and be published on goal_pose."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from geometry_msgs.msg import PoseStamped
+from support.ros_harness import wait_until
+
+from waymark.sim.bag import write_bag
+from waymark.sim.visibility import sees
+from waymark.sim.world import build_demo_world
+from waymark_interfaces.msg import Answer
+from waymark_interfaces.srv import Query
+from waymark_ros.conversions import pose_from_msg
+from waymark_ros.replay import replay
+
+pytestmark = pytest.mark.dds
+
+CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'replay.yaml'
+# The tour faces COFFEE SHOP, LIBRARY and SUITE 204 in its first 90 s (seed 1).
+ASKED = {'COFFEE SHOP': 'Where is the coffee shop?', 'SUITE 204': 'Take me to suite 204.'}
+TOLERANCE_M = 4.0
+
+
+def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, tmp_path):
+    world = build_demo_world(seed=1)
+    info = write_bag(world, tmp_path / 'bag', camera_rate_hz=3.0, seed=1, max_duration_s=90.0)
+    camera = json.loads(info.ground_truth.read_text())['camera']
+
+    launch('memory_node', params_file=CONFIG, data_dir=str(tmp_path / 'memory'))
+    launch(
+        'capture_node', params_file=CONFIG, session='system', camera_extrinsic=camera['extrinsic']
+    )
+    launch('reasoner_node', params_file=CONFIG)
+    launch('navigator_node', params_file=CONFIG)
+    capture = ros.latest_json('capture/stats')
+    memory = ros.latest_json('memory/stats')
+    goals = ros.collect(PoseStamped, 'goal_pose')
+    wait_until(lambda: 'frames' in memory and 'buffered_poses' in capture, 120, 'nodes up')
+
+    report = replay(ros.node, info.path, rate=0.0, wait_subscribers_s=30.0)
+    assert report.all_acknowledged
+    images = info.message_counts['/camera/image/compressed']
+    assert report.published['/camera/image/compressed'] == images
+    wait_until(
+        lambda: capture.get('images_received') == images and capture.get('images_pending') == 0,
+        60,
+        'capture_node did not take every image',
+    )
+    keyframes = capture['keyframes_published']
+    wait_until(lambda: memory.get('keyframes_ingested') == keyframes, 600, 'memory ingest')
+    assert memory['frames'] == keyframes
+    assert capture.get('image_without_pose', 0) == 0  # every image found its pose
+
+    for target, question in ASKED.items():
+        sign = next(s for s in world.signs if s.text == target)
+        before = len(goals)
+        response = ros.call(Query, 'query', Query.Request(question=question, navigate=True), 60)
+        assert response.success, response.message
+        answer = response.answer
+        assert answer.kind == Answer.KIND_POSITION and answer.has_goal and answer.used_fallback
+        assert answer.evidence[0].text.replace(' ', '') == target.replace(' ', '')
+        goal = pose_from_msg(answer.goal.pose)
+        distance = math.dist(goal.position[:2], sign.position[:2])
+        assert distance <= TOLERANCE_M, f'{target}: goal {distance:.2f} m from the sign'
+        assert sees(world, goal, sign, camera['hfov_deg']), f'{target} not in view from the goal'
+        wait_until(lambda before=before: len(goals) > before, 10, 'goal not on goal_pose')
+        assert pose_from_msg(goals[-1].pose).position == pytest.approx(goal.position)
