@@ -1,0 +1,1 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.

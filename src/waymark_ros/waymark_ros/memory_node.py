@@ -9,6 +9,7 @@ single writer keeps each session's entries in order.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import queue
@@ -84,6 +85,14 @@ class MemoryNode(Node):
             'How long a keyframe waits for queue space before it is dropped.',
             low=0.0,
             high=600.0,
+        )
+        self._shutdown_wait = declare(
+            self,
+            'shutdown_wait_s',
+            60.0,
+            'On shutdown, how long queued keyframes may still be ingested.',
+            low=0.0,
+            high=3600.0,
         )
         depth = declare(
             self, 'input_queue_depth', 200, 'Keyframe subscription depth.', low=1, high=100_000
@@ -175,10 +184,12 @@ class MemoryNode(Node):
             self.counts['keyframes_undecodable'] += 1
             self.get_logger().warn(f'skipped keyframe {keyframe.session}/{keyframe.index}: {error}')
             return
-        except OSError as error:
+        except Exception as error:  # a full disk, an unreachable Milvus server, ...
+            # The worker must outlive one bad write; the loss is counted and logged.
             self.counts['keyframes_failed'] += 1
             self.get_logger().error(
-                f'could not store keyframe {keyframe.session}/{keyframe.index}: {error}'
+                f'could not store keyframe {keyframe.session}/{keyframe.index}: '
+                f'{type(error).__name__}: {error}'
             )
             return
         self._next_index[record.session] = max(self._next_index[record.session], record.index + 1)
@@ -287,9 +298,17 @@ class MemoryNode(Node):
         return MarkerArray(markers=[marker, *labels])
 
     def close(self) -> None:
-        """Finish queued ingestion, then close the database so every write is durable."""
-        self._queue.put(_STOP)
-        self._worker.join(timeout=60.0)
+        """Finish queued ingestion (for at most `shutdown_wait_s`), then close the database
+        so every write is durable."""
+        deadline = time.monotonic() + self._shutdown_wait
+        with contextlib.suppress(queue.Full):
+            self._queue.put(_STOP, timeout=self._shutdown_wait)
+        self._worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self._worker.is_alive():
+            self.get_logger().error(
+                f'shut down with {self._queue.qsize()} keyframes not ingested '
+                f'(shutdown_wait_s={self._shutdown_wait:.0f})'
+            )
         with self._lock:
             self._store.close()
 
