@@ -197,3 +197,18 @@ def test_images_ahead_of_their_poses_wait_for_them(capture):
     xs = [k.pose.pose.position.x for k in keyframes]
     assert xs == pytest.approx([0.4 * i + 0.01 + 0.25 for i in range(10)])
     assert 'image_without_pose' not in stats
+
+
+@pytest.mark.parametrize(
+    ('parameters', 'reason'),
+    [
+        ({'image_type': 'jpeg'}, 'must be one of compressed, raw'),
+        ({'max_pose_gap_s': -1.0}, 'max_pose_gap_s out of range'),
+        ({'session': '../etc'}, 'invalid session name'),
+        ({'camera_extrinsic': [0.0, 0.0, 0.0]}, 'needs 7 numbers'),
+    ],
+)
+def test_bad_parameters_stop_the_node_with_a_clear_reason(launch, parameters, reason):
+    node = launch('capture_node', **parameters)
+    assert node.process.wait(timeout=30) == 2
+    assert reason in node.log_tail()

@@ -16,10 +16,8 @@ import time
 from collections import Counter, deque
 from datetime import datetime, timezone
 
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
@@ -32,6 +30,7 @@ from waymark_ros import qos
 from waymark_ros.conversions import keyframe_to_msg, pose_from_msg, stamp_to_ns
 from waymark_ros.image_codec import ImageDecodeError, compressed_to_jpeg, raw_to_jpeg
 from waymark_ros.params import declare
+from waymark_ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
 
@@ -303,17 +302,7 @@ class CaptureNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = CaptureNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(CaptureNode, 'capture_node', args)
 
 
 if __name__ == '__main__':

@@ -20,10 +20,8 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Point
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, String
 from visualization_msgs.msg import Marker, MarkerArray
@@ -33,12 +31,13 @@ from waymark.memory.entries import Hit, Keyframe
 from waymark.memory.image_store import ImageStore
 from waymark.memory.ocr import TextReader
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore, MemoryStoreLockedError
+from waymark.memory.store import MemoryStore
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros import qos
 from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, stamp_to_ns
 from waymark_ros.params import declare
+from waymark_ros.spin import run_node
 
 _STOP = object()
 
@@ -297,7 +296,7 @@ class MemoryNode(Node):
             labels.append(label)
         return MarkerArray(markers=[marker, *labels])
 
-    def close(self) -> None:
+    def destroy_node(self) -> None:
         """Finish queued ingestion (for at most `shutdown_wait_s`), then close the database
         so every write is durable."""
         deadline = time.monotonic() + self._shutdown_wait
@@ -311,26 +310,11 @@ class MemoryNode(Node):
             )
         with self._lock:
             self._store.close()
+        super().destroy_node()
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = MemoryNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except MemoryStoreLockedError as error:
-        rclpy.logging.get_logger('memory_node').fatal(str(error))
-        raise SystemExit(2) from None
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(MemoryNode, 'memory_node', args, threads=3)
 
 
 if __name__ == '__main__':

@@ -15,9 +15,8 @@ import time
 import rclpy
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 from waymark.geometry import InvalidPoseError
@@ -25,6 +24,7 @@ from waymark_interfaces.action import GoTo
 from waymark_ros import qos
 from waymark_ros.conversions import pose_from_msg
 from waymark_ros.params import declare
+from waymark_ros.spin import run_node
 
 
 class NavigatorNode(Node):
@@ -55,7 +55,6 @@ class NavigatorNode(Node):
             GoTo,
             'go_to',
             execute_callback=self._execute,
-            goal_callback=self._check_goal,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
@@ -66,7 +65,11 @@ class NavigatorNode(Node):
             self._robot = pose
 
     def refusal(self, target: PoseStamped) -> str | None:
-        """Why a target must not be sent, or None when it may."""
+        """Why a target must not be sent, or None when it may.
+
+        Every goal is accepted and a refused one is then aborted with this reason, so the
+        caller learns why rather than seeing a bare rejection.
+        """
         if target.header.frame_id != self._map_frame:
             return (
                 f'target frame {target.header.frame_id!r} is not the map frame {self._map_frame!r}'
@@ -76,11 +79,6 @@ class NavigatorNode(Node):
         except InvalidPoseError as error:
             return str(error)
         return None
-
-    def _check_goal(self, goal_request: GoTo.Goal) -> GoalResponse:
-        # Refused goals are accepted and then aborted with the reason, so the caller
-        # learns why rather than seeing a bare rejection.
-        return GoalResponse.ACCEPT
 
     def _execute(self, handle) -> GoTo.Result:
         target: PoseStamped = handle.request.target
@@ -132,19 +130,7 @@ class NavigatorNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = NavigatorNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(NavigatorNode, 'navigator_node', args, threads=3)
 
 
 if __name__ == '__main__':

@@ -9,7 +9,6 @@ from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
     ParameterDescriptor,
-    SetParametersResult,
 )
 from rclpy.node import Node
 
@@ -27,8 +26,8 @@ def declare(
 ) -> Any:
     """Declare a parameter with a descriptor and return its validated value.
 
-    Ranges become descriptor constraints (so `ros2 param describe` shows them) and are
-    checked here too, because rclpy only enforces them on later `set` calls.
+    Ranges become descriptor constraints: rclpy refuses values outside them, and
+    `ros2 param describe` shows them. Choices are checked here.
     """
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
     if choices:
@@ -47,10 +46,4 @@ def declare(
     value = node.declare_parameter(name, default, descriptor).value
     if choices and value not in choices:
         raise ValueError(f'parameter {name}={value!r} must be one of {", ".join(choices)}')
-    if low is not None and high is not None and not (low <= value <= high):
-        raise ValueError(f'parameter {name}={value} must lie in [{low}, {high}]')
     return value
-
-
-def reject_all_changes(_params) -> SetParametersResult:
-    return SetParametersResult(successful=False, reason='waymark parameters are read-only')

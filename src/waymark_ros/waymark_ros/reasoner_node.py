@@ -12,10 +12,8 @@ from __future__ import annotations
 import threading
 import uuid
 
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -23,6 +21,7 @@ from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query, SearchMemory
 from waymark_ros import qos
 from waymark_ros.params import declare
+from waymark_ros.spin import run_node
 
 
 class MemoryUnavailableError(RuntimeError):
@@ -129,19 +128,7 @@ class ReasonerNode(Node):
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ReasonerNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(ReasonerNode, 'reasoner_node', args, threads=4)
 
 
 if __name__ == '__main__':
