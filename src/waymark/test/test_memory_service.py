@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import cv2
 import numpy as np
 import pytest
@@ -204,4 +206,19 @@ def test_of_frames_reading_the_same_words_the_nearest_view_comes_first(
     assert records[2].text_size > records[3].text_size > records[1].text_size > records[0].text_size
     hits = service.search_text('bakery', k=2)
     assert [h.record.index for h in hits] == [2, 3]
+    service.store.close()
+
+
+def test_memory_numbers_entries_and_a_replayed_keyframe_keeps_its_entry(tmp_path, draw_sign):
+    service = open_service(tmp_path, None, None, None)
+    image = jpeg(draw_sign(''))
+    first = [service.ingest(keyframe(i, image)) for i in range(3)]
+    again = service.ingest(keyframe(1, image))  # the same keyframe once more
+    # The sender restarted: its count starts at 0 again, at a later time.
+    restarted = dataclasses.replace(keyframe(0, image, x=9.0), stamp_ns=T0 + 100 * 10**9)
+    sender_restarted = service.ingest(restarted)
+    assert [r.index for r in first] == [0, 1, 2]
+    assert again.index == 1
+    assert service.store.count() == 4
+    assert sender_restarted.index == 3
     service.store.close()

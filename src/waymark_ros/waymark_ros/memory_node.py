@@ -10,7 +10,6 @@ single writer keeps each session's entries in order.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import queue
 import threading
@@ -116,7 +115,6 @@ class MemoryNode(Node):
         self.counts: Counter[str] = Counter()
         self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
         self._recent = deque(maxlen=markers_kept)
-        self._next_index: dict[str, int] = {}
         self._markers_dirty = False
 
         ingest_group = MutuallyExclusiveCallbackGroup()
@@ -177,7 +175,6 @@ class MemoryNode(Node):
         started = time.monotonic()
         try:
             with self._lock:
-                keyframe = dataclasses.replace(keyframe, index=self._index_for(keyframe))
                 record = self._memory.ingest(keyframe)
         except ValueError as error:
             self.counts['keyframes_undecodable'] += 1
@@ -191,21 +188,11 @@ class MemoryNode(Node):
                 f'{type(error).__name__}: {error}'
             )
             return
-        self._next_index[record.session] = max(self._next_index[record.session], record.index + 1)
         self.counts['keyframes_ingested'] += 1
         self.counts['ingest_ms_total'] += int((time.monotonic() - started) * 1000)
         if record.pose_valid:
             self._recent.append(record)
             self._markers_dirty = True
-
-    def _index_for(self, keyframe: Keyframe) -> int:
-        """Memory numbers entries itself: a replayed keyframe (same session and stamp)
-        keeps its entry, a new one goes after the session's last entry."""
-        session = keyframe.session
-        if session not in self._next_index:
-            self._next_index[session] = self._store.next_index(session)
-        same = self._store.search_interval(keyframe.stamp_ns, keyframe.stamp_ns, 1, [session])
-        return same[0].record.index if same else self._next_index[session]
 
     # Search --------------------------------------------------------------------------
     def _on_search(self, request: SearchMemory.Request, response: SearchMemory.Response):

@@ -9,6 +9,7 @@ reciprocal rank, because cosines from different models are not on one scale.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,15 +89,22 @@ class MemoryService:
         self.reader = reader
         self.views = list(wanted)
         self._ingested = 0
+        self._next_index: dict[str, int] = {}
         self._ingest_seconds = 0.0
 
     def ingest(self, keyframe: Keyframe) -> FrameRecord:
-        """Store one keyframe: image file, OCR text, embeddings, then the database row."""
+        """Store one keyframe: image file, OCR text, embeddings, then the database row.
+
+        Memory numbers each session's entries itself, densely and in arrival order
+        (`keyframe.index` is the sender's count). A keyframe already stored (same session
+        and stamp: a bag replayed twice) keeps its entry instead of adding one.
+        """
         started = time.perf_counter()
         try:
             image = decode_image(keyframe.image)
         except ValueError as error:
             raise ValueError(f'keyframe {keyframe.session}/{keyframe.index}: {error}') from error
+        keyframe = dataclasses.replace(keyframe, index=self._index_for(keyframe))
         image_ref = self.image_store.put(
             keyframe.session, keyframe.index, keyframe.image, keyframe.image_format
         )
@@ -124,9 +132,18 @@ class MemoryService:
             text_size=text_size,
         )
         self.store.add(record, vectors)
+        self._next_index[record.session] = max(self._next_index[record.session], record.index + 1)
         self._ingested += 1
         self._ingest_seconds += time.perf_counter() - started
         return record
+
+    def _index_for(self, keyframe: Keyframe) -> int:
+        session = keyframe.session
+        if session not in self._next_index:
+            self._next_index[session] = self.store.next_index(session)
+        stamp = keyframe.stamp_ns
+        same = self.store.search_interval(stamp, stamp, 1, [session])
+        return same[0].record.index if same else self._next_index[session]
 
     def search_text(self, query: str, k: int, sessions: Sequence[str] | None = None) -> list[Hit]:
         """Frames matching a description, over every enabled view, fused by rank.
