@@ -9,7 +9,6 @@ publishes keyframes and reports what happened to every input on `capture/stats`.
 from __future__ import annotations
 
 import json
-from functools import partial
 
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
@@ -19,11 +18,11 @@ from std_msgs.msg import String
 
 from waymark.geometry import Pose
 from waymark.memory.capture import CaptureConfig, KeyframeBuilder
+from waymark.memory.image_codec import compressed_to_jpeg, raw_to_jpeg
 from waymark.memory.keyframes import KeyframePolicy
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_ros import qos
 from waymark_ros.conversions import keyframe_to_msg, stamp_to_ns
-from waymark_ros.image_codec import compressed_to_jpeg, raw_to_jpeg
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
@@ -190,11 +189,18 @@ class CaptureNode(Node):
         )
 
     def _on_compressed(self, msg: CompressedImage) -> None:
-        encode = partial(compressed_to_jpeg, msg, self._jpeg_quality)
+        # Encoding is deferred: only the images that become keyframes are ever decoded.
+        def encode() -> bytes:
+            return compressed_to_jpeg(msg.format, bytes(msg.data), self._jpeg_quality)
+
         self._publish(self._builder.add_image(stamp_to_ns(msg.header.stamp), len(msg.data), encode))
 
     def _on_raw(self, msg: Image) -> None:
-        encode = partial(raw_to_jpeg, msg, self._jpeg_quality)
+        def encode() -> bytes:
+            return raw_to_jpeg(
+                msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data), self._jpeg_quality
+            )
+
         self._publish(self._builder.add_image(stamp_to_ns(msg.header.stamp), len(msg.data), encode))
 
     def _poll(self) -> None:
