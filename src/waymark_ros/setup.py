@@ -26,6 +26,7 @@ setup(
             'navigator_node = waymark_ros.navigator_node:main',
             'replay = waymark_ros.replay:main',
             'demo = waymark_ros.demo:main',
+            'evaluate = waymark_ros.evaluate:main',
         ],
     },
 )

@@ -19,20 +19,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import rclpy
-from geometry_msgs.msg import PoseStamped
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from std_msgs.msg import String
 
 from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
 from waymark.sim.world import World, build_demo_world
 from waymark_interfaces.srv import Query
-from waymark_ros import qos
 from waymark_ros.conversions import pose_from_msg
 from waymark_ros.processes import NodeProcess, start_node, stop_node
 from waymark_ros.replay import replay
+from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
 
 QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
 SUCCESS_RADIUS_M = 5.0
@@ -68,32 +65,6 @@ def questions_for(world: World) -> list[tuple[str, str]]:
     ]
 
 
-class DemoClient(Node):
-    """The user's side: status subscriptions, the Query client, and the goal topic."""
-
-    def __init__(self) -> None:
-        super().__init__('waymark_demo')
-        self.status: dict[str, dict] = {'capture': {}, 'memory': {}}
-        for name in self.status:
-            self.create_subscription(
-                String, f'{name}/stats', lambda msg, n=name: self._on_status(n, msg), qos.latched()
-            )
-        self.goals: list[PoseStamped] = []
-        self.create_subscription(PoseStamped, 'goal_pose', self.goals.append, 10)
-        self.query = self.create_client(Query, 'query')
-
-    def _on_status(self, name: str, msg: String) -> None:
-        self.status[name] = json.loads(msg.data)
-
-
-def spin_until(executor, predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f'timed out after {timeout_s:.0f} s waiting for {what}')
-        executor.spin_once(timeout_sec=0.1)
-
-
 def start_stack(
     out: Path, params_file: Path, extrinsic: Sequence[float], session: str
 ) -> list[NodeProcess]:
@@ -111,28 +82,7 @@ def start_stack(
     ]
 
 
-def wait_for_ingest(executor, client: DemoClient, images: int, timeout_s: float) -> None:
-    """Until every image was placed and every keyframe is in memory."""
-
-    def done() -> bool:
-        capture, memory = client.status['capture'], client.status['memory']
-        return (
-            capture.get('images_received') == images
-            and capture.get('images_pending') == 0
-            and memory.get('queued') == 0
-            and memory.get('keyframes_received') == capture.get('keyframes_published')
-            and memory.get('frames', -1) >= 0
-            and memory.get('keyframes_received', 0)
-            == memory.get('keyframes_ingested', 0)
-            + memory.get('keyframes_undecodable', 0)
-            + memory.get('keyframes_rejected', 0)
-            + memory.get('keyframes_failed', 0)
-        )
-
-    spin_until(executor, done, timeout_s, 'memory to ingest the replay')
-
-
-def ask(executor, client: DemoClient, world: World, hfov_deg: float, question: str, target: str):
+def ask(executor, client: StackClient, world: World, hfov_deg: float, question: str, target: str):
     sign = next(s for s in world.signs if s.text == target)
     published_before = len(client.goals)
     future = client.query.call_async(Query.Request(question=question, navigate=True))
@@ -182,7 +132,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
 
     print('[2/4] starting memory_node, capture_node, reasoner_node, navigator_node')
     rclpy.init()
-    client = DemoClient()
+    client = StackClient()
     executor = SingleThreadedExecutor()
     executor.add_node(client)
     nodes = start_stack(out, params_file, camera['extrinsic'], session=f'demo-{seed}')

@@ -1,0 +1,121 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Direct ingest of a bag: topic discovery, clear errors, and keyframes in memory."""
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from waymark.evaluation.ingest import BagTopicError, find_topics, ingest_bag
+from waymark.memory.capture import CaptureConfig
+from waymark.memory.image_codec import UnsupportedEncodingError
+from waymark.memory.image_store import ImageStore
+from waymark.memory.service import MemoryService
+from waymark.memory.store import MemoryStore
+
+T0 = 1_768_471_200_000_000_000
+TYPES = get_typestore(Stores.ROS2_JAZZY)
+T = TYPES.types
+
+
+def header(stamp_ns: int, frame: str):
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return T['std_msgs/msg/Header'](
+        stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec), frame_id=frame
+    )
+
+
+def pose_stamped(stamp_ns: int, x: float):
+    pose = T['geometry_msgs/msg/Pose'](
+        position=T['geometry_msgs/msg/Point'](x=x, y=0.0, z=0.0),
+        orientation=T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=0.0, w=1.0),
+    )
+    return T['geometry_msgs/msg/PoseStamped'](header=header(stamp_ns, 'map'), pose=pose)
+
+
+def raw_image(stamp_ns: int, encoding: str):
+    data = np.full(4 * 6 * 2, 128, np.uint8)
+    return T['sensor_msgs/msg/Image'](
+        header=header(stamp_ns, 'camera'),
+        height=4,
+        width=6,
+        encoding=encoding,
+        is_bigendian=0,
+        step=12,
+        data=data,
+    )
+
+
+def write(path, messages):
+    """messages: (topic, type, stamp, msg) in time order."""
+    with Writer(path, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {}
+        for topic, kind, stamp, msg in messages:
+            if topic not in connections:
+                connections[topic] = writer.add_connection(topic, kind, typestore=TYPES)
+            writer.write(connections[topic], stamp, TYPES.serialize_cdr(msg, kind))
+
+
+def memory(tmp_path):
+    return MemoryService(
+        MemoryStore(str(tmp_path / 'm.db'), {}), ImageStore(tmp_path), None, None, None
+    )
+
+
+def test_topics_are_found_or_the_error_lists_what_the_bag_has():
+    available = {'/cam': 'sensor_msgs/msg/CompressedImage', '/odom': 'nav_msgs/msg/Odometry'}
+    topics = find_topics(available)
+    assert (topics.image, topics.image_type, topics.pose, topics.pose_type) == (
+        '/cam',
+        'compressed',
+        '/odom',
+        'odometry',
+    )
+    with pytest.raises(BagTopicError, match=r'camera topic /camera.*the bag has: /cam \['):
+        find_topics(available, image_topic='/camera')
+    two = {**available, '/cam2': 'sensor_msgs/msg/Image'}
+    with pytest.raises(BagTopicError, match='several: /cam, /cam2'):
+        find_topics(two)
+    with pytest.raises(BagTopicError, match=r'pose topic.*none'):
+        find_topics({'/cam': 'sensor_msgs/msg/CompressedImage', '/chatter': 'std_msgs/msg/String'})
+
+
+def test_a_bag_without_camera_and_pose_topics_is_a_clear_error(tmp_path):
+    bag = tmp_path / 'chatter'
+    write(bag, [('/chatter', 'std_msgs/msg/String', T0, T['std_msgs/msg/String'](data='hi'))])
+    with pytest.raises(BagTopicError, match=r'/chatter \[std_msgs/msg/String\]'):
+        ingest_bag(bag, memory(tmp_path), CaptureConfig())
+
+
+def test_an_unsupported_image_encoding_is_named(tmp_path):
+    bag = tmp_path / 'yuv'
+    write(
+        bag,
+        [
+            ('/pose', 'geometry_msgs/msg/PoseStamped', T0, pose_stamped(T0, 0.0)),
+            ('/image', 'sensor_msgs/msg/Image', T0 + 1, raw_image(T0 + 1, 'yuv422_yuy2')),
+        ],
+    )
+    with pytest.raises(UnsupportedEncodingError, match="'yuv422_yuy2'"):
+        ingest_bag(bag, memory(tmp_path), CaptureConfig())
+
+
+def test_raw_images_and_pose_stamped_become_keyframes(tmp_path):
+    bag = tmp_path / 'raw'
+    messages = []
+    for i in range(5):
+        stamp = T0 + i * 1_000_000_000
+        messages.append(
+            ('/pose', 'geometry_msgs/msg/PoseStamped', stamp, pose_stamped(stamp, float(i)))
+        )
+        messages.append(
+            ('/image', 'sensor_msgs/msg/Image', stamp + 10, raw_image(stamp + 10, 'mono8'))
+        )
+    write(bag, messages)
+    service = memory(tmp_path)
+    report = ingest_bag(bag, service, CaptureConfig(session='raw'))
+    assert (report.keyframes, report.ingested) == (5, 5)
+    assert report.counts['images_received'] == 5 and report.counts['poses_received'] == 5
+    hits = service.search_time(T0, 10)
+    assert [round(h.record.x, 6) for h in hits] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    service.store.close()

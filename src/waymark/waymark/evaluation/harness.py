@@ -1,0 +1,255 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""`python -m waymark evaluate`: a rosbag2 and a question file in, a scored report out.
+
+Runs are resumable: memory is built once (an interrupted build is wiped and redone,
+never half used), each answer is appended to a per-answerer JSON-lines file as it comes,
+and a rerun skips what is done. The report is written last and atomically, with
+`complete: true`; a report without it is not a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import cv2
+from tqdm import tqdm
+
+from waymark.evaluation.answerers import Answerer, EmbedderOnlyAnswerer, RandomEntryAnswerer
+from waymark.evaluation.ingest import BagTopicError, ingest_bag
+from waymark.evaluation.metrics import POSITION_METRICS, Prediction, evaluate
+from waymark.evaluation.questions import QuestionFileError, QuestionSet, load_questions
+from waymark.evaluation.report import markdown, plot_all, write_json_atomically
+from waymark.geometry import Pose
+from waymark.memory.capture import CaptureConfig
+from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.image_store import ImageStore
+from waymark.memory.ocr import TextReader
+from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.store import MemoryStore
+
+ANSWERERS = ('embedder-only', 'random-entry')
+INGESTED = 'ingested.json'
+SESSION = 'eval'  # the one session every build mode records into, so builds compare
+
+# Builds memory from config.bag into a data directory; returns a summary of the build.
+MemoryBuilder = Callable[['EvaluationConfig', dict | None, Path], dict]
+
+
+@dataclasses.dataclass
+class EvaluationConfig:
+    bag: Path
+    questions: Path
+    out: Path
+    answerers: tuple[str, ...] = ANSWERERS
+    position_metric: str = 'object'
+    camera_extrinsic: tuple[float, ...] | None = None  # x y z qx qy qz qw; None: ground truth
+    image_topic: str | None = None
+    pose_topic: str | None = None
+    image_model: str = ''
+    text_model: str = 'default'
+    ocr: bool = True
+    top_k: int = 5
+    seed: int = 0
+    progress: bool = True
+    rate: float = 0.0  # replay speed when memory is built over DDS; 0: as fast as taken
+
+
+def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
+    questions = load_questions(config.questions)
+    truth = _ground_truth(config.bag)
+    config.out.mkdir(parents=True, exist_ok=True)
+    memory, ingest = _memory(config, truth, build or build_direct)
+    try:
+        results = {}
+        for name in config.answerers:
+            answerer = _answerer(name, memory, config)
+            predictions = _answer_all(answerer, questions, config)
+            results[name] = evaluate(questions.questions, predictions, config.position_metric)
+            results[name]['predictions'] = [_prediction_row(p) for p in predictions]
+        report = {
+            'title': questions.world or config.bag.name,
+            'bag': str(config.bag),
+            'questions': len(questions.questions),
+            'categories': sorted({q.category.value for q in questions.questions}),
+            'position_metric': config.position_metric,
+            'memory': {
+                'entries': memory.store.count(),
+                'keyframes': ingest['keyframes'],
+                'ingest_s': ingest['seconds'],
+                'mode': ingest['mode'],
+                'views': memory.views,
+            },
+            'answerers': results,
+        }
+        report['plots'] = plot_all(config.out, report, questions, truth)
+        report['complete'] = True
+        write_json_atomically(config.out / 'report.json', report)
+        (config.out / 'report.md').write_text(markdown(report))
+        return report
+    finally:
+        memory.store.close()
+
+
+def _ground_truth(bag: Path) -> dict | None:
+    path = bag / 'ground_truth.json'
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _memory(
+    config: EvaluationConfig, truth: dict | None, build: MemoryBuilder
+) -> tuple[MemoryService, dict]:
+    """Open memory, building it from the bag unless a complete build is already there."""
+    data = config.out / 'memory'
+    marker = data / INGESTED
+    if not marker.is_file():
+        if data.exists():
+            shutil.rmtree(data)  # an interrupted build: start it over
+        data.mkdir(parents=True)
+        write_json_atomically(marker, build(config, truth, data))
+    return open_memory(config, data), json.loads(marker.read_text())
+
+
+def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
+    text = SentenceEmbedder(config.text_model) if config.text_model else None
+    image = ImageTextEmbedder(config.image_model) if config.image_model else None
+    store = MemoryStore(str(data / 'memory.db'), view_dims(image, text))
+    reader = TextReader() if config.ocr and text else None
+    return MemoryService(store, ImageStore(data), image, text, reader)
+
+
+def camera_extrinsic(config: EvaluationConfig, truth: dict | None) -> Pose:
+    """The configured extrinsic, else the one in the bag's ground truth, else identity."""
+    values = config.camera_extrinsic or (truth or {}).get('camera', {}).get('extrinsic')
+    return Pose.checked(values[:3], values[3:]) if values else Pose()
+
+
+def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
+    """Memory from the bag through the core code, no DDS."""
+    memory = open_memory(config, data)
+    try:
+        capture = CaptureConfig(session=SESSION, camera_extrinsic=camera_extrinsic(config, truth))
+        report = ingest_bag(
+            config.bag,
+            memory,
+            capture,
+            image_topic=config.image_topic,
+            pose_topic=config.pose_topic,
+            progress=config.progress,
+        )
+    finally:
+        memory.store.close()
+    return {
+        'mode': 'direct',
+        'keyframes': report.keyframes,
+        'ingested': report.ingested,
+        'seconds': report.seconds,
+        'counts': dict(report.counts),
+        'topics': dataclasses.asdict(report.topics),
+    }
+
+
+def _answerer(name: str, memory: MemoryService, config: EvaluationConfig) -> Answerer:
+    if name == 'embedder-only':
+        return EmbedderOnlyAnswerer(memory, top_k=config.top_k)
+    if name == 'random-entry':
+        return RandomEntryAnswerer(memory, seed=config.seed)
+    raise ValueError(f'unknown answerer {name!r}; choose from {", ".join(ANSWERERS)}')
+
+
+def _answer_all(
+    answerer: Answerer, questions: QuestionSet, config: EvaluationConfig
+) -> list[Prediction]:
+    path = config.out / f'predictions-{answerer.name}.jsonl'
+    done = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                done[row['question_id']] = Prediction(**row)
+            except (ValueError, TypeError, KeyError):
+                break  # a line cut by an interruption: answer it again
+    wanted = {q.id for q in questions.questions}
+    done = {k: v for k, v in done.items() if k in wanted}
+    with path.open('w') as log:
+        for prediction in done.values():
+            log.write(json.dumps(dataclasses.asdict(prediction)) + '\n')
+        todo = [q for q in questions.questions if q.id not in done]
+        for question in tqdm(todo, desc=answerer.name, disable=not config.progress):
+            prediction = answerer.answer(question, _image(question, config.questions.parent))
+            done[question.id] = prediction
+            log.write(json.dumps(dataclasses.asdict(prediction)) + '\n')
+            log.flush()
+    return [done[q.id] for q in questions.questions]
+
+
+def _image(question, base: Path):
+    if not question.image:
+        return None
+    bgr = cv2.imread(str(base / question.image), cv2.IMREAD_COLOR)
+    return None if bgr is None else cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def _prediction_row(prediction: Prediction) -> dict:
+    return {
+        'question_id': prediction.question_id,
+        'answered': prediction.answered,
+        'goal': list(prediction.position) if prediction.position else None,
+        'time_ns': prediction.time_ns,
+        'yes': prediction.yes,
+        'message': prediction.message,
+    }
+
+
+def main(
+    argv: Sequence[str] | None = None, builders: Mapping[str, MemoryBuilder] | None = None
+) -> int:
+    """The CLI; `builders` adds ways of building memory (the ROS package adds 'dds')."""
+    builders = {'direct': build_direct, **(builders or {})}
+    parser = argparse.ArgumentParser(prog='waymark evaluate', description=__doc__.splitlines()[0])
+    parser.add_argument('bag', type=Path, help='rosbag2 directory with camera and pose topics')
+    parser.add_argument('questions', type=Path, help='question file (JSON or YAML)')
+    parser.add_argument('--out', type=Path, default=Path('eval_output'))
+    parser.add_argument('--mode', default='direct', choices=sorted(builders), help='memory build')
+    parser.add_argument('--rate', type=float, default=0.0, help='dds mode replay rate (0: max)')
+    parser.add_argument('--answerers', nargs='+', default=list(ANSWERERS), choices=ANSWERERS)
+    parser.add_argument('--position-metric', default='object', choices=POSITION_METRICS)
+    parser.add_argument('--camera-extrinsic', type=float, nargs=7, metavar='V')
+    parser.add_argument('--image-topic')
+    parser.add_argument('--pose-topic')
+    parser.add_argument('--image-model', default='', help='SigLIP/CLIP id or path (off if empty)')
+    parser.add_argument('--top-k', type=int, default=5)
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--no-progress', action='store_true')
+    args = parser.parse_args(argv)
+    config = EvaluationConfig(
+        bag=args.bag,
+        questions=args.questions,
+        out=args.out,
+        answerers=tuple(args.answerers),
+        position_metric=args.position_metric,
+        camera_extrinsic=tuple(args.camera_extrinsic) if args.camera_extrinsic else None,
+        image_topic=args.image_topic,
+        pose_topic=args.pose_topic,
+        image_model=args.image_model,
+        top_k=args.top_k,
+        seed=args.seed,
+        progress=not args.no_progress,
+        rate=args.rate,
+    )
+    try:
+        report = run(config, builders[args.mode])
+    except (QuestionFileError, BagTopicError, FileNotFoundError) as error:
+        print(f'waymark evaluate: {error}', file=sys.stderr)
+        return 2
+    print(markdown(report))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,161 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Scores of predictions against a question set, per category and overall.
+
+Position success follows RAVEN: the answer is right when it lies within τ metres of the
+ground truth, for τ in {1, 2, 3, 5, 15}. Two ground truths exist and the report says
+which was used: the target's own position ("object"), or the nearest camera pose that
+saw it ("viewpoint", since an answer is a place to look from). A question without an
+answer counts as a failure at every τ and in every rate; it is never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from waymark.evaluation.questions import AnswerType, Question
+
+THRESHOLDS_M = (1.0, 2.0, 3.0, 5.0, 15.0)
+POSITION_METRICS = ('object', 'viewpoint')
+NS_PER_S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What an answerer said for one question, with what it cost."""
+
+    question_id: str
+    answered: bool
+    position: tuple[float, float, float] | None = None
+    time_ns: int | None = None
+    yes: bool | None = None
+    text: str = ''
+    used_fallback: bool = False
+    entries_shown: int = 0  # memory entries put before the reasoner
+    memory_entries: int = 0  # entries in memory when the question was asked
+    latency_s: float = 0.0
+    llm_calls: int = 0
+    tokens: int = 0
+    message: str = ''
+
+
+@dataclass
+class Score:
+    """One question's outcome: errors are None where they do not apply or no answer came."""
+
+    question_id: str
+    category: str
+    answer_type: str
+    answered: bool
+    position_error_m: float | None = None
+    time_error_s: float | None = None
+    correct: bool | None = None  # yes/no and text answers
+
+
+@dataclass
+class Summary:
+    questions: int
+    answered: int
+    success_at: dict[str, float] = field(default_factory=dict)
+    position_questions: int = 0
+    mean_position_error_m: float | None = None
+    median_position_error_m: float | None = None
+    time_questions: int = 0
+    mean_time_error_s: float | None = None
+    median_time_error_s: float | None = None
+    yes_no_questions: int = 0
+    yes_no_accuracy: float | None = None
+    retrieval_efficiency: float | None = None
+    mean_latency_s: float | None = None
+    llm_calls_per_query: float = 0.0
+    tokens_per_query: float = 0.0
+    fallback_rate: float = 0.0
+
+
+def score(question: Question, prediction: Prediction, position_metric: str = 'object') -> Score:
+    if position_metric not in POSITION_METRICS:
+        raise ValueError(f'position_metric must be one of {POSITION_METRICS}')
+    result = Score(
+        question.id, question.category.value, question.answer_type.value, prediction.answered
+    )
+    if question.answer_type == AnswerType.POSITION:
+        if prediction.answered and prediction.position is not None:
+            result.position_error_m = _position_error(question, prediction, position_metric)
+    elif question.answer_type == AnswerType.TIME:
+        if prediction.answered and prediction.time_ns is not None:
+            result.time_error_s = abs(prediction.time_ns - question.time_ns) / NS_PER_S
+    elif question.answer_type == AnswerType.YES_NO:
+        result.correct = prediction.answered and prediction.yes is question.yes
+    else:
+        expected = (question.text or '').strip().lower()
+        result.correct = prediction.answered and prediction.text.strip().lower() == expected
+    return result
+
+
+def _position_error(question: Question, prediction: Prediction, metric: str) -> float:
+    px, py = prediction.position[0], prediction.position[1]
+    if metric == 'viewpoint' and question.observed_from:
+        return min(math.hypot(px - x, py - y) for x, y, _ in question.observed_from)
+    tx, ty = question.position[0], question.position[1]
+    return math.hypot(px - tx, py - ty)
+
+
+def summarise(scores: Sequence[Score], predictions: Sequence[Prediction]) -> Summary:
+    """Rates over every question of the kind; errors averaged over the answered ones."""
+    summary = Summary(questions=len(scores), answered=sum(s.answered for s in scores))
+    positions = [s for s in scores if s.answer_type == AnswerType.POSITION.value]
+    summary.position_questions = len(positions)
+    errors = [s.position_error_m for s in positions if s.position_error_m is not None]
+    if positions:
+        for tau in THRESHOLDS_M:
+            hits = sum(1 for e in errors if e <= tau)
+            summary.success_at[f'{tau:g}'] = hits / len(positions)
+    if errors:
+        summary.mean_position_error_m = statistics.fmean(errors)
+        summary.median_position_error_m = statistics.median(errors)
+    times = [s for s in scores if s.answer_type == AnswerType.TIME.value]
+    summary.time_questions = len(times)
+    time_errors = [s.time_error_s for s in times if s.time_error_s is not None]
+    if time_errors:
+        summary.mean_time_error_s = statistics.fmean(time_errors)
+        summary.median_time_error_s = statistics.median(time_errors)
+    yes_no = [s for s in scores if s.answer_type == AnswerType.YES_NO.value]
+    summary.yes_no_questions = len(yes_no)
+    if yes_no:
+        summary.yes_no_accuracy = sum(bool(s.correct) for s in yes_no) / len(yes_no)
+    if predictions:
+        shown = [p.entries_shown / p.memory_entries for p in predictions if p.memory_entries]
+        summary.retrieval_efficiency = statistics.fmean(shown) if shown else None
+        summary.mean_latency_s = statistics.fmean(p.latency_s for p in predictions)
+        summary.llm_calls_per_query = statistics.fmean(p.llm_calls for p in predictions)
+        summary.tokens_per_query = statistics.fmean(p.tokens for p in predictions)
+        summary.fallback_rate = statistics.fmean(p.used_fallback for p in predictions)
+    return summary
+
+
+def evaluate(
+    questions: Sequence[Question],
+    predictions: Sequence[Prediction],
+    position_metric: str = 'object',
+) -> dict:
+    """Scores and summaries (overall and per category) as plain data for the report."""
+    by_id = {p.question_id: p for p in predictions}
+    missing = [q.id for q in questions if q.id not in by_id]
+    if missing:
+        raise ValueError(f'no prediction for {len(missing)} questions, e.g. {missing[:3]}')
+    scores = [score(q, by_id[q.id], position_metric) for q in questions]
+    categories = sorted({q.category.value for q in questions})
+    per_category = {}
+    for category in categories:
+        chosen = [i for i, q in enumerate(questions) if q.category.value == category]
+        per_category[category] = asdict(
+            summarise([scores[i] for i in chosen], [by_id[questions[i].id] for i in chosen])
+        )
+    return {
+        'position_metric': position_metric,
+        'overall': asdict(summarise(scores, [by_id[q.id] for q in questions])),
+        'per_category': per_category,
+        'scores': [asdict(s) for s in scores],
+    }

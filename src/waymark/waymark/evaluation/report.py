@@ -1,0 +1,185 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The evaluation report: JSON with everything, markdown tables, and plots."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+
+from waymark.evaluation.metrics import THRESHOLDS_M
+from waymark.evaluation.questions import AnswerType, QuestionSet
+
+
+def write_json_atomically(path: Path, data: dict) -> None:
+    """Readers never see half a report: write aside, then rename over."""
+    tmp = path.with_suffix(path.suffix + '.tmp')
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def markdown(report: dict) -> str:
+    lines = [f'# waymark evaluation: {report["title"]}', '']
+    lines.append(
+        f'{report["questions"]} questions, memory of {report["memory"]["entries"]} entries '
+        f'from {report["memory"]["keyframes"]} keyframes; position error against the '
+        f'{report["position_metric"]} ground truth.'
+    )
+    lines += ['', '## Overall', '']
+    lines += _table(report, lambda r: r['overall'])
+    for category in report['categories']:
+        lines += ['', f'## {category}', '']
+        lines += _table(report, lambda r, c=category: r['per_category'].get(c))
+    lines += ['', '## Plots', ''] + [f'- `{p}`' for p in report['plots']]
+    return '\n'.join(lines) + '\n'
+
+
+def _table(report: dict, pick) -> list[str]:
+    taus = [f'{t:g}' for t in THRESHOLDS_M]
+    header = (
+        '| answerer | n | answered | '
+        + ' | '.join(f'SR@{t} m' for t in taus)
+        + ' | mean err (m) | median err (m) | time err (s) | yes/no acc | α | latency (s) '
+        '| LLM calls | tokens | fallback |'
+    )
+    rows = [header, '|' + '---|' * (header.count('|') - 1)]
+    for name, result in report['answerers'].items():
+        summary = pick(result)
+        if summary is None:
+            continue
+        cells = [
+            name,
+            str(summary['questions']),
+            str(summary['answered']),
+            *[_f(summary['success_at'].get(t), pct=True) for t in taus],
+            _f(summary['mean_position_error_m']),
+            _f(summary['median_position_error_m']),
+            _f(summary['mean_time_error_s']),
+            _f(summary['yes_no_accuracy'], pct=True),
+            _f(summary['retrieval_efficiency'], digits=4),
+            _f(summary['mean_latency_s'], digits=3),
+            f'{summary["llm_calls_per_query"]:.1f}',
+            f'{summary["tokens_per_query"]:.0f}',
+            _f(summary['fallback_rate'], pct=True),
+        ]
+        rows.append('| ' + ' | '.join(cells) + ' |')
+    return rows
+
+
+def _f(value, digits: int = 2, pct: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return '-'
+    return f'{100 * value:.0f}%' if pct else f'{value:.{digits}f}'
+
+
+def plot_all(
+    out: Path, report: dict, questions: QuestionSet, ground_truth: dict | None
+) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [_plot_map(out / 'map.png', report, questions, ground_truth)]
+    paths.append(_plot_cdf(out / 'error_cdf.png', report))
+    paths.append(_plot_categories(out / 'categories.png', report))
+    return [str(p.name) for p in paths]
+
+
+def _plot_map(path: Path, report: dict, questions: QuestionSet, truth: dict | None) -> Path:
+    figure, axes = plt.subplots(figsize=(9, 7))
+    if truth:
+        for room in truth.get('rooms') or truth.get('world', {}).get('rooms', []):
+            polygon = room.get('polygon')
+            if polygon:
+                xs, ys = zip(*[*polygon, polygon[0]], strict=True)
+                axes.plot(xs, ys, color='0.6', linewidth=1)
+        trajectory = truth.get('trajectory', [])
+        if trajectory:
+            axes.plot(
+                [p['x'] for p in trajectory],
+                [p['y'] for p in trajectory],
+                color='0.3',
+                linewidth=0.6,
+                label='trajectory',
+            )
+    targets = {q.id: q.position for q in questions.questions if q.position is not None}
+    axes.scatter(
+        [p[0] for p in targets.values()],
+        [p[1] for p in targets.values()],
+        marker='*',
+        s=120,
+        color='gold',
+        edgecolors='k',
+        label='ground truth',
+        zorder=3,
+    )
+    for name, result in report['answerers'].items():
+        goals = [(s['question_id'], s['goal']) for s in result['predictions'] if s.get('goal')]
+        dots = axes.scatter(
+            [g[0] for _, g in goals], [g[1] for _, g in goals], s=18, label=name, zorder=4
+        )
+        colour = dots.get_facecolor()[0]
+        for question_id, goal in goals:
+            if question_id in targets:
+                target = targets[question_id]
+                axes.plot(
+                    [goal[0], target[0]], [goal[1], target[1]], color=colour, lw=0.5, alpha=0.6
+                )
+    axes.set_aspect('equal')
+    axes.set_xlabel('x (m)')
+    axes.set_ylabel('y (m)')
+    axes.legend(loc='best', fontsize=8)
+    axes.set_title('answers (dots) and ground truth (stars), map frame')
+    figure.savefig(path, dpi=110, bbox_inches='tight')
+    plt.close(figure)
+    return path
+
+
+def _plot_cdf(path: Path, report: dict) -> Path:
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for name, result in report['answerers'].items():
+        scores = [s for s in result['scores'] if s['answer_type'] == AnswerType.POSITION.value]
+        errors = sorted(s['position_error_m'] for s in scores if s['position_error_m'] is not None)
+        if scores:
+            # Unanswered questions never reach 100%: the curve tops out at the answered share.
+            fractions = [(i + 1) / len(scores) for i in range(len(errors))]
+            axes.step(errors, fractions, where='post', label=name)
+    for tau in THRESHOLDS_M:
+        axes.axvline(tau, color='0.85', linewidth=0.8)
+    axes.set_xscale('symlog', linthresh=1.0)
+    axes.set_xlabel('position error (m)')
+    axes.set_ylabel('fraction of position questions')
+    axes.set_ylim(0, 1)
+    axes.legend(fontsize=8)
+    figure.savefig(path, dpi=110, bbox_inches='tight')
+    plt.close(figure)
+    return path
+
+
+def _plot_categories(path: Path, report: dict) -> Path:
+    figure, axes = plt.subplots(figsize=(7, 4))
+    names = list(report['answerers'])
+    categories = report['categories']
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        per_category = report['answerers'][name]['per_category']
+        values = [_category_value(per_category.get(c)) for c in categories]
+        axes.bar([j + i * width for j in range(len(categories))], values, width, label=name)
+    axes.set_xticks([j + 0.4 - width / 2 for j in range(len(categories))], categories)
+    axes.set_ylabel('success (SR@5 m, or yes/no accuracy)')
+    axes.set_ylim(0, 1)
+    axes.legend(fontsize=8)
+    figure.savefig(path, dpi=110, bbox_inches='tight')
+    plt.close(figure)
+    return path
+
+
+def _category_value(summary: dict | None) -> float:
+    if not summary:
+        return 0.0
+    if summary['success_at']:
+        return summary['success_at'].get('5', 0.0)
+    return summary['yes_no_accuracy'] or 0.0

@@ -1,0 +1,95 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""`waymark evaluate` with memory built over DDS: the bag is replayed through capture_node
+and memory_node, exactly as on the robot, then scored like the direct build.
+
+    python -m waymark_ros.evaluate BAG QUESTIONS --mode dds [--rate 2]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rosbags.highlevel import AnyReader
+
+from waymark.evaluation.harness import SESSION, EvaluationConfig, camera_extrinsic
+from waymark.evaluation.harness import main as harness
+from waymark.evaluation.ingest import find_topics
+from waymark_ros.processes import start_node, stop_node
+from waymark_ros.replay import replay
+from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
+
+STARTUP_TIMEOUT_S = 120.0
+INGEST_TIMEOUT_S = 3600.0
+
+
+def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
+    with AnyReader([config.bag]) as reader:
+        topics = find_topics(
+            {c.topic: c.msgtype for c in reader.connections}, config.image_topic, config.pose_topic
+        )
+    extrinsic = camera_extrinsic(config, truth)
+    logs = config.out / 'logs'
+    started = time.monotonic()
+    nodes = [
+        start_node(
+            'memory_node',
+            logs,
+            {
+                'data_dir': str(data),
+                'text_model': config.text_model,
+                'image_model': config.image_model,
+                'ocr': config.ocr,
+            },
+        ),
+        start_node(
+            'capture_node',
+            logs,
+            {
+                'session': SESSION,
+                'reliable_input': True,
+                'image_topic': topics.image,
+                'image_type': topics.image_type,
+                'pose_topic': topics.pose,
+                'pose_type': topics.pose_type,
+                'camera_extrinsic': [*extrinsic.position, *extrinsic.orientation],
+            },
+        ),
+    ]
+    rclpy.init()
+    client = StackClient('waymark_evaluate')
+    executor = SingleThreadedExecutor()
+    executor.add_node(client)
+    try:
+        ready = lambda: 'frames' in client.status['memory'] and client.status['capture']  # noqa: E731
+        spin_until(executor, ready, STARTUP_TIMEOUT_S, 'memory_node and capture_node')
+        report = replay(client, config.bag, rate=config.rate, topics=[topics.image, topics.pose])
+        wait_for_ingest(executor, client, report.published[topics.image], INGEST_TIMEOUT_S)
+        capture, memory = dict(client.status['capture']), dict(client.status['memory'])
+    finally:
+        for node in reversed(nodes):
+            stop_node(node, timeout_s=120.0)  # memory_node finishes its queue and closes
+        executor.shutdown()
+        client.destroy_node()
+        rclpy.try_shutdown()
+    return {
+        'mode': 'dds',
+        'keyframes': capture.get('keyframes_published', 0),
+        'ingested': memory.get('keyframes_ingested', 0),
+        'seconds': time.monotonic() - started,
+        'counts': {**capture, **{f'memory.{k}': v for k, v in memory.items()}},
+        'topics': {'image': topics.image, 'pose': topics.pose},
+        'all_acknowledged': report.all_acknowledged,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return harness(argv, builders={'dds': build_over_dds})
+
+
+if __name__ == '__main__':
+    sys.exit(main())
