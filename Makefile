@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test lint format clean
+.PHONY: bootstrap build demo test suite lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -21,6 +21,10 @@ demo: bootstrap
 test: bootstrap
 	$(ENV) && python -m pytest $(PYTEST_ARGS)
 
+# The standard benchmark suite (3 world sizes x 2 seeds); SUITE_ARGS="--sizes small" etc.
+suite: bootstrap
+	$(ENV) && python -m waymark suite $(SUITE_ARGS)
+
 lint: bootstrap
 	$(ENV) && ruff check . && ruff format --check .
 
@@ -28,4 +32,4 @@ format: bootstrap
 	$(ENV) && ruff format . && ruff check --fix .
 
 clean:
-	rm -rf build install log demo_output
+	rm -rf build install log demo_output suite_output eval_output

@@ -9,6 +9,7 @@ COMMANDS = {
     'evaluate': 'waymark.evaluation.harness',
     'questions': 'waymark.evaluation.question_gen',
     'world': 'waymark.sim.bag',
+    'suite': 'waymark.evaluation.suite',
 }
 
 

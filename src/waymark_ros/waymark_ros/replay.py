@@ -34,6 +34,7 @@ class ReplayError(RuntimeError):
 @dataclass
 class ReplayReport:
     published: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # topic -> type not installed here
     duration_s: float = 0.0
     all_acknowledged: bool = True
 
@@ -75,17 +76,25 @@ def replay(
             raise ReplayError(f'topics {missing} are not in {bag}; it has: {listing}')
         connections = [c for c in reader.connections if not topics or c.topic in topics]
         publishers = {}
+        skipped = {}
         for connection in connections:
-            if connection.topic not in publishers:
-                publishers[connection.topic] = node.create_publisher(
-                    message_type(connection.msgtype),
-                    remap.get(connection.topic, connection.topic),
-                    qos,
-                )
+            if connection.topic in publishers:
+                continue
+            try:
+                kind = message_type(connection.msgtype)
+            except ReplayError:
+                if topics:  # asked for by name: that is an error
+                    raise
+                skipped[connection.topic] = connection.msgtype
+                continue
+            publishers[connection.topic] = node.create_publisher(
+                kind, remap.get(connection.topic, connection.topic), qos
+            )
+        connections = [c for c in connections if c.topic in publishers]
         clock = node.create_publisher(Clock, '/clock', 10) if publish_clock else None
         _wait_for_subscribers(publishers.values(), wait_subscribers_s)
 
-        report = ReplayReport(published=dict.fromkeys(publishers, 0))
+        report = ReplayReport(published=dict.fromkeys(publishers, 0), skipped=skipped)
         started = time.monotonic()
         first_ns = None
         for connection, stamp_ns, data in reader.messages(connections=connections):
@@ -149,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rclpy.try_shutdown()
     for topic, count in report.published.items():
         print(f'{topic}: {count} messages')
+    for topic, kind in report.skipped.items():
+        print(f'{topic}: skipped, {kind} is not installed')
     print(
         f'replayed in {report.duration_s:.1f} s'
         + ('' if report.all_acknowledged else ' (not all acknowledged)')

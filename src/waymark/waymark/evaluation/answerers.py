@@ -38,11 +38,16 @@ class EmbedderOnlyAnswerer:
 
     def answer(self, question: Question, image: np.ndarray | None = None) -> Prediction:
         started = time.perf_counter()
-        if question.category == Category.IMAGE and image is not None:
+        total = self.memory.store.count()
+        if question.category == Category.IMAGE:
+            if image is None or self.memory.image_embedder is None:
+                why = 'no photo given' if image is None else 'memory has no image view'
+                return Prediction(
+                    question_id=question.id, answered=False, memory_entries=total, message=why
+                )
             hits = self.memory.search_image(image, self.top_k)
         else:
             hits = self.memory.search_text(question.question, self.top_k)
-        total = self.memory.store.count()
         best = next((h for h in hits if h.record.pose_valid), None)
         elapsed = time.perf_counter() - started
         common = {

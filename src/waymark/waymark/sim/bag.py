@@ -1,10 +1,14 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Record the scripted tour as a rosbag2 (MCAP) of camera images and odometry.
 
-The bag directory also holds `ground_truth.json`: the world, the true trajectory and the
-true camera pose of every image, so replays can be scored. Images and odometry are on
-separate, offset clocks (images also jitter a little), as on a robot, so consumers must
-interpolate poses at image stamps. Equal arguments give byte-identical files.
+The bag also holds, once at the start and offered as transient-local (latched), the
+camera extrinsic on /tf_static and an occupancy grid of the world on /map. The directory
+also holds `ground_truth.json`: the world, its landmarks, the true trajectory and the true
+camera pose of every image with the landmarks it shows, so replays can be scored. Images
+and odometry are on separate, offset clocks (images also jitter a little), as on a robot,
+so consumers must interpolate poses at image stamps. Odometry may carry white noise and a
+slowly growing drift, as lidar-inertial odometry does; the ground truth keeps true poses.
+Equal arguments give byte-identical files.
 """
 
 from __future__ import annotations
@@ -13,26 +17,53 @@ import argparse
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from PIL import Image
+from rosbags.interfaces import (
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.store import Typestore
 
 from waymark.geometry import Pose
+from waymark.sim.generate import SIZES, generate_world
+from waymark.sim.landmarks import landmarks, visible_landmarks
 from waymark.sim.render import render
 from waymark.sim.trajectory import Tour, plan_tour
-from waymark.sim.world import World, build_demo_world
+from waymark.sim.world import World, build_demo_world, occupancy_grid
 
 IMAGE_TOPICS = {
     'jpeg': ('/camera/image/compressed', 'sensor_msgs/msg/CompressedImage'),
     'raw': ('/camera/image_raw', 'sensor_msgs/msg/Image'),
 }
 ODOM_TOPIC = ('/odom', 'nav_msgs/msg/Odometry')
+TF_STATIC_TOPIC = ('/tf_static', 'tf2_msgs/msg/TFMessage')
+MAP_TOPIC = ('/map', 'nav_msgs/msg/OccupancyGrid')
+_FOREVER = QosTime(sec=2_147_483_647, nsec=4_294_967_295)  # rmw's "infinite" duration
+LATCHED_QOS = Qos(
+    history=QosHistory.KEEP_LAST,
+    depth=1,
+    reliability=QosReliability.RELIABLE,
+    durability=QosDurability.TRANSIENT_LOCAL,
+    deadline=_FOREVER,
+    lifespan=_FOREVER,
+    liveliness=QosLiveliness.AUTOMATIC,
+    liveliness_lease_duration=_FOREVER,
+    avoid_ros_namespace_conventions=False,
+)
+DRIFT_YAW_PER_M = 0.1  # yaw drift (rad per metre travelled) per unit of `odom_drift`
+DEMO_CAMERA_RATE_HZ = 5.0
+GENERATED_CAMERA_RATE_HZ = 12.0  # a large world's tour (>= 38 min) gives > 27k images
 CAMERA_FRAME = 'camera'
 MAP_FRAME = 'map'
 BASE_FRAME = 'base_link'
@@ -48,11 +79,14 @@ class BagInfo:
     """What `write_bag` wrote."""
 
     path: Path  # the rosbag2 directory
-    topics: dict[str, str]  # topic -> message type
-    message_counts: dict[str, int]
+    topics: dict[str, str]  # streamed topics (odometry, images) -> message type
+    message_counts: dict[str, int]  # per streamed topic
     start_ns: int
     duration_ns: int
     ground_truth: Path
+    # Topics written once at the start (one message each), kept apart so that replaying
+    # `topics` does not wait for subscribers to a map or a static transform.
+    static_topics: dict[str, str] = field(default_factory=dict)
 
     @property
     def duration_s(self) -> float:
@@ -63,7 +97,7 @@ def write_bag(
     world: World,
     out_dir: Path | str,
     *,
-    camera_rate_hz: float = 5.0,
+    camera_rate_hz: float = DEMO_CAMERA_RATE_HZ,
     odom_rate_hz: float = 20.0,
     width: int = 640,
     height: int = 480,
@@ -72,15 +106,25 @@ def write_bag(
     jpeg_quality: int = 90,
     camera_extrinsic: Pose = DEFAULT_EXTRINSIC,
     odom_noise: float = 0.0,
+    odom_drift: float = 0.0,
+    map_resolution: float = 0.05,
+    static_topics: bool | None = None,
     seed: int = 0,
     max_duration_s: float | None = None,
 ) -> BagInfo:
     """Render the tour of `world` into a new rosbag2 directory `out_dir` (must not exist).
 
     `odom_noise` is the standard deviation of white noise added to the published odometry
-    x, y (metres) and yaw (radians); images and ground truth always use the true pose.
-    `max_duration_s` cuts the tour short (for quick tests).
+    x, y (metres) and yaw (radians); `odom_drift` adds a bias that grows with the distance
+    travelled: `odom_drift` metres of position error per metre (in a direction the seed
+    picks) and `DRIFT_YAW_PER_M * odom_drift` radians of yaw error per metre, about the start.
+    Images and ground truth always use the true pose. `static_topics` adds /tf_static and
+    /map; by default only generated worlds get them, because the demo and system test replay
+    every topic of the demo bag and not every ROS install has tf2_msgs. `max_duration_s`
+    cuts the tour short (for quick tests).
     """
+    if static_topics is None:
+        static_topics = world.size != 'demo'
     if image_format not in IMAGE_TOPICS:
         raise ValueError(f'image_format must be one of {sorted(IMAGE_TOPICS)}')
     out_dir = Path(out_dir)
@@ -88,7 +132,7 @@ def write_bag(
     end_ns = tour.end_ns
     if max_duration_s is not None:
         end_ns = min(end_ns, tour.start_ns + round(max_duration_s * 1e9))
-    clock = _clocks(tour, end_ns, camera_rate_hz, odom_rate_hz, odom_noise, seed)
+    clock = _clocks(tour, end_ns, camera_rate_hz, odom_rate_hz, odom_noise, odom_drift, seed)
     camera_poses = [tour.pose_at(int(s)).compose(camera_extrinsic) for s in clock.image_stamps]
     image_topic, image_type = IMAGE_TOPICS[image_format]
 
@@ -97,7 +141,11 @@ def write_bag(
         [(int(s), 0, i) for i, s in enumerate(clock.odom_stamps)]
         + [(int(s), 1, i) for i, s in enumerate(clock.image_stamps)]
     )
+    first = int(min(clock.odom_stamps[0], clock.image_stamps[0]))
+    vfov_deg = math.degrees(2.0 * math.atan(math.tan(math.radians(hfov_deg) / 2) * height / width))
     with Writer(out_dir, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP) as writer:
+        if static_topics:
+            _write_static(writer, typestore, first, world, camera_extrinsic, map_resolution)
         odom_conn = writer.add_connection(ODOM_TOPIC[0], ODOM_TOPIC[1], typestore=typestore)
         image_conn = writer.add_connection(image_topic, image_type, typestore=typestore)
         for stamp, kind, i in events:
@@ -110,7 +158,11 @@ def write_bag(
                 writer.write(image_conn, stamp, typestore.serialize_cdr(msg, image_type))
 
     truth = {
+        'world_name': world.name,
+        'size': world.size,
         'world': world.to_dict(),
+        'rooms': [{'name': r.name, 'polygon': [list(p) for p in r.polygon]} for r in world.rooms],
+        'landmarks': [m.to_dict() for m in landmarks(world)],
         'seed': seed,
         'start_ns': tour.start_ns,
         'end_ns': end_ns,
@@ -123,13 +175,20 @@ def write_bag(
             # x y z qx qy qz qw, as capture_node's camera_extrinsic parameter takes it
             'extrinsic': [*camera_extrinsic.position, *camera_extrinsic.orientation],
         },
-        'odometry': {'topic': ODOM_TOPIC[0], 'rate_hz': odom_rate_hz, 'noise_std': odom_noise},
+        'odometry': {
+            'topic': ODOM_TOPIC[0],
+            'rate_hz': odom_rate_hz,
+            'noise_std': odom_noise,
+            'drift': odom_drift,
+        },
+        'map': {'topic': MAP_TOPIC[0] if static_topics else None, 'resolution': map_resolution},
         'trajectory': [
             _state_dict(int(s), *state)
             for s, state in zip(clock.odom_stamps, clock.odom_true, strict=True)
         ],
         'images': [
             _state_dict(int(s), p.position[0], p.position[1], p.yaw, z=p.position[2])
+            | {'visible': visible_landmarks(world, p, hfov_deg, vfov_deg=vfov_deg)}
             for s, p in zip(clock.image_stamps, camera_poses, strict=True)
         ],
         'sign_views': [
@@ -141,7 +200,6 @@ def write_bag(
     }
     ground_truth = out_dir / GROUND_TRUTH_FILE
     ground_truth.write_text(json.dumps(truth, indent=1, sort_keys=True) + '\n', encoding='utf-8')
-    first = int(min(clock.odom_stamps[0], clock.image_stamps[0]))
     last = int(max(clock.odom_stamps[-1], clock.image_stamps[-1]))
     return BagInfo(
         path=out_dir,
@@ -153,6 +211,7 @@ def write_bag(
         start_ns=first,
         duration_ns=last - first,
         ground_truth=ground_truth,
+        static_topics=dict([TF_STATIC_TOPIC, MAP_TOPIC]) if static_topics else {},
     )
 
 
@@ -170,6 +229,7 @@ def _clocks(
     camera_rate_hz: float,
     odom_rate_hz: float,
     odom_noise: float,
+    odom_drift: float,
     seed: int,
 ) -> _Clocks:
     """Odometry on a regular grid; images on their own, offset and jittered, inside it."""
@@ -178,13 +238,37 @@ def _clocks(
     odom_stamps = odom_stamps[odom_stamps <= end_ns]
     odom_true = tour.states_at(odom_stamps)
     noise = rng.normal(0.0, odom_noise, odom_true.shape) if odom_noise else 0.0
+    drifted = (
+        _drift(odom_true, odom_drift, np.random.default_rng([seed, 2])) if odom_drift else odom_true
+    )
     jitter = min(CAMERA_JITTER_NS, int(0.25e9 / camera_rate_hz))  # keeps stamps in order
     image_stamps = tour.stamps(camera_rate_hz, CAMERA_OFFSET_NS + jitter)
     image_stamps = image_stamps + rng.integers(-jitter, jitter + 1, len(image_stamps))
     image_stamps = image_stamps[image_stamps <= odom_stamps[-1]]  # no extrapolation needed
     if len(image_stamps) == 0:
         raise ValueError('the recording is too short to hold a single image')
-    return _Clocks(odom_stamps, odom_true, odom_true + noise, image_stamps)
+    return _Clocks(odom_stamps, odom_true, drifted + noise, image_stamps)
+
+
+def _drift(states: np.ndarray, drift: float, rng: np.random.Generator) -> np.ndarray:
+    """The states as seen through a bias that grows with the distance travelled."""
+    travelled = np.concatenate(
+        [[0.0], np.cumsum(np.linalg.norm(np.diff(states[:, :2], axis=0), axis=1))]
+    )
+    heading = rng.uniform(-math.pi, math.pi)
+    turn = rng.choice([-1.0, 1.0]) * DRIFT_YAW_PER_M * drift * travelled
+    start = states[0, :2]
+    rel = states[:, :2] - start
+    cos_t, sin_t = np.cos(turn), np.sin(turn)
+    out = np.empty_like(states)
+    out[:, 0] = (
+        start[0] + cos_t * rel[:, 0] - sin_t * rel[:, 1] + drift * travelled * math.cos(heading)
+    )
+    out[:, 1] = (
+        start[1] + sin_t * rel[:, 0] + cos_t * rel[:, 1] + drift * travelled * math.sin(heading)
+    )
+    out[:, 2] = np.arctan2(np.sin(states[:, 2] + turn), np.cos(states[:, 2] + turn))
+    return out
 
 
 def _rounded(**values: float) -> dict[str, float]:
@@ -222,6 +306,59 @@ def _odometry(typestore: Typestore, stamp_ns: int, x: float, y: float, yaw: floa
     )
 
 
+def _write_static(
+    writer: Writer,
+    typestore: Typestore,
+    stamp_ns: int,
+    world: World,
+    extrinsic: Pose,
+    resolution: float,
+) -> None:
+    """The camera extrinsic and the map, once, on connections offered as transient-local."""
+    latched = {'typestore': typestore, 'offered_qos_profiles': [LATCHED_QOS]}
+    for (topic, msgtype), msg in (
+        (TF_STATIC_TOPIC, _tf_static(typestore, stamp_ns, extrinsic)),
+        (MAP_TOPIC, _map(typestore, stamp_ns, world, resolution)),
+    ):
+        connection = writer.add_connection(topic, msgtype, **latched)
+        writer.write(connection, stamp_ns, typestore.serialize_cdr(msg, msgtype))
+
+
+def _tf_static(typestore: Typestore, stamp_ns: int, extrinsic: Pose):
+    t = typestore.types
+    x, y, z = extrinsic.position
+    qx, qy, qz, qw = extrinsic.orientation
+    transform = t['geometry_msgs/msg/TransformStamped'](
+        header=_header(typestore, stamp_ns, BASE_FRAME),
+        child_frame_id=CAMERA_FRAME,
+        transform=t['geometry_msgs/msg/Transform'](
+            translation=t['geometry_msgs/msg/Vector3'](x=float(x), y=float(y), z=float(z)),
+            rotation=t['geometry_msgs/msg/Quaternion'](
+                x=float(qx), y=float(qy), z=float(qz), w=float(qw)
+            ),
+        ),
+    )
+    return t['tf2_msgs/msg/TFMessage'](transforms=[transform])
+
+
+def _map(typestore: Typestore, stamp_ns: int, world: World, resolution: float):
+    t = typestore.types
+    (x0, y0), grid = occupancy_grid(world, resolution)
+    header = _header(typestore, stamp_ns, MAP_FRAME)
+    origin = t['geometry_msgs/msg/Pose'](
+        position=t['geometry_msgs/msg/Point'](x=float(x0), y=float(y0), z=0.0),
+        orientation=t['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=0.0, w=1.0),
+    )
+    info = t['nav_msgs/msg/MapMetaData'](
+        map_load_time=header.stamp,
+        resolution=float(resolution),
+        width=grid.shape[1],
+        height=grid.shape[0],
+        origin=origin,
+    )
+    return t['nav_msgs/msg/OccupancyGrid'](header=header, info=info, data=grid.reshape(-1))
+
+
 def _image(
     typestore: Typestore, stamp_ns: int, pixels: np.ndarray, image_format: str, quality: int
 ):
@@ -245,31 +382,54 @@ def _image(
     )
 
 
+def load_world(size: str, seed: int) -> World:
+    """The demo world or a generated one, by size name."""
+    return build_demo_world(seed) if size == 'demo' else generate_world(seed, size)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description='Record a tour of the demo world as a rosbag2 (MCAP).'
+        description='Record a tour of a synthetic world as a rosbag2 (MCAP).'
     )
     parser.add_argument('out_dir', type=Path, help='bag directory to create (must not exist)')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--camera-rate', type=float, default=5.0, help='Hz')
+    parser.add_argument('--size', choices=['demo', *SIZES], default='demo')
+    parser.add_argument(
+        '--rate',
+        '--camera-rate',
+        dest='camera_rate',
+        type=float,
+        default=None,
+        help=f'camera Hz (default {DEMO_CAMERA_RATE_HZ:g} for demo, '
+        f'{GENERATED_CAMERA_RATE_HZ:g} for generated worlds)',
+    )
     parser.add_argument('--odom-rate', type=float, default=20.0, help='Hz')
-    parser.add_argument('--width', type=int, default=640)
-    parser.add_argument('--height', type=int, default=480)
+    parser.add_argument('--width', type=int, default=None, help='default 640, 320 for large')
+    parser.add_argument('--height', type=int, default=None, help='default 480, 240 for large')
     parser.add_argument('--format', choices=sorted(IMAGE_TOPICS), default='jpeg')
     parser.add_argument(
         '--odom-noise', type=float, default=0.0, help='std of x, y (m) and yaw (rad)'
     )
+    parser.add_argument(
+        '--odom-drift', type=float, default=0.0, help='position drift per metre travelled'
+    )
+    parser.add_argument('--map-resolution', type=float, default=0.05, help='metres per cell')
     parser.add_argument('--max-duration', type=float, default=None, help='seconds')
     args = parser.parse_args(argv)
+    generated = args.size != 'demo'
+    small_frames = args.size == 'large'
+    rate = args.camera_rate or (GENERATED_CAMERA_RATE_HZ if generated else DEMO_CAMERA_RATE_HZ)
     info = write_bag(
-        build_demo_world(args.seed),
+        load_world(args.size, args.seed),
         args.out_dir,
-        camera_rate_hz=args.camera_rate,
+        camera_rate_hz=rate,
         odom_rate_hz=args.odom_rate,
-        width=args.width,
-        height=args.height,
+        width=args.width or (320 if small_frames else 640),
+        height=args.height or (240 if small_frames else 480),
         image_format=args.format,
         odom_noise=args.odom_noise,
+        odom_drift=args.odom_drift,
+        map_resolution=args.map_resolution,
         seed=args.seed,
         max_duration_s=args.max_duration,
     )

@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from waymark.geometry import Pose
+from waymark.sim.objects import SPRITE_PX_PER_M, sprite
 from waymark.sim.world import Sign, World
 
 FLOOR_RGB = np.array([122, 110, 96], dtype=np.float32)
@@ -42,6 +43,9 @@ class _Scene:
     sign_height: np.ndarray  # (S,)
     sign_texels_per_m: np.ndarray  # (S,) vertical density of mip level 0
     sign_mips: tuple[np.ndarray, ...]  # level k: (S, H >> k, W >> k, 3) uint8
+    object_xy: np.ndarray  # (O, 2) footprint centres
+    object_size: np.ndarray  # (O, 2) width, height in metres
+    object_mips: tuple[tuple[np.ndarray, ...], ...]  # per object, level k: RGBA uint8
 
 
 def render(
@@ -89,7 +93,56 @@ def render(
         image = np.where(on_wall[..., None], column_rgb, image)
 
     _draw_signs(image, scene, origin, dirs, depth, rise, eye_z, focal)
+    _draw_objects(image, scene, origin, yaw, depth, eye_z, focal)
     return image
+
+
+def _draw_objects(
+    image: np.ndarray,
+    scene: _Scene,
+    origin: np.ndarray,
+    yaw: float,
+    wall_depth: np.ndarray,
+    eye_z: float,
+    focal: float,
+) -> None:
+    if len(scene.object_xy) == 0:
+        return
+    rows_n, cols_n = image.shape[:2]
+    cx, cy = 0.5 * (cols_n - 1), 0.5 * (rows_n - 1)
+    rel = scene.object_xy - origin
+    forward = rel @ np.array([math.cos(yaw), math.sin(yaw)])
+    left = rel @ np.array([-math.sin(yaw), math.cos(yaw)])
+    for i in np.argsort(-forward, kind='stable'):
+        depth = float(forward[i])
+        if depth < 0.1:
+            continue
+        width_m, height_m = scene.object_size[i]
+        half = 0.5 * focal * width_m / depth
+        centre = cx - focal * left[i] / depth
+        cols = np.arange(
+            max(0, math.ceil(centre - half)), min(cols_n - 1, math.floor(centre + half)) + 1
+        )
+        cols = cols[wall_depth[cols] > depth]
+        top, bottom = cy - focal * (height_m - eye_z) / depth, cy + focal * eye_z / depth
+        rows = np.arange(max(0, math.ceil(top)), min(rows_n - 1, math.floor(bottom)) + 1)
+        if cols.size == 0 or rows.size == 0:
+            continue
+        texels_per_pixel = SPRITE_PX_PER_M * depth / focal
+        mips = scene.object_mips[i]
+        level = int(np.clip(math.floor(math.log2(max(texels_per_pixel, 1.0))), 0, len(mips) - 1))
+        tex = mips[level]
+        tu = np.clip(
+            ((cols - (centre - half)) / (2 * half) * tex.shape[1]).astype(int), 0, tex.shape[1] - 1
+        )
+        tv = np.clip(
+            ((rows - top) / (bottom - top) * tex.shape[0]).astype(int), 0, tex.shape[0] - 1
+        )
+        patch = tex[tv[:, None], tu[None, :]]
+        shade = min(1.0, max(0.6, 1.0 - 0.03 * depth))
+        under = image[rows[:, None], cols[None, :]]
+        over = (patch[..., :3] * shade).astype(np.uint8)
+        image[rows[:, None], cols[None, :]] = np.where(patch[..., 3:] > 127, over, under)
 
 
 def _draw_signs(
@@ -198,6 +251,23 @@ def _scene(world: World) -> _Scene:
         sign_height=np.array([s.height for s in world.signs], dtype=float),
         sign_texels_per_m=np.array([SIGN_TEXTURE_SIZE[1] / s.height for s in world.signs]),
         sign_mips=mips,
+        object_xy=np.array([o.position for o in world.objects], dtype=float).reshape(-1, 2),
+        object_size=np.array([(o.width, o.height) for o in world.objects]).reshape(-1, 2),
+        object_mips=tuple(_sprite_mips(o.category, o.color) for o in world.objects),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _sprite_mips(category: str, color: str) -> tuple[np.ndarray, ...]:
+    """The sprite at full, half, quarter and eighth resolution (alpha-aware box filter)."""
+    image = Image.fromarray(sprite(category, color), 'RGBA')
+    return tuple(
+        np.asarray(
+            image.resize(
+                (max(1, image.width >> k), max(1, image.height >> k)), Image.Resampling.BOX
+            )
+        )
+        for k in range(MIP_LEVELS)
     )
 
 

@@ -1,5 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""A scripted tour of the synthetic world: through every room, stopping to look at each sign.
+"""A scripted tour of the synthetic world: through every room, stopping to look at each sign
+and, in generated worlds, at each object, then revisiting some rooms (RAVEN's exploration).
 
 The robot only turns in place or drives straight, so the whole tour is a list of
 (time, x, y, yaw) knots with linear motion between them, and the pose at any instant is
@@ -8,13 +9,16 @@ exact; images can be rendered at stamps that fall between odometry samples.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse.csgraph import shortest_path
 
 from waymark.geometry import Pose
+from waymark.sim.objects import SceneObject
 from waymark.sim.world import WALL_HALF_THICKNESS, Doorway, Room, Sign, World
 
 START_NS = 1_768_471_200 * 1_000_000_000  # 2026-01-15T10:00:00Z
@@ -22,6 +26,9 @@ CLEARANCE = 0.3  # required distance from the base to any wall face
 WAYPOINT_MARGIN = WALL_HALF_THICKNESS + CLEARANCE + 0.15  # room inset for free waypoints
 DOOR_APPROACH = 0.8  # waypoints this far on either side of a doorway's centre
 VIEW_DISTANCE = (2.4, 3.2)  # base to sign; the camera, 0.25 m ahead, stays within 2-3.5 m
+OBJECT_VIEW_GAP = 0.9  # base stops this far from an object's footprint to look at it
+OBJECT_MARGIN = CLEARANCE + 0.05  # planned clearance from footprints, a little over the minimum
+GRID_STEP = 0.5  # spacing of detour waypoints inside a furnished room
 
 
 @dataclass(frozen=True)
@@ -105,46 +112,186 @@ def plan_tour(
     speed: float = 0.5,
     angular_speed: float = 0.8,
     dwell_s: float = 2.0,
+    object_dwell_s: float = 1.0,
+    revisit_fraction: float = 0.25,
     seed: int = 0,
     start_ns: int = START_NS,
 ) -> Tour:
-    """Start at the west end of the first room, visit every sign from west to east, then go
-    back to the first sign outside the start room and look at it again.
+    """Start at the west end of the first room, look at every sign, then revisit some.
+
+    The demo world keeps its fixed order (west to east, then back to the first sign outside
+    the start room). Generated worlds go next to the sign fewest doorways away (then
+    nearest), stop to look at each object of a room after its sign, and end by revisiting
+    `revisit_fraction` of the signs, picked by the seed.
 
     Within a room every waypoint lies inside the room inset by `WAYPOINT_MARGIN`, so straight
-    legs between them keep clear of the walls (rooms are convex); rooms are changed only
-    through doorways, square to the doorway. The seed picks the viewing spots.
+    legs keep clear of the walls (rooms are convex); legs that would pass an object detour
+    over a grid of free waypoints. Rooms are changed only through doorways, square to the
+    doorway. The seed picks the viewing spots.
     """
     rng = np.random.default_rng(seed)
     first = world.rooms[0]
     motion = _Motion(first.x_min + 1.0, first.centre[1], 0.0, speed, angular_speed)
+    furniture: dict[str, list[SceneObject]] = {}
+    for obj in world.objects:
+        furniture.setdefault(obj.room, []).append(obj)
     room = first.name
-    signs = sorted(world.signs, key=lambda s: (s.position[0], s.position[1]))
-    revisit = next((s for s in signs if s.room != first.name), None)
-    views = []
-    for sign in [*signs, *([revisit] if revisit else [])]:
+    views: list[SignView] = []
+
+    def visit(sign: Sign, look_around: bool) -> None:
+        nonlocal room
         for doorway in _room_route(world, room, sign.room):
             nxt = doorway.rooms[1] if doorway.rooms[0] == room else doorway.rooms[0]
-            motion.drive_to(*_approach(world, doorway, room))
+            _travel(
+                motion, world.room(room), furniture.get(room, []), _approach(world, doorway, room)
+            )
             motion.drive_to(*_approach(world, doorway, nxt))
             room = nxt
-        x, y = _view_point(world.room(room), sign, rng)
-        motion.drive_to(x, y)
+        box, objects = world.room(room), furniture.get(room, [])
+        x, y = _view_point(box, sign, rng, objects)
+        _travel(motion, box, objects, (x, y))
         yaw = math.atan2(sign.position[1] - y, sign.position[0] - x)
         motion.turn_to(yaw)
         start = motion.time
         motion.dwell(dwell_s)
-        views.append(
-            SignView(
-                sign.text,
-                start_ns + round(start * 1e9),
-                start_ns + round(motion.time * 1e9),
-                x,
-                y,
-                yaw,
-            )
-        )
+        views.append(SignView(sign.text, *_span(start_ns, start, motion.time), x, y, yaw))
+        if look_around:
+            for obj in objects:
+                stop = _object_stop(box, obj, objects)
+                if stop is not None:
+                    _travel(motion, box, objects, stop)
+                    motion.turn_to(math.atan2(obj.position[1] - stop[1], obj.position[0] - stop[0]))
+                    motion.dwell(object_dwell_s)
+
+    if world.size == 'demo':
+        signs = sorted(world.signs, key=lambda s: (s.position[0], s.position[1]))
+        revisit = next((s for s in signs if s.room != first.name), None)
+        for sign in [*signs, *([revisit] if revisit else [])]:
+            visit(sign, look_around=True)
+        return Tour(start_ns, np.array(motion.times), np.array(motion.states), tuple(views))
+
+    pending = list(world.signs)
+    while pending:
+        sign = _nearest(world, room, motion.states[-1][:2], pending)
+        pending.remove(sign)
+        visit(sign, look_around=True)
+    others = [s for s in world.signs if s.room != first.name]
+    count = min(len(others), max(1, round(revisit_fraction * len(world.signs))))
+    pending = [others[i] for i in sorted(rng.choice(len(others), size=count, replace=False))]
+    while pending:
+        sign = _nearest(world, room, motion.states[-1][:2], pending)
+        pending.remove(sign)
+        visit(sign, look_around=False)
     return Tour(start_ns, np.array(motion.times), np.array(motion.states), tuple(views))
+
+
+def _span(start_ns: int, start_s: float, end_s: float) -> tuple[int, int]:
+    return start_ns + round(start_s * 1e9), start_ns + round(end_s * 1e9)
+
+
+def _nearest(world: World, room: str, xy: tuple[float, float], signs: list[Sign]) -> Sign:
+    """The sign fewest doorways away, then nearest in a straight line, then first listed."""
+    hops = _hops(world, room)
+    return min(
+        signs,
+        key=lambda s: (hops[s.room], math.dist(xy, s.position[:2])),
+    )
+
+
+def _hops(world: World, start: str) -> dict[str, int]:
+    graph = _neighbours(world)
+    hops = {start: 0}
+    queue = deque([start])
+    while queue:
+        room = queue.popleft()
+        for other in graph.get(room, ()):
+            if other not in hops:
+                hops[other] = hops[room] + 1
+                queue.append(other)
+    return hops
+
+
+@functools.lru_cache(maxsize=8)
+def _neighbours(world: World) -> dict[str, list[str]]:
+    graph: dict[str, list[str]] = {}
+    for d in world.doorways:
+        graph.setdefault(d.rooms[0], []).append(d.rooms[1])
+        graph.setdefault(d.rooms[1], []).append(d.rooms[0])
+    return graph
+
+
+def _travel(
+    motion: _Motion, room: Room, objects: list[SceneObject], target: tuple[float, float]
+) -> None:
+    for point in _room_path(room, objects, motion.states[-1][:2], target):
+        motion.drive_to(*point)
+
+
+def _room_path(
+    room: Room,
+    objects: list[SceneObject],
+    start: tuple[float, float],
+    goal: tuple[float, float],
+) -> list[tuple[float, float]]:
+    """Waypoints from start to goal inside a convex room, keeping clear of its objects.
+
+    Straight when nothing is in the way; otherwise the shortest route over a visibility
+    graph of grid points inset by `WAYPOINT_MARGIN`.
+    """
+    if not objects:
+        return [goal]
+    centres = np.array([o.position for o in objects])
+    reach = np.array([o.radius + OBJECT_MARGIN for o in objects])
+    p, q = np.asarray(start, dtype=float)[None], np.asarray(goal, dtype=float)[None]
+    if _segments_clear(p, q, centres, reach)[0]:
+        return [goal]
+    m = WAYPOINT_MARGIN
+    xs = np.arange(room.x_min + m, room.x_max - m + 1e-9, GRID_STEP)
+    ys = np.arange(room.y_min + m, room.y_max - m + 1e-9, GRID_STEP)
+    grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
+    free = (np.linalg.norm(grid[:, None] - centres[None], axis=2) >= reach).all(axis=1)
+    nodes = np.concatenate([p, q, grid[free]])
+    i, j = np.triu_indices(len(nodes), k=1)
+    clear = _segments_clear(nodes[i], nodes[j], centres, reach)
+    weights = np.zeros((len(nodes), len(nodes)))
+    weights[i[clear], j[clear]] = np.linalg.norm(nodes[i[clear]] - nodes[j[clear]], axis=1)
+    _, previous = shortest_path(weights, directed=False, indices=0, return_predecessors=True)
+    if previous[1] < 0:
+        raise ValueError(f'no clear path in room {room.name!r} from {start} to {goal}')
+    path, node = [], 1
+    while node != 0:
+        path.append((float(nodes[node][0]), float(nodes[node][1])))
+        node = previous[node]
+    return path[::-1]
+
+
+def _segments_clear(
+    p: np.ndarray, q: np.ndarray, centres: np.ndarray, reach: np.ndarray
+) -> np.ndarray:
+    """(M,) whether each segment p[k]→q[k] keeps at least `reach` from every centre."""
+    e = q - p
+    length2 = np.maximum((e * e).sum(axis=1), 1e-12)
+    u = ((centres[None] - p[:, None]) * e[:, None]).sum(axis=2) / length2[:, None]
+    closest = p[:, None] + np.clip(u, 0.0, 1.0)[..., None] * e[:, None]
+    return (np.linalg.norm(closest - centres[None], axis=2) >= reach).all(axis=1)
+
+
+def _object_stop(
+    room: Room, obj: SceneObject, objects: list[SceneObject]
+) -> tuple[float, float] | None:
+    """A free spot `OBJECT_VIEW_GAP` from the object, preferring the side facing the room centre."""
+    ox, oy = obj.position
+    toward = math.atan2(room.centre[1] - oy, room.centre[0] - ox)
+    distance = obj.radius + OBJECT_VIEW_GAP
+    m = WAYPOINT_MARGIN
+    for turn in (0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5):
+        x = ox + distance * math.cos(toward + turn)
+        y = oy + distance * math.sin(toward + turn)
+        if room.contains(x, y, m) and all(
+            math.dist((x, y), o.position) >= o.radius + OBJECT_MARGIN for o in objects
+        ):
+            return (x, y)
+    return None
 
 
 class _Motion:
@@ -218,15 +365,21 @@ def _approach(world: World, doorway: Doorway, room: str) -> tuple[float, float]:
     raise ValueError(f'doorway {doorway} does not open into room {room!r}')
 
 
-def _view_point(room: Room, sign: Sign, rng: np.random.Generator) -> tuple[float, float]:
+def _view_point(
+    room: Room, sign: Sign, rng: np.random.Generator, objects: list[SceneObject] = ()
+) -> tuple[float, float]:
     """A spot in front of the sign, a little off its axis, inside the room's free area."""
-    distance = rng.uniform(*VIEW_DISTANCE)
-    lateral = rng.uniform(-0.4, 0.4)
-    normal = sign.normal
-    x = sign.position[0] + distance * normal[0] - lateral * normal[1]
-    y = sign.position[1] + distance * normal[1] + lateral * normal[0]
     m = WAYPOINT_MARGIN
-    return (
-        float(np.clip(x, room.x_min + m, room.x_max - m)),
-        float(np.clip(y, room.y_min + m, room.y_max - m)),
-    )
+    for _ in range(50):
+        distance = rng.uniform(*VIEW_DISTANCE)
+        lateral = rng.uniform(-0.4, 0.4)
+        normal = sign.normal
+        x = sign.position[0] + distance * normal[0] - lateral * normal[1]
+        y = sign.position[1] + distance * normal[1] + lateral * normal[0]
+        spot = (
+            float(np.clip(x, room.x_min + m, room.x_max - m)),
+            float(np.clip(y, room.y_min + m, room.y_max - m)),
+        )
+        if all(math.dist(spot, o.position) >= o.radius + OBJECT_MARGIN for o in objects):
+            return spot
+    raise ValueError(f'no free spot to view sign {sign.text!r} from')

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from waymark.sim.objects import SceneObject
+
 Point2 = tuple[float, float]
 Rgb = tuple[int, int, int]
 
@@ -135,6 +137,8 @@ class World:
     doorways: tuple[Doorway, ...]
     walls: tuple[Wall, ...]
     signs: tuple[Sign, ...]
+    objects: tuple[SceneObject, ...] = ()
+    size: str = 'demo'  # demo, or the size a generated world was asked for
 
     def room(self, name: str) -> Room:
         return next(r for r in self.rooms if r.name == name)
@@ -179,10 +183,10 @@ def build_demo_world(seed: int = 0) -> World:
             np.clip(room.centre[0] + rng.uniform(-1.0, 1.0), room.x_min + 1.2, room.x_max - 1.2)
         )
         y = room.y_min if room.y_min >= hall_w else room.y_max
-        doorways.append(_doorway(('hall', room.name), (x, y), horizontal=True))
+        doorways.append(make_doorway(('hall', room.name), (x, y), horizontal=True))
     partition_y = hall_w + 0.5 * depth + rng.uniform(-1.0, 1.0)
     doorways.append(
-        _doorway(('north_west', 'north'), (north_cuts[0], partition_y), horizontal=False)
+        make_doorway(('north_west', 'north'), (north_cuts[0], partition_y), horizontal=False)
     )
 
     colors = [ROOM_PALETTE[i] for i in rng.permutation(len(ROOM_PALETTE))]
@@ -191,25 +195,25 @@ def build_demo_world(seed: int = 0) -> World:
         room_colors[room.name] = tuple(
             int(c) for c in np.clip(np.add(base, rng.integers(-12, 13, 3)), 0, 255)
         )
-    walls = [w for room in rooms for w in _room_faces(room, doorways, room_colors[room.name])]
-    walls += [w for d in doorways for w in _jambs(d)]
+    walls = [w for room in rooms for w in room_faces(room, doorways, room_colors[room.name])]
+    walls += [w for d in doorways for w in jambs(d)]
 
     signs = []
     texts = [ROOM_SIGNS[i] for i in rng.permutation(len(ROOM_SIGNS))]
     for room, text in zip(side_rooms, texts, strict=True):
         x = room.centre[0] + rng.uniform(-0.8, 0.8)
         if room.y_min >= hall_w:  # north room: sign on the far (north) wall, facing south
-            signs.append(_sign(rng, text, room.name, (x, room.y_max), -math.pi / 2))
+            signs.append(place_sign(rng, text, room.name, (x, room.y_max), -math.pi / 2))
         else:
-            signs.append(_sign(rng, text, room.name, (x, room.y_min), math.pi / 2))
+            signs.append(place_sign(rng, text, room.name, (x, room.y_min), math.pi / 2))
     if rng.random() < 0.5:
-        signs.append(_sign(rng, HALL_SIGN, 'hall', (0.0, 0.5 * hall_w), 0.0))
+        signs.append(place_sign(rng, HALL_SIGN, 'hall', (0.0, 0.5 * hall_w), 0.0))
     else:
-        signs.append(_sign(rng, HALL_SIGN, 'hall', (length, 0.5 * hall_w), math.pi))
+        signs.append(place_sign(rng, HALL_SIGN, 'hall', (length, 0.5 * hall_w), math.pi))
     return World(f'demo-{seed}', seed, rooms, tuple(doorways), tuple(walls), tuple(signs))
 
 
-def _doorway(rooms: tuple[str, str], centre: Point2, *, horizontal: bool) -> Doorway:
+def make_doorway(rooms: tuple[str, str], centre: Point2, *, horizontal: bool) -> Doorway:
     half = 0.5 * DOOR_WIDTH
     x, y = centre
     if horizontal:
@@ -217,7 +221,7 @@ def _doorway(rooms: tuple[str, str], centre: Point2, *, horizontal: bool) -> Doo
     return Doorway(rooms, (x, y - half), (x, y + half))
 
 
-def _room_faces(room: Room, doorways: list[Doorway], color: Rgb) -> list[Wall]:
+def room_faces(room: Room, doorways: list[Doorway], color: Rgb) -> list[Wall]:
     """The room's four wall faces, inset by half a wall thickness, with doorway gaps cut out."""
     t = WALL_HALF_THICKNESS
     x0, y0, x1, y1 = room.x_min + t, room.y_min + t, room.x_max - t, room.y_max - t
@@ -249,20 +253,20 @@ def _room_faces(room: Room, doorways: list[Doorway], color: Rgb) -> list[Wall]:
     return faces
 
 
-def _jambs(doorway: Doorway) -> list[Wall]:
+def jambs(doorway: Doorway) -> list[Wall]:
     """Short faces closing the wall thickness at both sides of a doorway."""
     t = WALL_HALF_THICKNESS
     horizontal = doorway.a[1] == doorway.b[1]
-    jambs = []
+    faces = []
     for x, y in (doorway.a, doorway.b):
         if horizontal:
-            jambs.append(Wall((x, y - t), (x, y + t), WALL_HEIGHT, JAMB_COLOR))
+            faces.append(Wall((x, y - t), (x, y + t), WALL_HEIGHT, JAMB_COLOR))
         else:
-            jambs.append(Wall((x - t, y), (x + t, y), WALL_HEIGHT, JAMB_COLOR))
-    return jambs
+            faces.append(Wall((x - t, y), (x + t, y), WALL_HEIGHT, JAMB_COLOR))
+    return faces
 
 
-def _sign(rng: np.random.Generator, text: str, room: str, on_line: Point2, yaw: float) -> Sign:
+def place_sign(rng: np.random.Generator, text: str, room: str, on_line: Point2, yaw: float) -> Sign:
     """A sign on the wall whose centre line passes through `on_line`, facing `yaw`."""
     offset = WALL_HALF_THICKNESS + SIGN_STANDOFF
     x = on_line[0] + offset * math.cos(yaw)
@@ -272,3 +276,55 @@ def _sign(rng: np.random.Generator, text: str, room: str, on_line: Point2, yaw: 
     return Sign(
         text, (x, y, SIGN_CENTRE_Z), yaw, room, background=background, foreground=foreground
     )
+
+
+def occupancy_grid(
+    world: World, resolution: float = 0.05, padding: float = 0.5
+) -> tuple[tuple[float, float], np.ndarray]:
+    """The world as a map: (x, y) of the grid's lower-left corner, and int8 cells [row=y, col=x].
+
+    Values follow nav_msgs/OccupancyGrid: 100 for walls and object footprints, 0 for floor
+    inside rooms and doorways, -1 (unknown) outside the building. Every wall face marks the
+    cells within half a cell diagonal, so a wall is a closed line at any resolution.
+    """
+    x0 = min(r.x_min for r in world.rooms) - padding
+    y0 = min(r.y_min for r in world.rooms) - padding
+    cols = math.ceil((max(r.x_max for r in world.rooms) + padding - x0) / resolution)
+    rows = math.ceil((max(r.y_max for r in world.rooms) + padding - y0) / resolution)
+    xs = x0 + (np.arange(cols) + 0.5) * resolution
+    ys = y0 + (np.arange(rows) + 0.5) * resolution
+    grid = np.full((rows, cols), -1, dtype=np.int8)
+    for room in world.rooms:
+        inside_y = (ys >= room.y_min) & (ys <= room.y_max)
+        inside_x = (xs >= room.x_min) & (xs <= room.x_max)
+        grid[np.ix_(inside_y, inside_x)] = 0
+    reach = 0.5 * math.sqrt(2.0) * resolution + 1e-9
+    for wall in world.walls:
+        a, b = np.asarray(wall.a), np.asarray(wall.b)
+        rows, cols = _window(xs, ys, np.minimum(a, b) - reach, np.maximum(a, b) + reach)
+        px, py = xs[cols][None, :], ys[rows][:, None]
+        e = b - a
+        u = np.clip(((px - a[0]) * e[0] + (py - a[1]) * e[1]) / max(float(e @ e), 1e-12), 0, 1)
+        near = np.hypot(px - (a[0] + u * e[0]), py - (a[1] + u * e[1])) <= reach
+        _occupy(grid, rows, cols, near)
+    for obj in world.objects:
+        centre = np.asarray(obj.position)
+        rows, cols = _window(xs, ys, centre - obj.radius, centre + obj.radius)
+        near = np.hypot(xs[cols][None, :] - centre[0], ys[rows][:, None] - centre[1])
+        _occupy(grid, rows, cols, near <= obj.radius)
+    return (x0, y0), grid
+
+
+def _window(
+    xs: np.ndarray, ys: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the cells whose centres lie in the box lo..hi."""
+    rows = np.nonzero((ys >= lo[1]) & (ys <= hi[1]))[0]
+    cols = np.nonzero((xs >= lo[0]) & (xs <= hi[0]))[0]
+    return rows, cols
+
+
+def _occupy(grid: np.ndarray, rows: np.ndarray, cols: np.ndarray, mask: np.ndarray) -> None:
+    block = grid[np.ix_(rows, cols)]
+    block[mask] = 100
+    grid[np.ix_(rows, cols)] = block

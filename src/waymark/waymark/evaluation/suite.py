@@ -1,0 +1,141 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The standard benchmark suite: generated worlds of each size and seed, recorded,
+questioned and evaluated, with one table across them all.
+
+    python -m waymark suite --out suite_output [--sizes small medium large] [--seeds 0 1]
+
+Every step is skipped when its output is already complete, so an interrupted suite
+continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from PIL import Image
+
+from waymark.evaluation.harness import EvaluationConfig, run
+from waymark.evaluation.metrics import THRESHOLDS_M
+from waymark.evaluation.question_gen import generate_questions, render_jobs
+from waymark.evaluation.questions import save_questions
+from waymark.evaluation.report import write_json_atomically
+from waymark.geometry import Pose
+from waymark.sim.bag import GENERATED_CAMERA_RATE_HZ, load_world, write_bag
+from waymark.sim.generate import SIZES
+from waymark.sim.render import render
+
+STANDARD_SIZES = ('small', 'medium', 'large')
+STANDARD_SEEDS = (0, 1)
+# Large tours are long: smaller frames keep the bag and the OCR time in bounds.
+RESOLUTION = {'large': (320, 240)}
+
+
+def run_case(out: Path, size: str, seed: int, per_category: int, max_duration_s: float | None):
+    """One world: bag, questions (with photos for image questions), evaluation."""
+    bag = out / 'bag'
+    if not (bag / 'ground_truth.json').is_file():
+        shutil.rmtree(bag, ignore_errors=True)  # a half-written bag: record it again
+        width, height = RESOLUTION.get(size, (640, 480))
+        write_bag(
+            load_world(size, seed),
+            bag,
+            camera_rate_hz=GENERATED_CAMERA_RATE_HZ,
+            width=width,
+            height=height,
+            seed=seed,
+            max_duration_s=max_duration_s,
+        )
+    questions = out / 'questions.json'
+    if not questions.is_file():
+        truth = json.loads((bag / 'ground_truth.json').read_text())
+        question_set = generate_questions(truth, seed=seed, per_category=per_category)
+        _render_photos(out, question_set, truth, size, seed)
+        save_questions(question_set, questions)
+    return run(EvaluationConfig(bag, questions, out / 'eval', progress=False))
+
+
+def _render_photos(out: Path, question_set, truth: dict, size: str, seed: int) -> None:
+    world = load_world(size, seed)
+    camera = truth['camera']
+    height = truth['images'][0]['z'] if truth['images'] else 0.45
+    for question_id, (x, y, yaw) in render_jobs(question_set, truth):
+        question = next(q for q in question_set.questions if q.id == question_id)
+        pixels = render(
+            world,
+            Pose.from_xyz_yaw(x, y, height, yaw),
+            camera['width'],
+            camera['height'],
+            camera['hfov_deg'],
+        )
+        path = out / question.image
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(pixels).save(path)
+
+
+def table(results: dict[str, dict]) -> str:
+    taus = [f'{t:g}' for t in THRESHOLDS_M]
+    header = (
+        '| world | answerer | questions | '
+        + ' | '.join(f'SR@{t} m' for t in taus)
+        + ' | mean err (m) | yes/no acc | α | memory entries | wall (s) |'
+    )
+    lines = [header, '|' + '---|' * (header.count('|') - 1)]
+    for case, result in results.items():
+        report = result['report']
+        for name, answerer in report['answerers'].items():
+            overall = answerer['overall']
+            success = [f'{100 * overall["success_at"].get(t, 0.0):.0f}%' for t in taus]
+            error = overall['mean_position_error_m']
+            accuracy = overall['yes_no_accuracy']
+            alpha = overall['retrieval_efficiency']
+            lines.append(
+                f'| {case} | {name} | {overall["questions"]} | '
+                + ' | '.join(success)
+                + f' | {"-" if error is None else f"{error:.2f}"}'
+                + f' | {"-" if accuracy is None else f"{100 * accuracy:.0f}%"}'
+                + f' | {"-" if alpha is None else f"{alpha:.4f}"}'
+                + f' | {report["memory"]["entries"]} | {result["wall_s"]:.0f} |'
+            )
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog='waymark suite', description=__doc__.splitlines()[0])
+    parser.add_argument('--out', type=Path, default=Path('suite_output'))
+    parser.add_argument('--sizes', nargs='+', default=list(STANDARD_SIZES), choices=list(SIZES))
+    parser.add_argument('--seeds', nargs='+', type=int, default=list(STANDARD_SEEDS))
+    parser.add_argument('--per-category', type=int, default=5)
+    parser.add_argument('--max-duration', type=float, default=None, help='cut tours (smoke runs)')
+    args = parser.parse_args(argv)
+    results = {}
+    for size in args.sizes:
+        for seed in args.seeds:
+            case = f'{size}-{seed}'
+            started = time.monotonic()
+            print(f'[{case}] recording, questioning, evaluating...', flush=True)
+            report = run_case(args.out / case, size, seed, args.per_category, args.max_duration)
+            results[case] = {'report': report, 'wall_s': time.monotonic() - started}
+    summary = table(results)
+    (args.out / 'suite_report.md').write_text('# waymark standard suite\n\n' + summary)
+    write_json_atomically(
+        args.out / 'suite_report.json',
+        {
+            case: {
+                'wall_s': r['wall_s'],
+                'answerers': {n: a['overall'] for n, a in r['report']['answerers'].items()},
+            }
+            for case, r in results.items()
+        },
+    )
+    print(summary)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
