@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
+from support.worlds import distance_to_walls
 
 from waymark.geometry import Pose
 from waymark.sim.generate import SIZES, generate_world
@@ -16,18 +17,10 @@ from waymark.sim.landmarks import visible_landmarks
 from waymark.sim.objects import SceneObject
 from waymark.sim.render import render
 from waymark.sim.trajectory import plan_tour
-from waymark.sim.world import World, occupancy_grid
+from waymark.sim.world import occupancy_grid
 
 CASES = [(size, seed) for size in SIZES for seed in (0, 1)]
 CAMERA_Z = 0.45
-
-
-def _distance_to_walls(world: World, points: np.ndarray) -> np.ndarray:
-    a = np.array([w.a for w in world.walls])
-    e = np.array([w.b for w in world.walls]) - a
-    p = points[:, None, :]
-    u = np.clip(((p - a) * e).sum(-1) / (e * e).sum(-1), 0.0, 1.0)
-    return np.linalg.norm(p - (a + u[..., None] * e), axis=-1).min(axis=1)
 
 
 @pytest.mark.parametrize(('size', 'seed'), CASES)
@@ -61,7 +54,7 @@ def test_signs_are_distinct_far_apart_and_inside_their_rooms(size, seed):
     for sign in world.signs:
         assert world.room(sign.room).contains(*(np.array(sign.position[:2]) + 0.5 * sign.normal))
         for end in sign.endpoints:  # the whole panel hangs on wall, not across a doorway
-            assert _distance_to_walls(world, end[None])[0] < 0.05
+            assert distance_to_walls(world, end[None])[0] < 0.05
 
 
 @pytest.mark.parametrize(('size', 'seed'), CASES)
@@ -70,7 +63,7 @@ def test_objects_stand_clear_of_walls_and_doors_and_classes_repeat(size, seed):
     assert len(world.objects) >= len(world.rooms) // 2
     points = np.array([o.position for o in world.objects])
     radii = np.array([o.radius for o in world.objects])
-    assert (_distance_to_walls(world, points) - radii >= 0.3).all()
+    assert (distance_to_walls(world, points) - radii >= 0.3).all()
     for obj in world.objects:
         assert world.room(obj.room).contains(*obj.position)
         for doorway in world.doorways:
@@ -93,7 +86,7 @@ def test_tour_is_collision_free_visits_every_room_and_revisits(size, seed):
     tour = plan_tour(world, seed=seed)
     stamps = tour.stamps(5.0)
     xy = tour.states_at(stamps)[:, :2]
-    assert _distance_to_walls(world, xy).min() >= 0.3
+    assert distance_to_walls(world, xy).min() >= 0.3
     centres = np.array([o.position for o in world.objects])
     radii = np.array([o.radius for o in world.objects])
     gaps = np.linalg.norm(xy[:, None] - centres[None], axis=2) - radii

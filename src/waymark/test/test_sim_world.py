@@ -9,23 +9,15 @@ import math
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
+from support.worlds import distance_to_walls
 
 from waymark.geometry import Pose
 from waymark.sim.render import render
 from waymark.sim.trajectory import START_NS, plan_tour, scripted_tour
-from waymark.sim.world import SIGN_STANDOFF, World, build_demo_world
+from waymark.sim.world import SIGN_STANDOFF, build_demo_world
 
 SEEDS = (0, 1, 2, 7)
 CAMERA_Z = 0.45
-
-
-def _distance_to_walls(world: World, points: np.ndarray) -> np.ndarray:
-    """Distance from each 2-D point to the nearest wall face."""
-    a = np.array([w.a for w in world.walls])
-    e = np.array([w.b for w in world.walls]) - a
-    p = points[:, None, :]
-    u = np.clip(((p - a) * e).sum(-1) / (e * e).sum(-1), 0.0, 1.0)
-    return np.linalg.norm(p - (a + u[..., None] * e), axis=-1).min(axis=1)
 
 
 def _facing(sign, distance: float) -> Pose:
@@ -74,7 +66,7 @@ def test_doorways_are_open_and_connect_all_rooms(seed):
     centres = np.array([d.centre for d in world.doorways])
     # Only the jambs (half a door away) are near a doorway's centre: the gap is really open.
     assert np.allclose(
-        _distance_to_walls(world, centres),
+        distance_to_walls(world, centres),
         [d.width / 2 for d in world.doorways],
     )
     reached, frontier = {world.rooms[0].name}, [world.rooms[0].name]
@@ -106,7 +98,7 @@ def test_tour_keeps_clear_of_walls_and_inside_rooms(seed):
     world = build_demo_world(seed)
     poses = scripted_tour(world, rate_hz=20.0, seed=seed)
     points = np.array([p.position[:2] for _, p in poses])
-    assert _distance_to_walls(world, points).min() >= 0.3
+    assert distance_to_walls(world, points).min() >= 0.3
     assert all(world.room_at(x, y) is not None for x, y in points)
     assert all(p.position[2] == 0.0 for _, p in poses)
 
