@@ -40,6 +40,8 @@ LOCAL_MAX_DISTANCE = 6.0  # a reference landmark further away does not describe 
 LOCAL_MARGIN = 1.0  # other instances must be at least this much further from the reference
 NEXT_TO_DISTANCE = 2.5  # 'next to' below this distance, 'near' above
 VIEW_DISTANCES = (1.5, 2.0, 2.5, 3.0)  # image-query viewpoints, metres from the target
+# A sign hangs above the camera: nearer than this its top leaves a 90-degree 4:3 frame.
+SIGN_VIEW_DISTANCES = (2.5, 3.0)
 VIEW_MAX_OFF_AXIS = math.radians(50)  # from the side the robot saw the target from
 VIEW_OFF_AXIS = math.radians(30)  # preferred: oblique enough to differ, square enough to read
 VIEW_MIN_SEPARATION = 1.0  # metres from every pose the target was seen from
@@ -355,7 +357,8 @@ def _image(world: _World, rng: random.Random, n: int) -> list[dict]:
 
 
 def _viewpoint(world: _World, lm: _Landmark) -> Pose2 | None:
-    """1.5-3 m from the target, facing it, on the side it was seen from, off the seen poses."""
+    """1.5-3 m from the target (2.5-3 m from a sign), facing it, on the side it was seen
+    from, off the poses it was seen from."""
     tx, ty = lm.position[:2]
     seen = np.array([p[:2] for p in lm.seen_from], dtype=float).reshape(-1, 2)
     if not len(seen):
@@ -365,7 +368,7 @@ def _viewpoint(world: _World, lm: _Landmark) -> Pose2 | None:
     side = math.atan2(mean[1], mean[0]) if np.linalg.norm(mean) > 0.3 else None
     polygon = world.rooms.get(lm.room) if lm.room else None
     scored = []
-    for distance in VIEW_DISTANCES:
+    for distance in SIGN_VIEW_DISTANCES if lm.kind == 'sign' else VIEW_DISTANCES:
         for step in range(36):
             bearing = math.radians(10 * step)
             off_axis = abs(_wrap(bearing - side)) if side is not None else VIEW_OFF_AXIS
