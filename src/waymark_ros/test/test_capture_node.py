@@ -67,10 +67,10 @@ def capture(ros, launch):
     stats = ros.latest_json('capture/stats')
     wait_until(
         lambda: odom.get_subscription_count() and images.get_subscription_count(),
-        20,
+        60,
         'capture_node did not subscribe',
     )
-    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 20, 'no keyframe publisher')
+    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 60, 'no keyframe publisher')
     return node, odom, images, keyframes, stats
 
 
@@ -164,9 +164,9 @@ def test_raw_images_are_encoded_and_unknown_encodings_rejected(ros, launch):
     keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
     stats = ros.latest_json('capture/stats')
     wait_until(
-        lambda: images.get_subscription_count() and odom.get_subscription_count(), 20, 'no subs'
+        lambda: images.get_subscription_count() and odom.get_subscription_count(), 60, 'no subs'
     )
-    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 20, 'no keyframe publisher')
+    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 60, 'no keyframe publisher')
     for i in range(3):
         odom.publish(odometry(T0 + i * 100 * MS, x=0.0))
 

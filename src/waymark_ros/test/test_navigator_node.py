@@ -31,7 +31,7 @@ def navigator(ros, launch):
     client = ActionClient(ros.node, GoTo, 'go_to')
     assert client.wait_for_server(timeout_sec=30)
     odom = ros.node.create_publisher(Odometry, '/odom', qos.sensor_input(True, 10))
-    wait_until(lambda: odom.get_subscription_count() > 0, 20, 'navigator not subscribed to /odom')
+    wait_until(lambda: odom.get_subscription_count() > 0, 60, 'navigator not subscribed to /odom')
     return client, odom
 
 

@@ -6,16 +6,16 @@ Used by the demo and the tests; on a full ROS 2 install the launch files do this
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ament_index_python.packages import get_package_prefix
+
+from waymark_ros.spin import EXIT_WITH_PARENT
 
 
 @dataclass
@@ -86,16 +86,12 @@ def start_node(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, 'PYTHONUNBUFFERED': '1', **(env or {})},
-            preexec_fn=_interrupt_when_parent_dies if sys.platform == 'linux' else None,
+            # No preexec_fn: running Python in a child forked from a process with gRPC
+            # threads (Milvus) can hang it before exec. The node arranges to stop with
+            # its parent itself (waymark_ros.spin).
+            env={**os.environ, 'PYTHONUNBUFFERED': '1', EXIT_WITH_PARENT: '1', **(env or {})},
         )
     return NodeProcess(name, process, log_path)
-
-
-def _interrupt_when_parent_dies() -> None:
-    """Nodes must not outlive a killed demo or test run: Linux sends them SIGINT."""
-    pr_set_pdeathsig = 1
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(pr_set_pdeathsig, signal.SIGINT)
 
 
 def stop_node(node: NodeProcess, timeout_s: float = 30.0) -> int:

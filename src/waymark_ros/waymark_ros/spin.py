@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
+import sys
 from collections.abc import Callable
 
 import rclpy
@@ -10,11 +14,26 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, Si
 from rclpy.node import Node
 
 EXIT_START_FAILED = 2
+# Set by waymark_ros.processes: the node is a helper process of a demo or test run and
+# must not outlive it, even when that run is killed.
+EXIT_WITH_PARENT = 'WAYMARK_EXIT_WITH_PARENT'
+
+
+def _interrupt_when_parent_dies() -> None:
+    """Ask Linux for SIGINT when the parent dies (a clean shutdown follows)."""
+    if os.environ.get(EXIT_WITH_PARENT) != '1' or not sys.platform.startswith('linux'):
+        return
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGINT)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        raise SystemExit(0)
 
 
 def run_node(make_node: Callable[[], Node], name: str, args=None, threads: int = 1) -> None:
     """Run one node. A node that cannot start (a bad parameter, a locked database, a
     model that does not load) logs one line saying why and exits with status 2."""
+    _interrupt_when_parent_dies()
     rclpy.init(args=args)
     node = None
     try:

@@ -1,0 +1,48 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Nodes started by the tools never outlive the run that started them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.dds
+
+PARENT = """
+import sys, time
+from pathlib import Path
+from waymark_ros.processes import start_node
+node = start_node('navigator_node', Path(sys.argv[1]))
+print(node.process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by init) counts as gone.
+    with open(f'/proc/{pid}/stat') as stat:
+        return stat.read().split(') ')[1][0] != 'Z'
+
+
+def test_a_node_stops_when_the_process_that_started_it_is_killed(tmp_path):
+    parent = subprocess.Popen(
+        [sys.executable, '-c', PARENT, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    node_pid = int(parent.stdout.readline())
+    time.sleep(3.0)  # let the node come up
+    assert alive(node_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while alive(node_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(node_pid), 'the node outlived its killed parent'
