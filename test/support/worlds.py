@@ -15,3 +15,16 @@ def distance_to_walls(world: World, points: np.ndarray) -> np.ndarray:
     p = points[:, None, :]
     u = np.clip(((p - a) * e).sum(-1) / (e * e).sum(-1), 0.0, 1.0)
     return np.linalg.norm(p - (a + u[..., None] * e), axis=-1).min(axis=1)
+
+
+def reachable_rooms(world: World) -> set[str]:
+    """Rooms reachable from the first one through doorways."""
+    reached, frontier = {world.rooms[0].name}, [world.rooms[0].name]
+    while frontier:
+        room = frontier.pop()
+        for doorway in world.doorways:
+            if room in doorway.rooms:
+                new = set(doorway.rooms) - reached
+                reached |= new
+                frontier.extend(new)
+    return reached

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
-from support.worlds import distance_to_walls
+from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.geometry import Pose
 from waymark.sim.generate import SIZES, generate_world
@@ -26,15 +26,7 @@ CAMERA_Z = 0.45
 @pytest.mark.parametrize(('size', 'seed'), CASES)
 def test_rooms_are_connected_and_sizes_scale(size, seed):
     world = generate_world(seed, size)
-    reached, frontier = {world.rooms[0].name}, [world.rooms[0].name]
-    while frontier:
-        room = frontier.pop()
-        for doorway in world.doorways:
-            if room in doorway.rooms:
-                new = set(doorway.rooms) - reached
-                reached |= new
-                frontier.extend(new)
-    assert reached == {r.name for r in world.rooms}
+    assert reachable_rooms(world) == {r.name for r in world.rooms}
     rooms = [r for r in world.rooms if not r.name.startswith(('corridor', 'spine'))]
     assert {'small': 5, 'medium': 13, 'large': 36}[size] == len(rooms)
     for a, b in itertools.combinations(world.rooms, 2):  # rooms may touch but never overlap

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
-from support.worlds import distance_to_walls
+from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.geometry import Pose
 from waymark.sim.render import render
@@ -69,15 +69,7 @@ def test_doorways_are_open_and_connect_all_rooms(seed):
         distance_to_walls(world, centres),
         [d.width / 2 for d in world.doorways],
     )
-    reached, frontier = {world.rooms[0].name}, [world.rooms[0].name]
-    while frontier:
-        room = frontier.pop()
-        for doorway in world.doorways:
-            if room in doorway.rooms:
-                new = set(doorway.rooms) - reached
-                reached |= new
-                frontier.extend(new)
-    assert reached == {r.name for r in world.rooms}
+    assert reachable_rooms(world) == {r.name for r in world.rooms}
 
 
 def test_world_depends_only_on_seed_and_serialises():
