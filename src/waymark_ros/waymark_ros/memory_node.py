@@ -172,7 +172,6 @@ class MemoryNode(Node):
                 self._queue.task_done()
 
     def _ingest(self, keyframe: Keyframe) -> None:
-        started = time.monotonic()
         try:
             with self._lock:
                 record = self._memory.ingest(keyframe)
@@ -189,7 +188,6 @@ class MemoryNode(Node):
             )
             return
         self.counts['keyframes_ingested'] += 1
-        self.counts['ingest_ms_total'] += int((time.monotonic() - started) * 1000)
         if record.pose_valid:
             self._recent.append(record)
             self._markers_dirty = True
@@ -251,7 +249,12 @@ class MemoryNode(Node):
 
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
-        stats = dict(self.counts, frames=self._store.count(), queued=self._queue.qsize())
+        stats = dict(
+            self.counts,
+            frames=self._store.count(),
+            queued=self._queue.qsize(),
+            mean_ingest_ms=round(self._memory.mean_ingest_ms, 1),
+        )
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         if self._markers_dirty:
             self._markers_dirty = False

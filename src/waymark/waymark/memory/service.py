@@ -205,10 +205,13 @@ class MemoryService:
             sessions=self.store.sessions(),
             views={view: self.store.count(view=view) for view in self.views},
             ingested=self._ingested,
-            mean_ingest_ms=1000.0 * self._ingest_seconds / self._ingested
-            if self._ingested
-            else 0.0,
+            mean_ingest_ms=self.mean_ingest_ms,
         )
+
+    @property
+    def mean_ingest_ms(self) -> float:
+        """Mean time of a successful ingest so far (decode, OCR, embeddings, writes)."""
+        return 1000.0 * self._ingest_seconds / self._ingested if self._ingested else 0.0
 
 
 def _nearest_reading_first(hits: Sequence[Hit]) -> list[Hit]:
