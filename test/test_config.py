@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The shipped parameter files: every key is a parameter the node declares, and the node
-starts with it. ROS silently ignores unknown keys, so a typo would otherwise go unseen."""
+"""The shipped parameter files (config/*.yaml and the sensor presets in config/sensors/):
+every key is a parameter the node declares, and the node starts with it. ROS silently
+ignores unknown keys, so a typo would otherwise go unseen."""
 
 from __future__ import annotations
 
@@ -27,7 +28,15 @@ def flatten(tree: dict, prefix: str = '') -> dict[str, object]:
     return flat
 
 
-@pytest.mark.parametrize('config', ['waymark.yaml', 'replay.yaml'])
+SENSORS = sorted(f'sensors/{path.name}' for path in (CONFIG / 'sensors').glob('*.yaml'))
+
+
+def test_the_sensor_presets_ship():
+    expected = {'zed2i', 'realsense_d455', 'fast_lio_mid360', 'point_lio_mid360'}
+    assert {Path(name).stem for name in SENSORS} >= expected
+
+
+@pytest.mark.parametrize('config', ['waymark.yaml', 'replay.yaml', *SENSORS])
 def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
     path = CONFIG / config
     sections = yaml.safe_load(path.read_text())

@@ -1,6 +1,8 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 import math
 
+import cv2
+import numpy as np
 import pytest
 
 from waymark.geometry import Pose
@@ -23,6 +25,7 @@ class FakeClock:
 
 def builder(clock=None, **config) -> KeyframeBuilder:
     config.setdefault('policy', EVERY_FRAME)
+    config.setdefault('max_speed_mps', 0.0)  # several tests move 1 m per 100 ms
     return KeyframeBuilder(CaptureConfig(**config), clock=clock or FakeClock())
 
 
@@ -67,10 +70,10 @@ def test_a_stalled_pose_stream_releases_waiting_images_without_guessing():
 
 
 def test_waiting_images_are_bounded_by_bytes():
-    b = builder(pending_bytes_max=10)
+    b = builder(pending_bytes_max=10_000)
     b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
     for i in range(4):
-        b.add_image(T0 + (i + 1) * 1000 * MS, 4, jpeg())
+        b.add_image(T0 + (i + 1) * 1000 * MS, 4096, jpeg())
     assert b.pending_images == 2
     assert b.counts['image_pending_overflow'] == 2
 
@@ -128,3 +131,212 @@ def test_session_is_named_after_the_first_keyframe_time():
     assert keyframe.session == 'run-20260115T100000Z'
     with pytest.raises(ValueError, match='invalid session name'):
         CaptureConfig(session='a/b')
+
+
+def covariance(variance: float) -> list[float]:
+    values = [0.0] * 36
+    values[0] = values[7] = values[14] = variance
+    return values
+
+
+def lost_policy() -> KeyframePolicy:
+    return KeyframePolicy(min_interval_s=0.5, max_interval_s=1.0, min_distance_m=0.35)
+
+
+def test_frames_while_tracking_is_lost_are_kept_without_a_position():
+    # 1 m/s along x; SLAM reports a position variance of 4 m^2 from 1.0 s to 2.9 s.
+    b = builder(policy=lost_policy(), max_position_variance=1.0)
+    keyframes = []
+    for i in range(41):
+        variance = 4.0 if 10 <= i <= 29 else 0.01
+        keyframes += b.add_pose(
+            T0 + i * 100 * MS, 'map', (0.1 * i, 0.0, 0.0), IDENTITY, covariance(variance)
+        )
+        keyframes += b.add_image(T0 + (i * 100 - 40) * MS, 3, jpeg())
+    keyframes += b.poll(flush=True)
+    lost = [k for k in keyframes if not k.pose_valid]
+    # Images take the verdict of the nearest pose: 0.96 s to 2.86 s is lost. Time alone
+    # selects there: one per max_interval_s after the last keyframe (0.46 s).
+    assert [k.stamp_ns for k in lost] == [T0 + 1_460 * MS, T0 + 2_460 * MS]
+    assert all(k.pose == Pose() for k in lost)
+    located = [(k.stamp_ns - T0) // MS for k in keyframes if k.pose_valid]
+    # Relocated: the first located frame after the loss is kept at once (2.96 s).
+    assert located == [-40, 460, 2960, 3460, 3960]
+    assert b.counts['pose_tracking_lost'] == 20
+    assert b.counts['keyframes_pose_invalid'] == 2
+    assert b.counts['images_pose_lost'] == 20
+    assert not b.tracking_lost
+
+
+@pytest.mark.parametrize(
+    ('values', 'valid'),
+    [
+        ([0.0] * 36, True),  # all zeros: the source gives no covariance, not a loss
+        (covariance(0.5), True),
+        (covariance(2.0), False),
+        ([math.nan] + [0.0] * 35, False),
+        (covariance(-1.0), False),
+        ([0.0] * 6, False),  # malformed
+    ],
+)
+def test_covariance_decides_whether_a_pose_is_trusted(values, valid):
+    warnings = []
+    b = KeyframeBuilder(
+        CaptureConfig(policy=EVERY_FRAME, max_position_variance=1.0),
+        warn=warnings.append,
+        clock=FakeClock(),
+    )
+    b.add_pose(T0, 'map', (1.0, 0.0, 0.0), IDENTITY, values)
+    [keyframe] = b.add_image(T0, 3, jpeg())
+    assert keyframe.pose_valid is valid
+    assert bool(b.tracking_lost) is not valid
+    assert any('tracking lost' in w for w in warnings) is not valid
+
+
+def test_nan_covariance_is_lost_even_with_the_variance_gate_off():
+    b = builder(max_position_variance=0.0)
+    b.add_pose(T0, 'map', (1.0, 0.0, 0.0), IDENTITY, covariance(1e6))
+    b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY, [math.nan] * 36)
+    [first] = b.add_image(T0, 3, jpeg())
+    assert first.pose_valid  # a huge variance is fine with the gate off
+    b.add_image(T0 + 100 * MS, 3, jpeg())
+    assert b.counts['images_pose_lost'] == 1
+    assert b.tracking_lost == 'NaN or infinite pose covariance'
+
+
+def test_images_without_any_pose_become_unlocated_keyframes_on_the_time_criterion():
+    clock = FakeClock()
+    b = builder(clock, policy=lost_policy())
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    keyframes = []
+    for i in range(1, 31):  # 3 s of images, the pose stream silent after the first pose
+        keyframes += b.add_image(T0 + i * 100 * MS, 3, jpeg())
+    clock.now += 1.0
+    keyframes += b.poll()
+    assert [(k.stamp_ns - T0) // MS for k in keyframes] == [100, 1100, 2100]
+    assert [k.pose_valid for k in keyframes] == [True, False, False]
+    assert b.counts['image_without_pose'] == 28  # 100 and 200 ms hold the first pose
+    assert b.tracking_lost == 'no pose near the image'
+
+
+def test_tracking_status_marks_the_images_that_arrive_while_it_says_lost():
+    b = builder(policy=lost_policy())
+    keyframes = []
+    for i in range(31):
+        if i == 10:
+            b.set_tracking_status(False)
+        if i == 20:
+            b.set_tracking_status(True)
+        keyframes += b.add_image(T0 + i * 100 * MS, 3, jpeg())
+        keyframes += b.add_pose(T0 + i * 100 * MS, 'map', (0.1 * i, 0.0, 0.0), IDENTITY)
+    validity = [(k.stamp_ns - T0) // MS for k in keyframes if not k.pose_valid]
+    assert validity == [1500]  # one max_interval_s after the last keyframe (0.5 s)
+    assert all(k.pose_valid for k in keyframes if k.stamp_ns >= T0 + 2_000 * MS)
+    assert b.counts['images_pose_lost'] == 10
+
+
+def test_a_pose_jump_starts_a_map_epoch_without_interpolating_across_it():
+    warnings = []
+    b = KeyframeBuilder(
+        CaptureConfig(policy=EVERY_FRAME, max_speed_mps=5.0),
+        warn=warnings.append,
+        clock=FakeClock(),
+    )
+    for i in range(11):  # 1 m/s: no jump
+        b.add_pose(T0 + i * 100 * MS, 'map', (0.1 * i, 0.0, 0.0), IDENTITY)
+    assert b.map_epoch == 0
+    b.add_image(T0 + 1_050 * MS, 3, jpeg())  # waits for the next pose...
+    # ... which is 20 m away 100 ms later: SLAM re-localised into another frame.
+    [before] = b.add_pose(T0 + 1_100 * MS, 'map', (20.0, 0.0, 0.0), IDENTITY)
+    assert (before.map_epoch, before.pose.position[0]) == (0, pytest.approx(1.0))
+    b.add_pose(T0 + 1_200 * MS, 'map', (20.1, 0.0, 0.0), IDENTITY)
+    [after] = b.add_image(T0 + 1_150 * MS, 3, jpeg())
+    assert (after.map_epoch, after.pose.position[0]) == (1, pytest.approx(20.05))
+    assert b.counts['pose_jump'] == 1
+    assert any('map epoch 1 begins' in w for w in warnings)
+
+
+def test_pose_jitter_at_a_high_rate_is_not_a_jump():
+    b = builder(max_speed_mps=2.0)
+    for i in range(200):  # 500 Hz, 0.5 m/s, with +-5 mm of jitter (5 m/s between samples)
+        x = 0.001 * i + (0.005 if i % 2 else -0.005)
+        b.add_pose(T0 + i * 2 * MS, 'map', (x, 0.0, 0.0), IDENTITY)
+    assert b.map_epoch == 0 and 'pose_jump' not in b.counts
+
+
+def test_a_looping_bag_places_old_images_in_the_old_epoch_first():
+    b = builder()
+    for i in range(11):
+        b.add_pose(T0 + i * 100 * MS, 'map', (0.1 * i, 0.0, 0.0), IDENTITY)
+    assert b.add_image(T0 + 1_050 * MS, 3, jpeg()) == []  # waits for a pose after it
+    # The bag loops: the image stream restarts first, then the poses.
+    assert b.add_image(T0 + 20 * MS, 3, jpeg()) == []
+    [old] = b.add_pose(T0, 'map', (5.0, 0.0, 0.0), IDENTITY)
+    [new] = b.add_pose(T0 + 100 * MS, 'map', (5.1, 0.0, 0.0), IDENTITY)
+    assert (old.map_epoch, old.pose.position[0]) == (0, pytest.approx(1.0))
+    assert (new.map_epoch, new.pose.position[0]) == (1, pytest.approx(5.02))
+
+
+def test_epochs_start_from_the_configured_one_and_restart_on_request():
+    b = builder(map_epoch_start=7)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 50 * MS, 3, jpeg())
+    [owed] = b.new_map_epoch('SLAM map reset')  # the waiting image belongs to epoch 7
+    assert owed.map_epoch == 7 and b.map_epoch == 8 and b.buffered_poses == 0
+    b.add_pose(T0 + 100 * MS, 'map', (3.0, 0.0, 0.0), IDENTITY)
+    [keyframe] = b.add_image(T0 + 100 * MS, 3, jpeg())
+    assert (keyframe.map_epoch, keyframe.pose.position[0]) == (8, 3.0)
+    with pytest.raises(ValueError, match='map_epoch_start'):
+        CaptureConfig(map_epoch_start=-1)
+
+
+def test_empty_images_cannot_pile_up_under_the_byte_bound():
+    b = builder(pending_bytes_max=4096)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    for i in range(100):
+        b.add_image(T0 + (i + 1) * 1000 * MS, 0, jpeg())
+    assert b.pending_images <= 4
+
+
+def test_image_change_uses_the_cheap_thumbnail_only_when_nothing_else_decided():
+    policy = KeyframePolicy(
+        min_interval_s=0.5, max_interval_s=0, min_distance_m=1.0, min_image_change=0.05
+    )
+    b = builder(policy=policy)
+    made = []
+
+    def thumbnail(side: str):
+        def make():
+            made.append(side)
+            view = np.zeros((24, 32), np.float32)
+            (view[:, :16] if side == 'left' else view[:, 16:])[:] = 0.8
+            return view
+
+        return make
+
+    keyframes = []
+    for i, side in enumerate(['left', 'left', 'left', 'right', 'right']):
+        stamp = T0 + i * 300 * MS
+        b.add_pose(stamp, 'map', (0.0, 0.0, 0.0), IDENTITY)
+        keyframes += b.add_image(stamp, 3, jpeg(i), thumbnail(side))
+    # Standing still: the view changes at the 4th frame, a keyframe.
+    assert [k.image[2] for k in keyframes] == [0, 3]
+    assert b.counts['keyframes_by_image_change'] == 1
+    # Frames within min_interval_s of a keyframe (the 2nd, the 5th) need no thumbnail,
+    # and a keyframe's thumbnail is made once, for the decision and as the reference.
+    assert made == ['left', 'left', 'right']
+
+
+def test_without_a_thumbnail_source_the_jpeg_is_used():
+    picture = np.zeros((48, 64, 3), np.uint8)
+    dark = cv2.imencode('.jpg', picture)[1].tobytes()
+    picture[:, 32:] = 255
+    half = cv2.imencode('.jpg', picture)[1].tobytes()
+    policy = KeyframePolicy(
+        min_interval_s=0, max_interval_s=0, min_distance_m=1.0, min_image_change=0.1
+    )
+    b = builder(policy=policy)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    kept = [b.add_image(T0, 3, lambda: dark), b.add_image(T0, 3, lambda: dark)]
+    kept.append(b.add_image(T0, 3, lambda: half))
+    assert [len(k) for k in kept] == [1, 0, 1]

@@ -3,19 +3,25 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
+import os
 import time
 
 import cv2
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import Bool, Empty
 from support.ros_harness import wait_until
 
 from waymark_interfaces.msg import Keyframe
 from waymark_ros import qos
-from waymark_ros.conversions import ns_to_stamp
+from waymark_ros.conversions import ns_to_stamp, stamp_to_ns
 
 pytestmark = pytest.mark.dds
 
@@ -31,6 +37,11 @@ def odometry(stamp_ns: int, x: float, y: float = 0.0, yaw: float = 0.0, frame='m
     msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
     msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
     return msg
+
+
+def assert_identity(pose) -> None:
+    p, q = pose.position, pose.orientation
+    assert (p.x, p.y, p.z, q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
 
 def jpeg_image(stamp_ns: int, data: bytes | None = None) -> CompressedImage:
@@ -134,8 +145,14 @@ def test_bad_input_is_counted_and_skipped(capture):
     wait_until(
         lambda: all(stats.get(k) == v for k, v in expected.items()), 10, f'counts {expected}'
     )
-    wait_until(lambda: len(keyframes) == 1, 5, 'the valid image made no keyframe')
-    assert keyframes[0].pose.pose.position.x == pytest.approx(0.25 + 0.25)
+    # The image far from any pose is kept, but without a position: never a guessed one.
+    wait_until(lambda: len(keyframes) == 2, 5, 'expected a located and an unlocated keyframe')
+    by_validity = {k.pose_valid: k for k in keyframes}
+    assert by_validity[True].pose.pose.position.x == pytest.approx(0.25 + 0.25)
+    lost = by_validity[False]
+    assert lost.header.stamp.sec == (T0 + 5_000 * MS) // 1_000_000_000
+    assert_identity(lost.pose.pose)
+    wait_until(lambda: stats.get('keyframes_pose_invalid') == 1, 5, 'invalid keyframe not counted')
     assert node.running()
 
 
@@ -151,8 +168,9 @@ def test_time_going_backwards_resets_instead_of_crashing(capture):
     images.publish(jpeg_image(T0 + 400 * MS))
     wait_until(lambda: len(keyframes) == 2, 10, 'no keyframe after the time jump')
     assert keyframes[1].pose.pose.position.x == pytest.approx(5.4 + 0.25)
+    assert [k.map_epoch for k in keyframes] == [0, 1]  # another timeline: another epoch
     wait_until(lambda: stats.get('pose_time_reset') == 1, 5, 'reset not counted')
-    assert stats['image_time_reset'] == 1
+    assert stats['image_time_reset'] == 1 and stats['map_epoch'] == 1
     assert node.running()
 
 
@@ -212,3 +230,301 @@ def test_bad_parameters_stop_the_node_with_a_clear_reason(launch, parameters, re
     node = launch('capture_node', **parameters)
     assert node.process.wait(timeout=30) == 2
     assert reason in node.log_tail()
+
+
+# Tracking quality, map epochs, diagnostics ----------------------------------------------
+def pose_with_covariance(stamp_ns: int, x: float, variance: float = 0.0):
+    msg = PoseWithCovarianceStamped()
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.header.frame_id = 'map'
+    msg.pose.pose.position.x = x
+    msg.pose.pose.orientation.w = 1.0
+    covariance = [0.0] * 36
+    covariance[0] = covariance[7] = covariance[14] = variance
+    msg.pose.covariance = covariance
+    return msg
+
+
+def since_t0_ms(keyframe) -> int:
+    return (stamp_to_ns(keyframe.header.stamp) - T0) // MS
+
+
+@pytest.fixture
+def tracked(ros, launch):
+    """capture_node with PoseWithCovarianceStamped poses, a tracking status and an epoch
+    topic, keeping one keyframe per second while tracking is lost."""
+    node = launch(
+        'capture_node',
+        reliable_input=True,
+        session='tracked',
+        pose_type='pose_with_covariance',
+        pose_topic='/slam/pose',
+        **{
+            'keyframe.min_interval_s': 0.5,
+            'keyframe.max_interval_s': 1.0,
+            'keyframe.min_distance_m': 0.35,
+            'tracking.max_position_variance': 1.0,
+            'tracking.status_topic': '/slam/tracking_ok',
+            'tracking.epoch_topic': '/slam/new_map',
+            'diagnostics.input_timeout_s': 2.0,
+        },
+    )
+    profile = qos.sensor_input(True, 100)
+    topics = {
+        'poses': ros.node.create_publisher(PoseWithCovarianceStamped, '/slam/pose', profile),
+        'images': ros.node.create_publisher(CompressedImage, '/camera/image/compressed', profile),
+        'status': ros.node.create_publisher(Bool, '/slam/tracking_ok', profile),
+        'epoch': ros.node.create_publisher(Empty, '/slam/new_map', profile),
+    }
+    keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
+    stats = ros.latest_json('capture/stats')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 100)
+    wait_until(
+        lambda: all(p.get_subscription_count() for p in topics.values()),
+        60,
+        'capture_node did not subscribe',
+    )
+    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 60, 'no keyframe publisher')
+    return node, topics, keyframes, stats, diagnostics
+
+
+def capture_status(diagnostics: list) -> DiagnosticStatus | None:
+    for array in reversed(diagnostics):
+        for status in array.status:
+            if status.name == 'waymark: capture':
+                return status
+    return None
+
+
+def wait_for_diagnostic(diagnostics: list, level, text: str, timeout_s: float = 10):
+    def seen() -> bool:
+        status = capture_status(diagnostics)
+        return status is not None and status.level == level and text in status.message
+
+    wait_until(seen, timeout_s, f'no diagnostic {level!r} saying {text!r}')
+    return capture_status(diagnostics)
+
+
+def test_frames_seen_with_a_bad_covariance_are_kept_without_a_position(tracked):
+    node, topics, keyframes, stats, _ = tracked
+    # 1 m/s along x; SLAM reports 4 m^2 of position variance from 1.0 s to 2.9 s.
+    for i in range(41):
+        variance = 4.0 if 10 <= i <= 29 else 0.01
+        topics['poses'].publish(pose_with_covariance(T0 + i * 100 * MS, 0.1 * i, variance))
+        topics['images'].publish(jpeg_image(T0 + (i * 100 - 40) * MS))
+    wait_until(lambda: stats.get('images_received') == 41, 10, 'images not all received')
+    wait_until(lambda: len(keyframes) == 7, 10, 'expected 7 keyframes')
+    lost = [k for k in keyframes if not k.pose_valid]
+    # While lost, one keyframe per max_interval_s after the last one (0.46 s), with the
+    # identity pose; the first located frame after the loss (2.96 s) is kept at once.
+    assert [since_t0_ms(k) for k in lost] == [1460, 2460]
+    for keyframe in lost:
+        assert_identity(keyframe.pose.pose)
+    located = [k for k in keyframes if k.pose_valid]
+    assert [since_t0_ms(k) for k in located] == [-40, 460, 2960, 3460, 3960]
+    # The pose before it (2.9 s) is not trusted: 2.96 s takes the nearest good one, 3.0 s.
+    assert located[2].pose.pose.position.x == pytest.approx(3.0)
+    assert [k.index for k in keyframes] == list(range(7))
+    wait_until(lambda: stats.get('keyframes_pose_invalid') == 2, 5, 'invalid keyframes count')
+    assert stats['pose_tracking_lost'] == 20 and stats['tracking_lost'] == ''
+    assert node.running()
+
+
+def test_tracking_status_topic_marks_frames_and_diagnostics_warn(tracked):
+    _, topics, keyframes, stats, diagnostics = tracked
+    topics['status'].publish(Bool(data=False))
+    wait_until(
+        lambda: stats.get('tracking_lost') == 'tracking status says lost', 10, 'status not read'
+    )
+    wait_for_diagnostic(diagnostics, DiagnosticStatus.WARN, 'tracking lost')
+    for i in range(11):
+        topics['poses'].publish(pose_with_covariance(T0 + i * 100 * MS, 0.1 * i))
+    for i in range(10):
+        topics['images'].publish(jpeg_image(T0 + (i * 100 + 50) * MS))
+    wait_until(lambda: len(keyframes) == 1, 10, 'no keyframe while lost')
+    wait_until(lambda: stats.get('images_pose_lost') == 10, 10, 'lost images not counted')
+    assert not keyframes[0].pose_valid and len(keyframes) == 1  # one per max_interval_s
+    assert_identity(keyframes[0].pose.pose)
+
+    topics['status'].publish(Bool(data=True))
+    wait_until(lambda: stats.get('tracking_lost') == '', 10, 'recovery not read')
+    for i in range(11, 21):
+        topics['poses'].publish(pose_with_covariance(T0 + i * 100 * MS, 0.1 * i))
+    topics['images'].publish(jpeg_image(T0 + 1_550 * MS))
+    wait_until(lambda: len(keyframes) == 2, 10, 'no keyframe after recovery')
+    assert keyframes[1].pose_valid
+    assert keyframes[1].pose.pose.position.x == pytest.approx(1.55)
+
+
+def test_epoch_topic_and_pose_jumps_start_new_map_epochs(tracked):
+    _, topics, keyframes, stats, _ = tracked
+
+    def stretch(first: int, last: int, offset_m: float = 0.0) -> None:
+        for i in range(first, last + 1):
+            topics['poses'].publish(pose_with_covariance(T0 + i * 100 * MS, offset_m + 0.1 * i))
+
+    stretch(0, 10)
+    topics['images'].publish(jpeg_image(T0 + 550 * MS))
+    wait_until(lambda: len(keyframes) == 1, 10, 'first keyframe missing')
+    topics['epoch'].publish(Empty())
+    wait_until(lambda: stats.get('map_epoch') == 1, 10, 'epoch request not applied')
+    stretch(11, 20)
+    topics['images'].publish(jpeg_image(T0 + 1_550 * MS))
+    wait_until(lambda: len(keyframes) == 2, 10, 'no keyframe in the requested epoch')
+    stretch(21, 30, offset_m=50.0)  # SLAM reset: 50 m in 100 ms
+    topics['images'].publish(jpeg_image(T0 + 2_550 * MS))
+    wait_until(lambda: len(keyframes) == 3, 10, 'no keyframe after the jump')
+    assert [k.map_epoch for k in keyframes] == [0, 1, 2]
+    assert [k.pose.pose.position.x for k in keyframes] == pytest.approx([0.55, 1.55, 52.55])
+    assert all(k.pose_valid for k in keyframes)
+    wait_until(lambda: stats.get('pose_jump') == 1, 5, 'jump not counted')
+    assert stats['map_epoch_requests'] == 1 and stats['map_epoch'] == 2
+
+
+def test_diagnostics_carry_the_counters_and_turn_error_when_images_stop(tracked):
+    _, topics, keyframes, _, diagnostics = tracked
+    wait_for_diagnostic(diagnostics, DiagnosticStatus.WARN, 'no images yet')
+    for i in range(11):
+        topics['poses'].publish(pose_with_covariance(T0 + i * 100 * MS, 0.1 * i))
+    topics['images'].publish(jpeg_image(T0 + 500 * MS))
+    wait_until(lambda: len(keyframes) == 1, 10, 'no keyframe')
+    status = wait_for_diagnostic(diagnostics, DiagnosticStatus.OK, 'capturing', 5)
+    values = {kv.key: kv.value for kv in status.values}
+    assert values['images_received'] == '1' and values['keyframes_published'] == '1'
+    assert values['map_epoch'] == '0' and values['session'] == 'tracked'
+    # No more images: after diagnostics.input_timeout_s (2 s) the camera counts as gone.
+    wait_for_diagnostic(diagnostics, DiagnosticStatus.ERROR, 'no images for', 10)
+
+
+def test_image_change_keeps_a_new_view_while_standing_still(ros, launch):
+    launch(
+        'capture_node',
+        reliable_input=True,
+        **{
+            'keyframe.min_interval_s': 0.0,
+            'keyframe.max_interval_s': 0.0,
+            'keyframe.min_distance_m': 100.0,
+            'keyframe.min_rotation_deg': 360.0,
+            'keyframe.min_image_change': 0.05,
+        },
+    )
+    profile = qos.sensor_input(True, 100)
+    odom = ros.node.create_publisher(Odometry, '/odom', profile)
+    images = ros.node.create_publisher(CompressedImage, '/camera/image/compressed', profile)
+    keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
+    stats = ros.latest_json('capture/stats')
+    wait_until(
+        lambda: odom.get_subscription_count() and images.get_subscription_count(), 60, 'no subs'
+    )
+    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 60, 'no keyframe publisher')
+    picture = np.zeros((48, 64, 3), np.uint8)
+    picture[:, :32] = 200
+    left = cv2.imencode('.jpg', picture)[1].tobytes()
+    right = cv2.imencode('.jpg', np.ascontiguousarray(picture[:, ::-1]))[1].tobytes()
+    for i in range(11):
+        odom.publish(odometry(T0 + i * 100 * MS, x=0.0))
+    for i, data in enumerate([left, left, left, right, right]):
+        images.publish(jpeg_image(T0 + (i * 200 + 10) * MS, data))
+    wait_until(lambda: stats.get('images_received') == 5, 10, 'images not all received')
+    wait_until(lambda: len(keyframes) == 2, 10, 'expected 2 keyframes')
+    time.sleep(0.5)
+    assert [since_t0_ms(k) for k in keyframes] == [10, 610]
+    wait_until(lambda: stats.get('keyframes_by_image_change') == 1, 5, 'criterion not counted')
+
+
+# Camera extrinsic from TF ------------------------------------------------------------------
+FAKE_TF2_ROS = '''
+"""Test stand-in for tf2_ros (not installed here): a static transform given in JSON by
+WAYMARK_FAKE_TF, available 0.5 s after the buffer is made, as a late /tf_static would be."""
+import json
+import os
+import time
+
+from geometry_msgs.msg import TransformStamped
+
+_TF = json.loads(os.environ['WAYMARK_FAKE_TF'])
+
+
+class Buffer:
+    def __init__(self):
+        self._ready = time.monotonic() + 0.5
+
+    def can_transform(self, target, source, when):
+        return time.monotonic() >= self._ready and [target, source] == _TF['frames']
+
+    def lookup_transform(self, target, source, when):
+        if not self.can_transform(target, source, when):
+            raise LookupError(f'{target} -> {source}')
+        msg = TransformStamped()
+        msg.header.frame_id, msg.child_frame_id = target, source
+        t, r = msg.transform.translation, msg.transform.rotation
+        t.x, t.y, t.z = _TF['xyz']
+        r.x, r.y, r.z, r.w = _TF['xyzw']
+        return msg
+
+
+class TransformListener:
+    def __init__(self, buffer, node, *, spin_thread=False):
+        assert not spin_thread, 'capture_node spins the listener itself'
+        self._node = node
+
+    def unregister(self):
+        pass
+'''
+
+
+@pytest.fixture
+def fake_tf2_ros(tmp_path, monkeypatch):
+    package = tmp_path / 'fake' / 'tf2_ros'
+    package.mkdir(parents=True)
+    (package / '__init__.py').write_text(FAKE_TF2_ROS)
+    path = os.environ.get('PYTHONPATH', '')
+    monkeypatch.setenv('PYTHONPATH', f'{package.parent}:{path}' if path else str(package.parent))
+    yaw = math.pi / 2
+    transform = {
+        'frames': ['base_link', 'zed_left_camera_frame'],
+        'xyz': [0.1, 0.2, 0.3],
+        'xyzw': [0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)],
+    }
+    monkeypatch.setenv('WAYMARK_FAKE_TF', json.dumps(transform))
+
+
+def test_extrinsic_from_tf_is_looked_up_at_start_and_applied(ros, launch, fake_tf2_ros):
+    node = launch(
+        'capture_node',
+        reliable_input=True,
+        extrinsic_source='tf',
+        base_frame='base_link',
+        camera_frame='zed_left_camera_frame',
+        camera_extrinsic=[5.0, 5.0, 5.0, 0.0, 0.0, 0.0, 1.0],  # ignored with 'tf'
+    )
+    profile = qos.sensor_input(True, 100)
+    odom = ros.node.create_publisher(Odometry, '/odom', profile)
+    images = ros.node.create_publisher(CompressedImage, '/camera/image/compressed', profile)
+    keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
+    wait_until(
+        lambda: odom.get_subscription_count() and images.get_subscription_count(), 60, 'no subs'
+    )
+    for i in range(3):
+        odom.publish(odometry(T0 + i * 100 * MS, x=1.0))
+    images.publish(jpeg_image(T0 + 100 * MS))
+    wait_until(lambda: len(keyframes) == 1, 10, 'no keyframe')
+    pose = keyframes[0].pose.pose
+    assert (pose.position.x, pose.position.y, pose.position.z) == pytest.approx((1.1, 0.2, 0.3))
+    assert pose.orientation.z == pytest.approx(math.sin(math.pi / 4))
+    assert 'camera extrinsic from TF base_link -> zed_left_camera_frame' in node.log_tail()
+
+
+def test_extrinsic_from_tf_gives_up_after_tf_timeout_s(launch, fake_tf2_ros):
+    node = launch(
+        'capture_node', extrinsic_source='tf', camera_frame='no_such_camera', tf_timeout_s=1.0
+    )
+    assert node.process.wait(timeout=30) == 2
+    assert 'no transform base_link -> no_such_camera' in node.log_tail()
+
+
+@pytest.mark.skipif(importlib.util.find_spec('tf2_ros') is not None, reason='tf2_ros installed')
+def test_extrinsic_from_tf_without_tf2_ros_stops_the_node_saying_so(launch):
+    node = launch('capture_node', extrinsic_source='tf')
+    assert node.process.wait(timeout=30) == 2
+    assert "extrinsic_source 'tf' needs the tf2_ros Python package" in node.log_tail()

@@ -1,24 +1,42 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """capture_node: camera + SLAM poses in, keyframes (image + camera pose) out.
 
-The pairing of images with poses and the keyframe selection live in the core
-(waymark.memory.capture), shared with the offline tools; this node converts messages,
-publishes keyframes and reports what happened to every input on `capture/stats`.
+The pairing of images with poses, the tracking-quality gate, map epochs and the keyframe
+selection live in the core (waymark.memory.capture), shared with the offline tools; this
+node converts messages, publishes keyframes and reports what happened to every input on
+`capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like).
+
+Every queue is bounded by a parameter: subscription queues by `input_queue_depth` (with
+`reliable_input`, KEEP_ALL is bounded by the DDS resource limits and a reliable
+publisher waits), the keyframe publisher by `output_queue_depth`, images waiting for poses
+by `pending_images_max_mb`, poses by `pose_buffer_size`.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Sequence
 
-from geometry_msgs.msg import PoseStamped
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped, Transform
 from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.time import Time
 from sensor_msgs.msg import CompressedImage, Image
-from std_msgs.msg import String
+from std_msgs.msg import Bool, Empty, String
 
 from waymark.geometry import Pose
-from waymark.memory.capture import CaptureConfig, KeyframeBuilder
-from waymark.memory.image_codec import compressed_to_jpeg, raw_to_jpeg
+from waymark.memory.capture import MAX_EPOCH, CaptureConfig, KeyframeBuilder
+from waymark.memory.entries import Keyframe
+from waymark.memory.image_codec import (
+    compressed_thumbnail,
+    compressed_to_jpeg,
+    raw_thumbnail,
+    raw_to_jpeg,
+)
 from waymark.memory.keyframes import KeyframePolicy
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_ros import qos
@@ -27,6 +45,7 @@ from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
+DIAGNOSTIC_NAME = 'waymark: capture'
 
 
 class CaptureNode(Node):
@@ -45,14 +64,44 @@ class CaptureNode(Node):
             self,
             'pose_type',
             'odometry',
-            'SLAM pose message type.',
-            choices=('odometry', 'pose_stamped'),
+            'SLAM pose message type; odometry and pose_with_covariance carry the covariance '
+            'the tracking gate reads.',
+            choices=('odometry', 'pose_stamped', 'pose_with_covariance'),
+        )
+        extrinsic_source = declare(
+            self,
+            'extrinsic_source',
+            'parameter',
+            'Where the camera extrinsic comes from: camera_extrinsic, or the static TF '
+            'base_frame -> camera_frame, looked up once at start (needs tf2_ros).',
+            choices=('parameter', 'tf'),
         )
         extrinsic = declare(
             self,
             'camera_extrinsic',
             [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
-            'Camera pose in the pose source frame (base): x y z qx qy qz qw.',
+            'Camera pose in the pose source frame (base): x y z qx qy qz qw. Use the '
+            'camera body frame (x forward), not the optical frame.',
+        )
+        base_frame = declare(
+            self,
+            'base_frame',
+            'base_link',
+            'With extrinsic_source tf: the frame the SLAM poses are of (child frame).',
+        )
+        camera_frame = declare(
+            self,
+            'camera_frame',
+            'camera_link',
+            'With extrinsic_source tf: the camera body frame (x forward, not optical).',
+        )
+        tf_timeout_s = declare(
+            self,
+            'tf_timeout_s',
+            10.0,
+            'With extrinsic_source tf: how long to wait for the transform at start.',
+            low=0.1,
+            high=600.0,
         )
         max_gap_s = declare(
             self,
@@ -115,7 +164,8 @@ class CaptureNode(Node):
                 self,
                 'keyframe.max_interval_s',
                 10.0,
-                'Always a keyframe after this long (0: off).',
+                'Always a keyframe after this long (0: off); also the rate of keyframes '
+                'while tracking is lost.',
                 low=0.0,
                 high=86400.0,
             ),
@@ -135,37 +185,116 @@ class CaptureNode(Node):
                 low=0.0,
                 high=360.0,
             ),
+            min_image_change=declare(
+                self,
+                'keyframe.min_image_change',
+                0.0,
+                'Change of the 32x24 grayscale thumbnail since the last keyframe (mean '
+                'absolute difference, brightness removed) that triggers a keyframe; '
+                '0: off, 0.05: a good start.',
+                low=0.0,
+                high=1.0,
+            ),
+        )
+        max_variance = declare(
+            self,
+            'tracking.max_position_variance',
+            1.0,
+            'Tracking counts as lost while the pose position variance (m^2, largest of '
+            'xx yy zz) is above this; 0: off. A NaN covariance is always lost.',
+            low=0.0,
+            high=1e6,
+        )
+        max_speed = declare(
+            self,
+            'tracking.max_speed_mps',
+            5.0,
+            'A faster pose jump (m/s) is a SLAM frame reset: a new map epoch; 0: off.',
+            low=0.0,
+            high=1000.0,
+        )
+        status_topic = declare(
+            self,
+            'tracking.status_topic',
+            '',
+            'std_msgs/Bool from SLAM, true while tracking is good; empty: not used.',
+        )
+        epoch_topic = declare(
+            self,
+            'tracking.epoch_topic',
+            '',
+            'std_msgs/Empty: each message starts a new map epoch (SLAM reset its map); '
+            'empty: not used.',
+        )
+        epoch_start = declare(
+            self,
+            'map_epoch_start',
+            0,
+            'Map epoch of the first keyframes; a restarted node continuing a session '
+            'sets the last epoch + 1.',
+            low=0,
+            high=MAX_EPOCH,
+        )
+        self._input_timeout_s = declare(
+            self,
+            'diagnostics.input_timeout_s',
+            5.0,
+            'Diagnostics: ERROR when images stop for this long, WARN when none came yet '
+            'or poses stop for this long.',
+            low=0.1,
+            high=3600.0,
         )
         if len(extrinsic) != 7:
             raise ValueError(
                 f'camera_extrinsic needs 7 numbers (x y z qx qy qz qw), got {len(extrinsic)}'
             )
+        if extrinsic_source == 'tf':
+            camera = lookup_extrinsic(self, base_frame, camera_frame, tf_timeout_s)
+            self.get_logger().info(f'camera extrinsic from TF {base_frame} -> {camera_frame}')
+        else:
+            camera = Pose.checked(extrinsic[:3], extrinsic[3:])
         self._builder = KeyframeBuilder(
             CaptureConfig(
                 session=session,
                 map_frame=map_frame,
-                camera_extrinsic=Pose.checked(extrinsic[:3], extrinsic[3:]),
+                camera_extrinsic=camera,
                 max_pose_gap_s=max_gap_s,
                 max_pose_wait_s=pose_wait_s,
                 pending_bytes_max=pending_mb << 20,
                 pose_buffer_size=buffer_size,
                 policy=policy,
+                max_position_variance=max_variance,
+                max_speed_mps=max_speed,
+                map_epoch_start=epoch_start,
             ),
             warn=self.get_logger().warn,
+            info=self.get_logger().info,
         )
         self._reported_session = ''
+        self._image_topic = image_topic
+        self._started = time.monotonic()
+        self._last_image: float | None = None
+        self._last_pose: float | None = None
 
         self._publisher = self.create_publisher(KeyframeMsg, 'keyframes', qos.keyframes(out_depth))
         self._stats_publisher = self.create_publisher(String, 'capture/stats', qos.latched())
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         input_qos = qos.sensor_input(reliable, depth)
-        if pose_type == 'odometry':
-            self.create_subscription(Odometry, pose_topic, self._on_odometry, input_qos)
-        else:
-            self.create_subscription(PoseStamped, pose_topic, self._on_pose_stamped, input_qos)
+        pose_callbacks = {
+            'odometry': (Odometry, self._on_odometry),
+            'pose_stamped': (PoseStamped, self._on_pose_stamped),
+            'pose_with_covariance': (PoseWithCovarianceStamped, self._on_pose_with_covariance),
+        }
+        pose_msg, on_pose = pose_callbacks[pose_type]
+        self.create_subscription(pose_msg, pose_topic, on_pose, input_qos)
         if image_type == 'compressed':
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
             self.create_subscription(Image, image_topic, self._on_raw, input_qos)
+        if status_topic:
+            self.create_subscription(Bool, status_topic, self._on_status, input_qos)
+        if epoch_topic:
+            self.create_subscription(Empty, epoch_topic, self._on_epoch, input_qos)
         self.create_timer(1.0, self._publish_stats)
         self.create_timer(0.1, self._poll)
         self.get_logger().info(
@@ -175,25 +304,44 @@ class CaptureNode(Node):
 
     # Poses ---------------------------------------------------------------------------
     def _on_odometry(self, msg: Odometry) -> None:
-        self._add_pose(msg.header, msg.pose.pose)
+        self._add_pose(msg.header, msg.pose.pose, msg.pose.covariance)
 
     def _on_pose_stamped(self, msg: PoseStamped) -> None:
-        self._add_pose(msg.header, msg.pose)
+        self._add_pose(msg.header, msg.pose, None)
 
-    def _add_pose(self, header, pose) -> None:
+    def _on_pose_with_covariance(self, msg: PoseWithCovarianceStamped) -> None:
+        self._add_pose(msg.header, msg.pose.pose, msg.pose.covariance)
+
+    def _add_pose(self, header, pose, covariance: Sequence[float] | None) -> None:
+        self._last_pose = time.monotonic()
         p, q = pose.position, pose.orientation
         self._publish(
             self._builder.add_pose(
-                stamp_to_ns(header.stamp), header.frame_id, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
+                stamp_to_ns(header.stamp),
+                header.frame_id,
+                (p.x, p.y, p.z),
+                (q.x, q.y, q.z, q.w),
+                covariance,
             )
         )
 
+    def _on_status(self, msg: Bool) -> None:
+        self._builder.set_tracking_status(bool(msg.data))
+
+    def _on_epoch(self, _msg: Empty) -> None:
+        self._publish(self._builder.new_map_epoch('new map epoch requested'))
+
+    # Images --------------------------------------------------------------------------
     def _on_compressed(self, msg: CompressedImage) -> None:
-        # Encoding is deferred: only the images that become keyframes are ever decoded.
+        # Decoding is deferred: only keyframes are encoded, and thumbnails (for the image
+        # criterion) are made only for the frames the policy has to look at.
         def encode() -> bytes:
             return compressed_to_jpeg(msg.format, bytes(msg.data), self._jpeg_quality)
 
-        self._publish(self._builder.add_image(stamp_to_ns(msg.header.stamp), len(msg.data), encode))
+        def thumbnail() -> np.ndarray:
+            return compressed_thumbnail(bytes(msg.data))
+
+        self._add_image(msg.header, len(msg.data), encode, thumbnail)
 
     def _on_raw(self, msg: Image) -> None:
         def encode() -> bytes:
@@ -201,12 +349,20 @@ class CaptureNode(Node):
                 msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data), self._jpeg_quality
             )
 
-        self._publish(self._builder.add_image(stamp_to_ns(msg.header.stamp), len(msg.data), encode))
+        def thumbnail() -> np.ndarray:
+            return raw_thumbnail(msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data))
 
+        self._add_image(msg.header, len(msg.data), encode, thumbnail)
+
+    def _add_image(self, header, size: int, encode, thumbnail) -> None:
+        self._last_image = time.monotonic()
+        self._publish(self._builder.add_image(stamp_to_ns(header.stamp), size, encode, thumbnail))
+
+    # Output --------------------------------------------------------------------------
     def _poll(self) -> None:
         self._publish(self._builder.poll())
 
-    def _publish(self, keyframes) -> None:
+    def _publish(self, keyframes: list[Keyframe]) -> None:
         for keyframe in keyframes:
             self._publisher.publish(keyframe_to_msg(keyframe))
         if self._builder.session != self._reported_session:
@@ -214,13 +370,91 @@ class CaptureNode(Node):
             self.get_logger().info(f'session {self._reported_session}')
 
     def _publish_stats(self) -> None:
+        builder = self._builder
         stats = dict(
-            self._builder.counts,
-            session=self._builder.session,
-            buffered_poses=self._builder.buffered_poses,
-            images_pending=self._builder.pending_images,
+            builder.counts,
+            session=builder.session,
+            buffered_poses=builder.buffered_poses,
+            images_pending=builder.pending_images,
+            map_epoch=builder.map_epoch,
+            tracking_lost=builder.tracking_lost,
         )
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
+        level, message = self._health()
+        status = DiagnosticStatus(
+            level=level,
+            name=DIAGNOSTIC_NAME,
+            message=message,
+            hardware_id=self._image_topic,
+            values=[KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())],
+        )
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(array)
+
+    def _health(self) -> tuple[bytes, str]:
+        """ERROR when images stopped; WARN when a stream is missing, tracking is lost or
+        images pile up waiting for poses; OK otherwise."""
+        now = time.monotonic()
+        timeout = self._input_timeout_s
+        if self._last_image is not None and now - self._last_image > timeout:
+            return DiagnosticStatus.ERROR, f'no images for {now - self._last_image:.0f} s'
+        problems = []
+        if self._last_image is None and now - self._started > timeout:
+            problems.append(f'no images yet on {self._image_topic}')
+        last_pose = self._last_pose if self._last_pose is not None else self._started
+        if now - last_pose > timeout:
+            problems.append(f'no poses for {now - last_pose:.0f} s')
+        if self._builder.tracking_lost:
+            problems.append(f'tracking lost: {self._builder.tracking_lost}')
+        if self._builder.pending_bytes > self._builder.config.pending_bytes_max // 2:
+            problems.append('images piling up waiting for poses')
+        if problems:
+            return DiagnosticStatus.WARN, '; '.join(problems)
+        return DiagnosticStatus.OK, 'capturing'
+
+
+def lookup_extrinsic(node: Node, base_frame: str, camera_frame: str, timeout_s: float) -> Pose:
+    """The camera pose in the base frame from TF, looked up once, waiting up to timeout_s.
+
+    Once: the camera is bolted on, so the static transform does not change, and a lookup
+    per image would tie capture to the timing of the TF tree for nothing. tf2_ros comes
+    with a ROS install, not with the PyPI wheels, so it is imported only here.
+    """
+    try:
+        import tf2_ros
+    except ImportError as error:
+        raise RuntimeError(
+            "extrinsic_source 'tf' needs the tf2_ros Python package, which is not installed "
+            '(it comes with a ROS 2 install, not with the PyPI wheels); install it, or set '
+            'extrinsic_source:=parameter and give camera_extrinsic'
+        ) from error
+    buffer = tf2_ros.Buffer()
+    listener = tf2_ros.TransformListener(buffer, node, spin_thread=False)
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not buffer.can_transform(base_frame, camera_frame, Time()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f'no transform {base_frame} -> {camera_frame} on /tf_static or /tf '
+                    f'within tf_timeout_s ({timeout_s:g} s): is the robot description '
+                    '(or a static_transform_publisher) running?'
+                )
+            executor.spin_once(timeout_sec=0.1)
+        transform = buffer.lookup_transform(base_frame, camera_frame, Time()).transform
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        listener.unregister()
+    return pose_from_transform(transform)
+
+
+def pose_from_transform(transform: Transform) -> Pose:
+    """Raises InvalidPoseError on NaN/inf or a zero quaternion."""
+    t, r = transform.translation, transform.rotation
+    return Pose.checked((t.x, t.y, t.z), (r.x, r.y, r.z, r.w))
 
 
 def main(args=None) -> None:

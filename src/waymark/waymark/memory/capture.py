@@ -8,12 +8,33 @@ Poses arrive faster than images and on their own clock grid, so each image gets 
 interpolated at its own stamp. Images may run ahead of the poses (the streams are
 delivered independently, and a fast replay takes one message per stream at a time), so an
 image waits while poses keep coming; a stalled pose stream or the memory bound places it
-early. An image without a pose close enough in time is dropped and counted: a guessed
-position would poison memory for good.
+early.
+
+Positions are never guessed: a guessed position would poison memory for good. While SLAM
+has lost track (a pose covariance with NaN or too large a position variance, a tracking
+status that says so, or no pose near the image at all) frames are still kept, selected
+by time (one per `max_interval_s`) and image change only, with `pose_valid=False` and an
+identity pose: what was seen and when stays searchable, and no goal is ever made of them.
+One per `max_interval_s` rather than per `min_interval_s`, because frames without a
+position cannot be told apart by where they were taken, compete in search with located
+ones and cannot produce a goal; the image criterion, when on, adds the views that do
+differ.
+
+Poses are only comparable within one map epoch. A new epoch starts when the pose time
+goes backwards, when the pose jumps faster than `max_speed_mps` (a SLAM reset or
+relocalisation into another frame), or when asked (`new_map_epoch`). The pose buffer then
+restarts, so no pose is ever interpolated across two epochs, and each keyframe carries
+the epoch it was taken in. Epochs count per capture session (a restarted node continues
+from `map_epoch_start`).
+
+Every store here is bounded: waiting images by their bytes (`pending_bytes_max`, each
+counted as at least MIN_IMAGE_BYTES), poses and lost-tracking marks by `pose_buffer_size`,
+the selector by its one reference frame.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections import Counter, deque
@@ -21,11 +42,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import numpy as np
+
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
 from waymark.memory.entries import Keyframe, check_session_name
-from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector
+from waymark.memory.image_codec import compressed_thumbnail
+from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
 
 NS_PER_S = 1_000_000_000
+MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32
+# A waiting image counts as at least this many bytes, so that empty or tiny messages
+# cannot pile up without bound under the byte limit.
+MIN_IMAGE_BYTES = 1024
 
 # Produces the JPEG bytes of an image on demand (only keyframes are ever encoded);
 # raises ValueError when the image cannot be decoded.
@@ -42,6 +70,12 @@ class CaptureConfig:
     pending_bytes_max: int = 256 << 20
     pose_buffer_size: int = 10000
     policy: KeyframePolicy = field(default_factory=KeyframePolicy)
+    # Tracking is lost while a pose's position variance (m^2, largest of xx, yy, zz) is
+    # above this; 0: off. A NaN covariance always means lost, an all-zero one "unknown".
+    max_position_variance: float = 1.0
+    # A faster move between poses (m/s) is a jump of the SLAM frame: a new map epoch. 0: off.
+    max_speed_mps: float = 5.0
+    map_epoch_start: int = 0
 
     def __post_init__(self) -> None:
         if self.session:
@@ -50,6 +84,80 @@ class CaptureConfig:
             raise ValueError('max_pose_gap_s must be > 0 and max_pose_wait_s >= 0')
         if self.pending_bytes_max < 1:
             raise ValueError('pending_bytes_max must be >= 1')
+        for name in ('max_position_variance', 'max_speed_mps'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f'{name} must be a finite number >= 0 (0: off), got {value}')
+        if not 0 <= self.map_epoch_start <= MAX_EPOCH:
+            raise ValueError(f'map_epoch_start must be in [0, {MAX_EPOCH}]')
+
+
+def covariance_problem(covariance: Sequence[float] | None, max_position_variance: float) -> str:
+    """Why a pose covariance (6x6, row major) says tracking is lost; '' when it does not.
+
+    All zeros is what sources without an estimate publish: unknown, not lost.
+    """
+    if covariance is None:
+        return ''
+    values = np.asarray(covariance, dtype=float).reshape(-1)
+    if values.size != 36:
+        return f'pose covariance has {values.size} values, expected 36'
+    if not np.all(np.isfinite(values)):
+        return 'NaN or infinite pose covariance'
+    variances = values[[0, 7, 14]]
+    if np.any(variances < 0):
+        return f'negative position variance {variances.tolist()}'
+    largest = float(variances.max())
+    if max_position_variance and largest > max_position_variance:
+        return f'position variance {largest:.3g} m^2 above {max_position_variance:g}'
+    return ''
+
+
+class _Image:
+    """A waiting image. JPEG and thumbnail are made at most once each, and only if needed."""
+
+    __slots__ = (
+        '_encode',
+        '_jpeg',
+        '_thumbnail',
+        '_thumbnail_of',
+        'size',
+        'stamp_ns',
+        'status_lost',
+        'timeline',
+    )
+
+    def __init__(
+        self,
+        stamp_ns: int,
+        size: int,
+        encode: Encoder,
+        thumbnail: Thumbnail | None,
+        status_lost: bool,
+        timeline: int,
+    ) -> None:
+        self.stamp_ns = stamp_ns
+        self.size = max(size, MIN_IMAGE_BYTES)
+        self.status_lost = status_lost  # the tracking status said lost when it arrived
+        self.timeline = timeline  # image time resets before it: tells loops apart
+        self._encode = encode
+        self._thumbnail_of = thumbnail
+        self._jpeg: bytes | None = None
+        self._thumbnail: np.ndarray | None = None
+
+    def jpeg(self) -> bytes:
+        if self._jpeg is None:
+            self._jpeg = self._encode()
+        return self._jpeg
+
+    def thumbnail(self) -> np.ndarray:
+        # Without a cheaper way from the source, from the JPEG (made for keyframes anyway).
+        if self._thumbnail is None:
+            if self._thumbnail_of is not None:
+                self._thumbnail = self._thumbnail_of()
+            else:
+                self._thumbnail = compressed_thumbnail(self.jpeg())
+        return self._thumbnail
 
 
 class KeyframeBuilder:
@@ -57,7 +165,8 @@ class KeyframeBuilder:
 
     Every call returns the keyframes it completed, in time order. `counts` says what
     happened to every input, by reason; `warn` receives a message when a kind of drop
-    happens for the 1st, 2nd, 4th, 8th... time.
+    happens for the 1st, 2nd, 4th, 8th... time, and when tracking is lost (also 1st,
+    2nd, 4th... time); `info` when tracking recovers or a map epoch begins.
     """
 
     def __init__(
@@ -65,28 +174,50 @@ class KeyframeBuilder:
         config: CaptureConfig,
         warn: Callable[[str], None] = lambda _message: None,
         clock: Callable[[], float] = time.monotonic,
+        info: Callable[[str], None] = lambda _message: None,
     ) -> None:
         self.config = config
         self.session = config.session
+        self.map_epoch = config.map_epoch_start
         self.counts: Counter[str] = Counter()
         self._warn = warn
+        self._info = info
         self._clock = clock
         self._max_gap_ns = round(config.max_pose_gap_s * NS_PER_S)
         self._poses = PoseBuffer(capacity=config.pose_buffer_size)
+        # Stamps of poses that could not be trusted (bad covariance, NaN), in time order.
+        self._lost: deque[int] = deque(maxlen=config.pose_buffer_size)
+        self._newest_pose_ns: int | None = None  # any pose in the map frame, trusted or not
         self._selector = KeyframeSelector(config.policy)
         self._index = 0
         self._last_image_ns: int | None = None
-        self._pending: deque[tuple[int, int, Encoder]] = deque()
+        self._image_timeline = 0
+        self._timeline_at_pose_reset = 0
+        self._pending: deque[_Image] = deque()
         self._pending_bytes = 0
         self._last_input = clock()
+        # Why tracking is lost, per source; '' is fine.
+        self._status_lost = ''
+        self._covariance_lost = ''
+        self._image_lost = ''
+        self._lost_reason = ''
 
     @property
     def pending_images(self) -> int:
         return len(self._pending)
 
     @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    @property
     def buffered_poses(self) -> int:
         return len(self._poses)
+
+    @property
+    def tracking_lost(self) -> str:
+        """Why tracking is lost now ('' while it is not)."""
+        return self._lost_reason
 
     def add_pose(
         self,
@@ -94,6 +225,7 @@ class KeyframeBuilder:
         frame_id: str,
         position: Sequence[float],
         orientation: Sequence[float],
+        covariance: Sequence[float] | None = None,
     ) -> list[Keyframe]:
         self.counts['poses_received'] += 1
         if frame_id and frame_id != self.config.map_frame:
@@ -102,30 +234,72 @@ class KeyframeBuilder:
                 f'pose in frame {frame_id!r}, expected {self.config.map_frame!r}',
             )
             return []
+        done = []
+        if self._newest_pose_ns is not None and stamp_ns < self._newest_pose_ns:
+            self.counts['pose_time_reset'] += 1
+            # Images from before an image time reset belong to the old timeline; if the
+            # images have not looped yet, all the waiting ones do.
+            looped = self._image_timeline > self._timeline_at_pose_reset
+            current = self._image_timeline
+            self._timeline_at_pose_reset = current
+            done += self._new_epoch(
+                'pose time went backwards',
+                lambda image: not looped or image.timeline < current,
+            )
+        self._newest_pose_ns = stamp_ns
+        self._last_input = self._clock()
         try:
             pose = Pose.checked(position, orientation)
         except InvalidPoseError as error:
+            # Not a position, and a sign that SLAM is in trouble: nearby images get none.
+            self._lost.append(stamp_ns)
             self._drop('pose_invalid', str(error))
-            return []
-        if not self._poses.add(stamp_ns, pose):
-            self.counts['pose_time_reset'] += 1
-            self._selector.reset()
-            self._warn('pose time went backwards: pose buffer reset')
-        self._last_input = self._clock()
-        return self.poll()
+            return done + self.poll()
+        problem = covariance_problem(covariance, self.config.max_position_variance)
+        self._covariance_lost = problem
+        if problem:
+            self.counts['pose_tracking_lost'] += 1
+            self._lost.append(stamp_ns)
+        else:
+            jump = self._jump(stamp_ns, pose)
+            if jump:
+                self.counts['pose_jump'] += 1
+                done += self._new_epoch(jump, lambda image: image.stamp_ns < stamp_ns)
+            self._poses.add(stamp_ns, pose)
+        self._update_tracking()
+        return done + self.poll()
 
-    def add_image(self, stamp_ns: int, size: int, encode: Encoder) -> list[Keyframe]:
+    def add_image(
+        self, stamp_ns: int, size: int, encode: Encoder, thumbnail: Thumbnail | None = None
+    ) -> list[Keyframe]:
+        """Queue an image. `thumbnail`, for the image criterion, is made from the JPEG
+        when not given; a source that can make it cheaper (a reduced decode) gives it."""
         self.counts['images_received'] += 1
         if self._last_image_ns is not None and stamp_ns < self._last_image_ns:
             self.counts['image_time_reset'] += 1
+            self._image_timeline += 1
             self._selector.reset()
             self._warn('image time went backwards: keyframe selection restarted')
         self._last_image_ns = stamp_ns
         if not self._pending:
             self._last_input = self._clock()
-        self._pending.append((stamp_ns, size, encode))
-        self._pending_bytes += size
+        lost = bool(self._status_lost)
+        image = _Image(stamp_ns, size, encode, thumbnail, lost, self._image_timeline)
+        self._pending.append(image)
+        self._pending_bytes += image.size
         return self.poll()
+
+    def set_tracking_status(self, ok: bool) -> None:
+        """A tracking status from SLAM. It carries no stamp, so it applies to the images
+        that arrive while it holds (they wait at most `max_pose_wait_s` for their pose)."""
+        self._status_lost = '' if ok else 'tracking status says lost'
+        self._update_tracking()
+
+    def new_map_epoch(self, reason: str) -> list[Keyframe]:
+        """Start a new map epoch now (SLAM reset its map). The waiting images were taken
+        before the request and are placed in the old epoch first."""
+        self.counts['map_epoch_requests'] += 1
+        return self._new_epoch(reason, lambda _image: True)
 
     def poll(self, flush: bool = False) -> list[Keyframe]:
         """Place the waiting images whose pose is known, or all of them with `flush`
@@ -133,34 +307,106 @@ class KeyframeBuilder:
         stalled = flush or self._clock() - self._last_input >= self.config.max_pose_wait_s
         done = []
         while self._pending:
-            stamp_ns, size, encode = self._pending[0]
-            newest = self._poses.newest_stamp
-            ready = newest is not None and newest >= stamp_ns
+            image = self._pending[0]
+            newest = self._newest_pose_ns
+            ready = newest is not None and newest >= image.stamp_ns
             overflow = self._pending_bytes > self.config.pending_bytes_max
             if not (ready or stalled or overflow):
                 break
             if overflow and not ready:
                 self.counts['image_pending_overflow'] += 1
             self._pending.popleft()
-            self._pending_bytes -= size
-            keyframe = self._place(stamp_ns, encode)
+            self._pending_bytes -= image.size
+            keyframe = self._place(image)
             if keyframe is not None:
                 done.append(keyframe)
         return done
 
-    def _place(self, stamp_ns: int, encode: Encoder) -> Keyframe | None:
+    def _new_epoch(self, reason: str, owed: Callable[[_Image], bool]) -> list[Keyframe]:
+        """Close the epoch: place the waiting images it owes with its poses, then restart."""
+        done = []
+        keep: deque[_Image] = deque()
+        for image in self._pending:
+            if owed(image):
+                self._pending_bytes -= image.size
+                keyframe = self._place(image)
+                if keyframe is not None:
+                    done.append(keyframe)
+            else:
+                keep.append(image)
+        self._pending = keep
+        self.map_epoch = min(self.map_epoch + 1, MAX_EPOCH)
+        self._poses.clear()
+        self._lost.clear()
+        self._selector.reset()
+        self._warn(f'{reason}: map epoch {self.map_epoch} begins, pose buffer restarted')
+        return done
+
+    def _jump(self, stamp_ns: int, pose: Pose) -> str:
+        """Why the pose is a jump of the SLAM frame ('' when it is not).
+
+        Speed is measured from the oldest pose of the last `max_pose_gap_s`, and only over
+        at least half of that, not from the previous pose: the millimetre jitter of a
+        500 Hz source would read as metres per second. (So a jump in the first
+        `max_pose_gap_s` / 2 of an epoch goes unseen.)
+        """
+        if not self.config.max_speed_mps or not len(self._poses):
+            return ''
+        stamps = self._poses.stamps
+        i = bisect.bisect_left(stamps, stamp_ns - self._max_gap_ns)
+        if i >= len(stamps) or 2 * (stamp_ns - stamps[i]) < self._max_gap_ns:
+            return ''
+        dt = (stamp_ns - stamps[i]) / NS_PER_S
+        distance = self._poses.poses[i].distance_to(pose)
+        if distance <= self.config.max_speed_mps * dt:
+            return ''
+        return (
+            f'pose jumped {distance:.2f} m in {dt * 1e3:.0f} ms '
+            f'(faster than max_speed_mps {self.config.max_speed_mps:g})'
+        )
+
+    def _camera_pose(self, image: _Image) -> tuple[Pose | None, str]:
+        """The camera pose at the image stamp, or None and why tracking was lost there."""
+        if image.status_lost:
+            return None, 'tracking status says lost'
+        stamp_ns = image.stamp_ns
+        valid_gap = self._nearest_gap_ns(self._poses.stamps, stamp_ns)
+        lost_gap = self._nearest_gap_ns(self._lost, stamp_ns)
+        if lost_gap is not None and (valid_gap is None or lost_gap < valid_gap):
+            # The image takes the verdict of the pose nearest to it in time.
+            return None, 'pose near the image not trusted'
         base = self._poses.lookup(stamp_ns, self._max_gap_ns)
         if base is None:
-            self._drop(
-                'image_without_pose',
-                f'no pose within {self._max_gap_ns / 1e6:.0f} ms of the image at {stamp_ns}',
-            )
-            return None
-        camera = base.compose(self.config.camera_extrinsic)
-        if not self._selector.wants(stamp_ns, camera):
-            return None
+            self.counts['image_without_pose'] += 1
+            if math.log2(self.counts['image_without_pose']).is_integer():
+                self._warn(
+                    f'no pose within {self._max_gap_ns / 1e6:.0f} ms of the image at '
+                    f'{stamp_ns}: kept without a position if selected '
+                    f'({self.counts["image_without_pose"]} so far)'
+                )
+            return None, 'no pose near the image'
+        return base.compose(self.config.camera_extrinsic), ''
+
+    def _nearest_gap_ns(self, stamps: Sequence[int], stamp_ns: int) -> int | None:
+        """Time from the stamp to the nearest of `stamps` (sorted), if within the gap."""
+        i = bisect.bisect_left(stamps, stamp_ns)
+        gaps = [abs(stamps[j] - stamp_ns) for j in (i - 1, i) if 0 <= j < len(stamps)]
+        nearest = min(gaps, default=None)
+        return nearest if nearest is not None and nearest <= self._max_gap_ns else None
+
+    def _place(self, image: _Image) -> Keyframe | None:
+        stamp_ns = image.stamp_ns
+        camera, lost = self._camera_pose(image)
+        if not image.status_lost:  # the status itself says when it recovers
+            self._image_lost = lost
+            self._update_tracking()
+        if lost:
+            self.counts['images_pose_lost'] += 1
         try:
-            jpeg = encode()
+            if not self._selector.wants(stamp_ns, camera, image.thumbnail):
+                return None
+            jpeg = image.jpeg()
+            self._selector.accept(stamp_ns, camera, image.thumbnail)
         except ValueError as error:
             self._drop('image_undecodable', str(error))
             return None
@@ -171,16 +417,31 @@ class KeyframeBuilder:
             session=self.session,
             index=self._index,
             stamp_ns=stamp_ns,
-            pose=camera,
-            pose_valid=True,
-            map_epoch=0,
+            pose=camera if camera is not None else Pose(),
+            pose_valid=camera is not None,
+            map_epoch=self.map_epoch,
             image=jpeg,
             frame_id=self.config.map_frame,
         )
-        self._selector.accept(stamp_ns, camera)
         self._index += 1
         self.counts['keyframes_published'] += 1
+        self.counts[f'keyframes_by_{self._selector.reason}'] += 1
+        if camera is None:
+            self.counts['keyframes_pose_invalid'] += 1
         return keyframe
+
+    def _update_tracking(self) -> None:
+        reason = self._status_lost or self._covariance_lost or self._image_lost
+        if reason and not self._lost_reason:
+            self.counts['tracking_lost_events'] += 1
+            if math.log2(self.counts['tracking_lost_events']).is_integer():
+                self._warn(
+                    f'tracking lost ({reason}): frames are kept with pose_valid=false '
+                    f'({self.counts["tracking_lost_events"]} losses so far)'
+                )
+        elif self._lost_reason and not reason:
+            self._info('tracking recovered')
+        self._lost_reason = reason
 
     def _drop(self, reason: str, detail: str) -> None:
         self.counts[reason] += 1

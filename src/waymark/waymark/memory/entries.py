@@ -12,6 +12,12 @@ from waymark.geometry import Pose
 # they are restricted to characters that are safe in both: no separators, no leading dot.
 SESSION_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
 
+# Memory has two levels of entries: single keyframes, and segments (fixed time windows of
+# keyframes, BinTrack) that summarise what the robot saw over a stretch of its route.
+FRAME = 'frame'
+SEGMENT = 'segment'
+LEVELS = (FRAME, SEGMENT)
+
 
 @dataclass(frozen=True)
 class Keyframe:
@@ -30,7 +36,12 @@ class Keyframe:
 
 @dataclass(frozen=True)
 class FrameRecord:
-    """What memory keeps about one keyframe besides its embeddings."""
+    """What memory keeps about one entry besides its embeddings: a keyframe, or a segment.
+
+    For a segment, `stamp_ns`..`end_ns` is its window, the pose is the mean position of
+    its frames with valid poses (pose_valid is false when none had one), and `image_ref`
+    names its 2x2 grid of frames.
+    """
 
     session: str
     index: int
@@ -46,10 +57,17 @@ class FrameRecord:
     # Height of the tallest line of text read in the image, as a fraction of the image
     # height: among frames that read the same words, the larger the nearer and clearer.
     text_size: float = 0.0
+    kind: str = FRAME
+    # End of the time span covered; None for a frame (it covers its own stamp only).
+    end_ns: int | None = None
 
     @property
     def id(self) -> str:
-        return frame_id(self.session, self.index)
+        return entry_id(self.session, self.index, self.kind)
+
+    @property
+    def end_stamp_ns(self) -> int:
+        return self.stamp_ns if self.end_ns is None else self.end_ns
 
     @property
     def pose(self) -> Pose:
@@ -71,6 +89,15 @@ class Hit:
 
 def frame_id(session: str, index: int) -> str:
     return f'{session}/{index}'
+
+
+def entry_id(session: str, index: int, kind: str = FRAME) -> str:
+    """ "<session>/<index>" for frames, "<session>/s<index>" for segments."""
+    if kind == FRAME:
+        return frame_id(session, index)
+    if kind == SEGMENT:
+        return f'{session}/s{index}'
+    raise ValueError(f'unknown entry kind {kind!r}; expected one of {LEVELS}')
 
 
 def is_session_name(name: object) -> bool:
