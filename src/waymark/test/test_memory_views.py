@@ -1,69 +1,14 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""What feeds the views: the image store, OCR, the sentence and image-text embedders."""
+"""What feeds the views: OCR, the sentence and image-text embedders."""
 
 from __future__ import annotations
-
-import errno
 
 import numpy as np
 import pytest
 from support.tiny_models import build_tiny_siglip
 
-from waymark.memory import image_store as image_store_module
 from waymark.memory.embedders import EmbedderLoadError, ImageTextEmbedder
-from waymark.memory.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.ocr import TextLine, TextReader, joined
-
-# -- image store ---------------------------------------------------------------------------
-
-
-def test_image_store_round_trip_and_reference_layout(tmp_path):
-    store = ImageStore(tmp_path / 'memory')
-
-    jpeg_ref = store.put('lab_2026-05-01', 7, b'\xff\xd8jpeg')
-    png_ref = store.put('lab_2026-05-01', 8, b'\x89PNGpng', fmt='png')
-
-    assert jpeg_ref == 'images/lab_2026-05-01/00000007.jpg'
-    assert png_ref == 'images/lab_2026-05-01/00000008.png'
-    assert store.get(jpeg_ref) == b'\xff\xd8jpeg'
-    assert store.path(png_ref) == tmp_path / 'memory' / png_ref
-    assert ImageStore(tmp_path / 'memory').get(png_ref) == b'\x89PNGpng'
-
-
-def test_image_store_refuses_paths_that_leave_its_root(tmp_path):
-    store = ImageStore(tmp_path / 'memory')
-    (tmp_path / 'secret').write_bytes(b'x')
-
-    for session in ('../escape', '..', '.hidden', 'a/b', '', 'x' * 65):
-        with pytest.raises(ValueError):
-            store.put(session, 0, b'data')
-    for ref in ('../secret', 'images/../../secret', str(tmp_path / 'secret')):
-        with pytest.raises(ValueError):
-            store.get(ref)
-    with pytest.raises(ValueError):
-        store.put('a', 0, b'data', fmt='exe')
-    assert not (tmp_path / 'escape').exists()
-
-
-def test_image_store_disk_full_leaves_the_old_image_and_no_partial_file(tmp_path, monkeypatch):
-    store = ImageStore(tmp_path / 'memory')
-    ref = store.put('a', 0, b'first')
-
-    def no_space(descriptor):
-        raise OSError(errno.ENOSPC, 'No space left on device')
-
-    monkeypatch.setattr(image_store_module.os, 'fsync', no_space)
-    with pytest.raises(ImageStoreFullError) as raised:
-        store.put('a', 0, b'second')
-    with pytest.raises(OSError, match='disk full'):
-        store.put('a', 1, b'third')
-
-    assert raised.value.errno == errno.ENOSPC
-    assert store.get(ref) == b'first'
-    assert sorted(p.name for p in store.path(ref).parent.iterdir()) == ['00000000.jpg']
-
-
-# -- OCR -----------------------------------------------------------------------------------
 
 
 def test_reader_reads_a_large_sign(text_reader, draw_sign):

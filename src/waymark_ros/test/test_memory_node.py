@@ -171,3 +171,26 @@ def test_database_lock_is_released_on_clean_shutdown(ros, memory, tmp_path):
         timeout=120,
     )
     assert probe.returncode == 0, probe.stderr
+
+
+def test_odd_requests_and_keyframes_get_clear_answers(ros, memory):
+    node, stats = memory()
+    zero_size = keyframe(9, 'BAKERY')
+    zero_size.image.data = b''
+    # Out of order: memory keeps both, numbered in arrival order, searchable by time.
+    late, early = keyframe(1, 'LIBRARY'), keyframe(0, 'PHARMACY')
+    publish_and_wait(ros, [zero_size, late, early], stats, 2)
+    assert stats['keyframes_rejected'] == 1
+
+    by_time = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=0)  # 0: the default
+    assert [h.text for h in by_time.hits] == ['PHARMACY', 'LIBRARY']
+    assert [h.index for h in by_time.hits] == [1, 0]
+    huge = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=10**6)  # capped, not refused
+    assert huge.success and len(huge.hits) == 2
+    for bad in (
+        search(ros, 'time', stamp=ns_to_stamp(T0), level='room'),
+        search(ros, 'text', text='library', views=['smell']),
+        search(ros, 'interval', stamp=ns_to_stamp(T0 + S), end_stamp=ns_to_stamp(T0)),
+    ):
+        assert not bad.success and bad.message
+    assert node.running()

@@ -10,7 +10,7 @@ from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
 
 from waymark.geometry import Pose
-from waymark.memory.entries import Hit, Keyframe, check_session_name
+from waymark.memory.entries import SEGMENT, Hit, Keyframe, check_session_name
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 
@@ -64,11 +64,15 @@ def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
 
 
 def keyframe_from_msg(msg: KeyframeMsg) -> Keyframe:
-    """Raises ValueError (InvalidPoseError included) on a keyframe that must not be stored."""
+    """Raises ValueError (InvalidPoseError included) on a keyframe that must not be stored.
+
+    A keyframe whose pose is marked invalid (tracking lost) is kept with an identity pose:
+    whatever numbers it carries are not a position.
+    """
     check_session_name(msg.session)
     if not msg.image.data:
         raise ValueError('keyframe without image data')
-    pose = pose_from_msg(msg.pose.pose)
+    pose = pose_from_msg(msg.pose.pose) if msg.pose_valid else Pose()
     return Keyframe(
         session=msg.session,
         index=int(msg.index),
@@ -87,12 +91,13 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg = MemoryHit()
     msg.id = record.id
     msg.session = record.session
-    msg.kind = MemoryHit.KIND_FRAME
+    msg.kind = MemoryHit.KIND_SEGMENT if record.kind == SEGMENT else MemoryHit.KIND_FRAME
     msg.index = record.index
     msg.start_stamp = ns_to_stamp(record.stamp_ns)
-    msg.end_stamp = msg.start_stamp
+    msg.end_stamp = ns_to_stamp(record.end_stamp_ns)
     msg.pose = pose_stamped(record.pose, frame_id, record.stamp_ns)
     msg.pose_valid = record.pose_valid
+    msg.map_epoch = max(0, min(int(record.map_epoch), 2**32 - 1))
     msg.score = float(hit.score) if math.isfinite(hit.score) else 0.0
     msg.view = hit.view
     msg.text = record.text

@@ -1,44 +1,62 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """memory_node: the single owner of the memory database.
 
-Keyframes are queued and ingested on a worker thread (OCR and embedding take far
-longer than a DDS callback should), so searches are served while ingestion runs.
+Keyframes are journaled to disk, queued, and ingested on a worker thread (OCR and
+embedding take far longer than a DDS callback should), so searches are served while
+ingestion runs. A keyframe leaves the journal only once it is in the database: a killed
+process, a Milvus server that is away, or a shutdown with a full queue loses nothing
+that was accepted, and the next start ingests what is left.
+
 Only this process opens the database: Milvus Lite allows one process per file, and a
-single writer keeps each session's entries in order.
+single writer keeps each session's entries in order and the in-process indexes exact.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 import queue
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
-from geometry_msgs.msg import Point
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import ColorRGBA, String
-from visualization_msgs.msg import Marker, MarkerArray
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
 
+from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
-from waymark.memory.entries import Hit, Keyframe
+from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
 from waymark.memory.image_store import ImageStore
+from waymark.memory.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ocr import TextReader
+from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
 from waymark.memory.store import MemoryStore
+from waymark.memory.vector_index import IndexParams
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
-from waymark_interfaces.srv import SearchMemory
+from waymark_interfaces.msg import SessionInfo
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
 from waymark_ros import qos
-from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, stamp_to_ns
+from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp, stamp_to_ns
+from waymark_ros.memory_markers import hit_markers, memory_markers
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
-_STOP = object()
+Request = SearchMemory.Request
+
+
+@dataclass(frozen=True)
+class _Job:
+    keyframe: Keyframe
+    journal_path: Path | None
 
 
 class MemoryNode(Node):
@@ -80,7 +98,7 @@ class MemoryNode(Node):
             self,
             'ingest_wait_s',
             5.0,
-            'How long a keyframe waits for queue space before it is dropped.',
+            'How long a keyframe waits for queue space before it is refused.',
             low=0.0,
             high=600.0,
         )
@@ -88,34 +106,144 @@ class MemoryNode(Node):
             self,
             'shutdown_wait_s',
             60.0,
-            'On shutdown, how long queued keyframes may still be ingested.',
+            'On shutdown, how long queued keyframes may still be ingested (the rest stay '
+            'in the journal for the next start).',
             low=0.0,
             high=3600.0,
+        )
+        self._max_backoff = declare(
+            self,
+            'store_retry_max_s',
+            10.0,
+            'Longest wait between retries while the database is unavailable.',
+            low=0.1,
+            high=600.0,
+        )
+        journal_mb = declare(
+            self,
+            'journal_max_mb',
+            2048,
+            'Disk cap (MB) of keyframes accepted but not yet stored.',
+            low=1,
+            high=1_000_000,
+        )
+        images_gb = declare(
+            self,
+            'images_max_gb',
+            0.0,
+            'Disk cap (GB) of stored images; 0: none. Beyond it entries keep no image.',
+            low=0.0,
+            high=1e6,
         )
         depth = declare(
             self, 'input_queue_depth', 200, 'Keyframe subscription depth.', low=1, high=100_000
         )
-        markers_kept = declare(
+        self._markers_max = declare(
             self, 'markers_max', 5000, 'Most keyframes drawn in RViz.', low=0, high=1_000_000
+        )
+        window_s = declare(
+            self,
+            'segments.window_s',
+            1.5,
+            'Segment length (BinTrack: 1.5 s; 1-3 s behave alike); 0: no segments.',
+            low=0.0,
+            high=600.0,
+        )
+        self._idle_close_s = declare(
+            self,
+            'segments.idle_close_s',
+            5.0,
+            'Close the open segment after this long without keyframes (wall time).',
+            low=0.1,
+            high=3600.0,
+        )
+        caption_url = declare(
+            self,
+            'captioner.base_url',
+            '',
+            'OpenAI-compatible VLM server for segment captions (e.g. vLLM at '
+            'http://localhost:8000/v1); empty: no captions.',
+        )
+        caption_model = declare(
+            self, 'captioner.model', 'Qwen/Qwen2.5-VL-7B-Instruct', 'VLM that writes captions.'
+        )
+        caption_key_env = declare(
+            self, 'captioner.api_key_env', 'WAYMARK_VLM_API_KEY', 'Variable holding the API key.'
+        )
+        caption_timeout = declare(
+            self, 'captioner.timeout_s', 60.0, 'Per-request timeout.', low=1.0, high=3600.0
+        )
+        caption_tokens = declare(
+            self, 'captioner.max_tokens', 200, 'Tokens per caption.', low=16, high=4096
+        )
+        caption_queue = declare(
+            self, 'captioner.queue_size', 1000, 'Segments waiting for captions.', low=1, high=1e6
+        )
+        hnsw_m = declare(self, 'index.hnsw_m', 32, 'HNSW links per vector.', low=4, high=128)
+        ef_search = declare(
+            self, 'index.ef_search', 128, 'HNSW search breadth (recall/speed).', low=8, high=4096
         )
 
         data_dir.mkdir(parents=True, exist_ok=True)
         text_embedder = SentenceEmbedder(text_model) if text_model else None
         image_embedder = ImageTextEmbedder(image_model) if image_model else None
-        views = view_dims(image_embedder, text_embedder)
-        self._store = MemoryStore(uri or str(data_dir / 'memory.db'), views=views, prefix=prefix)
+        captions = bool(caption_url) and window_s > 0
+        segment_views = (
+            segment_view_dims(
+                image_embedder.dim if image_embedder else None,
+                text_embedder.dim if text_embedder else None,
+                captions,
+            )
+            if window_s > 0
+            else {}
+        )
+        self._store = MemoryStore(
+            uri or str(data_dir / 'memory.db'),
+            views=view_dims(image_embedder, text_embedder),
+            prefix=prefix,
+            segment_views=segment_views,
+            index_params=IndexParams(hnsw_m=hnsw_m, ef_search=ef_search),
+            index_dir=data_dir / 'indexes',
+        )
+        image_store = ImageStore(data_dir, max_bytes=int(images_gb * 1e9))
+        self._caption_worker = None
+        segments = None
+        if window_s > 0:
+            segments = SegmentMemory(self._store, image_store, Segmenter(window_s), text_embedder)
+            if captions:
+                config = CaptionerConfig(
+                    base_url=caption_url,
+                    model=caption_model,
+                    api_key=os.environ.get(caption_key_env, 'EMPTY'),
+                    timeout_s=caption_timeout,
+                    max_tokens=caption_tokens,
+                    cache_dir=data_dir / 'captions',
+                )
+                self._caption_worker = CaptionWorker(
+                    Captioner(config),
+                    on_done=segments.on_captions,
+                    on_error=segments.on_caption_error,
+                    queue_size=int(caption_queue),
+                )
+                segments.captions = self._caption_worker
         self._memory = MemoryService(
             self._store,
-            ImageStore(data_dir),
+            image_store,
             image_embedder=image_embedder,
             text_embedder=text_embedder,
             reader=TextReader(min_confidence=ocr_min_confidence) if ocr and text_embedder else None,
+            segments=segments,
         )
-        self._lock = threading.Lock()
+        self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=journal_mb << 20)
         self.counts: Counter[str] = Counter()
-        self._queue: queue.Queue = queue.Queue(maxsize=queue_size)
-        self._recent = deque(maxlen=markers_kept)
-        self._markers_dirty = False
+        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
+        self._stop = threading.Event()
+        self._deadline = float('inf')  # set at shutdown: when the worker must give up
+        self._last_keyframe = time.monotonic()
+        self._segments_open = False
+        self._markers_dirty = True
+        self._last_hits: tuple[list[Hit], str] | None = None
+        self._report_recovery()
 
         ingest_group = MutuallyExclusiveCallbackGroup()
         self.create_subscription(
@@ -125,182 +253,324 @@ class MemoryNode(Node):
             qos.keyframes(depth),
             callback_group=ingest_group,
         )
+        services = MutuallyExclusiveCallbackGroup()
+        self.create_service(SearchMemory, 'search_memory', self._on_search, callback_group=services)
         self.create_service(
-            SearchMemory,
-            'search_memory',
-            self._on_search,
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            ListSessions, 'list_sessions', self._on_list_sessions, callback_group=services
+        )
+        self.create_service(
+            DeleteSession, 'delete_session', self._on_delete_session, callback_group=services
         )
         self._stats_publisher = self.create_publisher(String, 'memory/stats', qos.latched())
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._marker_publisher = self.create_publisher(MarkerArray, 'memory/markers', qos.latched())
+        self._hit_publisher = self.create_publisher(MarkerArray, 'memory/hits', qos.latched())
         self.create_timer(
             1.0, self._publish_status, callback_group=MutuallyExclusiveCallbackGroup()
         )
         self._worker = threading.Thread(target=self._ingest_loop, name='ingest', daemon=True)
         self._worker.start()
+
+    def _report_recovery(self) -> None:
+        """Say what memory holds at start, and queue what a previous run left unfinished."""
+        load = self._store.load_report
+        pending = self._journal.pending()
+        for entry in pending[: self._queue.maxsize]:
+            self._queue.put(_Job(entry.keyframe, entry.path))
+        self.counts['keyframes_recovered_from_journal'] = min(len(pending), self._queue.maxsize)
+        recaptioning = self._memory.segments.caption_missing() if self._memory.segments else 0
         self.get_logger().info(
-            f'memory at {uri or data_dir / "memory.db"} with views {sorted(views) or "none"}; '
-            f'{self._store.count()} frames stored'
+            f'memory at {self._store.uri}: {load.entries.get(FRAME, 0)} frames, '
+            f'{load.entries.get(SEGMENT, 0)} segments in {len(self._store.sessions())} sessions '
+            f'(indexes ready in {load.seconds:.1f} s, {len(load.loaded)} loaded from the last '
+            f'clean shutdown); views {self._store.views(FRAME)} / '
+            f'segments {self._store.views(SEGMENT)}; {len(pending)} keyframes recovered from '
+            f'the journal; {recaptioning} segments queued for captions'
         )
+        if len(pending) > self._queue.maxsize:
+            self.get_logger().warn(
+                f'{len(pending) - self._queue.maxsize} journaled keyframes wait for the next '
+                'start (more than ingest_queue_size)'
+            )
 
     # Ingestion -----------------------------------------------------------------------
     def _on_keyframe(self, msg: KeyframeMsg) -> None:
         self.counts['keyframes_received'] += 1
+        self._last_keyframe = time.monotonic()
         try:
             keyframe = keyframe_from_msg(msg)
         except ValueError as error:
             self.counts['keyframes_rejected'] += 1
             self.get_logger().warn(f'rejected keyframe {msg.session}/{msg.index}: {error}')
             return
+        path = None
         try:
-            self._queue.put(keyframe, timeout=self._put_timeout)
+            path = self._journal.write(keyframe)
+        except (JournalFullError, OSError) as error:
+            # Still ingested if the process lives; only crash safety is lost for this one.
+            self.counts['keyframes_not_journaled'] += 1
+            self.get_logger().warn(f'keyframe {keyframe.session}/{keyframe.index}: {error}')
+        try:
+            self._queue.put(_Job(keyframe, path), timeout=self._put_timeout)
         except queue.Full:
-            self.counts['keyframes_dropped_queue_full'] += 1
+            # Journaled keyframes are ingested at the next start; the rest are refused.
+            self.counts['keyframes_deferred_queue_full' if path else 'keyframes_refused'] += 1
             self.get_logger().error(
-                f'ingest queue full for {self._put_timeout:.1f} s: '
-                f'dropped keyframe {keyframe.session}/{keyframe.index}'
+                f'ingest queue full for {self._put_timeout:.1f} s: keyframe '
+                f'{keyframe.session}/{keyframe.index} '
+                + ('left in the journal for the next start' if path else 'refused')
             )
 
     def _ingest_loop(self) -> None:
-        while True:
-            item = self._queue.get()
+        while not self._stop.is_set() or not self._queue.empty():
             try:
-                if item is _STOP:
-                    return
-                self._ingest(item)
+                job = self._queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                if self._ingest(job) and job.journal_path is not None:
+                    self._journal.remove(job.journal_path)
             finally:
                 self._queue.task_done()
+            if self._stop.is_set() and time.monotonic() > self._deadline:
+                return
 
-    def _ingest(self, keyframe: Keyframe) -> None:
+    def _ingest(self, job: _Job) -> bool:
+        """Ingest one keyframe; True when it is done with (stored, or refused for good)."""
+        keyframe = job.keyframe
+        name = f'{keyframe.session}/{keyframe.index}'
         try:
-            with self._lock:
-                record = self._memory.ingest(keyframe)
+            prepared = self._memory.prepare(keyframe)
         except ValueError as error:
             self.counts['keyframes_undecodable'] += 1
-            self.get_logger().warn(f'skipped keyframe {keyframe.session}/{keyframe.index}: {error}')
-            return
-        except Exception as error:  # a full disk, an unreachable Milvus server, ...
-            # The worker must outlive one bad write; the loss is counted and logged.
-            self.counts['keyframes_failed'] += 1
-            self.get_logger().error(
-                f'could not store keyframe {keyframe.session}/{keyframe.index}: '
-                f'{type(error).__name__}: {error}'
-            )
-            return
-        self.counts['keyframes_ingested'] += 1
-        if record.pose_valid:
-            self._recent.append(record)
+            self.get_logger().warn(f'skipped keyframe {name}: {error}')
+            return True
+        backoff = 0.5
+        while True:
+            try:
+                self._memory.commit(prepared)
+            except ValueError as error:
+                self.counts['keyframes_failed'] += 1
+                self.get_logger().error(f'could not store keyframe {name}: {error}')
+                return True
+            except Exception as error:  # the database is away, the disk is full, ...
+                self.counts['store_retries'] += 1
+                self.get_logger().error(
+                    f'could not store keyframe {name} ({type(error).__name__}: {error}); '
+                    f'retrying in {backoff:.1f} s',
+                    throttle_duration_sec=10.0,
+                )
+                if self._stop.is_set() and time.monotonic() > self._deadline:
+                    return False
+                time.sleep(backoff)
+                backoff = min(2 * backoff, self._max_backoff)
+                continue
+            self.counts['keyframes_ingested'] += 1
+            self._segments_open = True
             self._markers_dirty = True
+            return True
 
     # Search --------------------------------------------------------------------------
-    def _on_search(self, request: SearchMemory.Request, response: SearchMemory.Response):
+    def _on_search(self, request: Request, response: SearchMemory.Response):
         k = min(request.top_k or self._default_k, self._max_k)
         sessions = list(request.sessions) or None
         try:
-            with self._lock:
-                hits = self._search(request, k, sessions)
+            hits = self._search(request, k, sessions)
+            total = self._count(sessions, request.level or FRAME)
         except ValueError as error:
             response.success = False
             response.message = str(error)
+            self.counts['searches_refused'] += 1
+            return response
+        except Exception as error:  # never let one request take the service down
+            response.success = False
+            response.message = f'search failed: {type(error).__name__}: {error}'
+            self.counts['searches_failed'] += 1
             return response
         response.success = True
         response.hits = [hit_to_msg(hit, self._frame_id) for hit in hits]
-        response.total_entries = self._count(sessions)
-        response.message = f'{len(hits)} hits among {response.total_entries} entries'
+        response.total_entries = total
+        response.message = f'{len(hits)} hits among {total} entries'
         self.counts['searches'] += 1
+        self._last_hits = (hits, request.text or request.mode)
         return response
 
-    def _count(self, sessions: list[str] | None) -> int:
+    def _count(self, sessions: list[str] | None, level: str) -> int:
         if not sessions:
-            return self._store.count()
-        return sum(self._store.count(session) for session in sessions)
+            return self._store.count(level=level)
+        return sum(self._store.count(session, level=level) for session in set(sessions))
 
-    def _search(self, request: SearchMemory.Request, k: int, sessions) -> list[Hit]:
-        mode = request.mode
-        if mode == SearchMemory.Request.MODE_TEXT:
+    def _search(self, request: Request, k: int, sessions) -> list[Hit]:
+        mode, level = request.mode, request.level or FRAME
+        if level not in LEVELS:
+            raise ValueError(f'unknown level {level!r}; use frame or segment')
+        views = list(request.views) or None
+        if mode == Request.MODE_TEXT:
             if not request.text.strip():
                 raise ValueError('text search needs a non-empty text')
-            return self._memory.search_text(request.text, k, sessions)
-        if mode == SearchMemory.Request.MODE_IMAGE:
-            data = np.frombuffer(bytes(request.image.data), dtype=np.uint8)
-            image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-            if image is None:
-                raise ValueError('image search needs a decodable image')
-            return self._memory.search_image(cv2.cvtColor(image, cv2.COLOR_BGR2RGB), k, sessions)
-        if mode == SearchMemory.Request.MODE_TIME:
-            return self._memory.search_time(stamp_to_ns(request.stamp), k, sessions)
-        if mode == SearchMemory.Request.MODE_INTERVAL:
+            return self._memory.search_text(request.text, k, sessions, level, views)
+        if mode == Request.MODE_IMAGE:
+            return self._memory.search_image(_decode(request.image.data), k, sessions, level)
+        if mode == Request.MODE_TIME:
+            return self._memory.search_time(stamp_to_ns(request.stamp), k, sessions, level)
+        if mode == Request.MODE_INTERVAL:
             start, end = stamp_to_ns(request.stamp), stamp_to_ns(request.end_stamp)
             if end < start:
                 raise ValueError('interval search needs end_stamp >= stamp')
-            return self._memory.search_interval(start, end, k, sessions)
+            return self._memory.search_interval(start, end, k, sessions, level)
+        if mode == Request.MODE_INDEX_RANGE:
+            if not sessions or len(set(sessions)) != 1:
+                raise ValueError('index_range search needs exactly one session')
+            return self._memory.search_index_range(
+                sessions[0], request.first_index, request.last_index, k, level, request.text, views
+            )
         p = request.position
         if not all(np.isfinite([p.x, p.y, p.z])):
             raise ValueError('position search needs a finite position')
-        if mode == SearchMemory.Request.MODE_POSITION:
-            return self._memory.search_position(p.x, p.y, p.z, k, sessions)
-        if mode == SearchMemory.Request.MODE_RANGE:
+        if mode == Request.MODE_POSITION:
+            return self._memory.search_position(p.x, p.y, p.z, k, sessions, level)
+        if mode == Request.MODE_RANGE:
             if not (np.isfinite(request.radius) and request.radius > 0.0):
                 raise ValueError('range search needs a positive radius')
-            return self._memory.search_range(p.x, p.y, float(request.radius), sessions, k)
+            return self._memory.search_range(p.x, p.y, float(request.radius), sessions, k, level)
         raise ValueError(
-            f'unknown search mode {mode!r}; use text, image, time, interval, position or range'
+            f'unknown search mode {mode!r}; use text, image, time, interval, index_range, '
+            'position or range'
         )
+
+    # Sessions ------------------------------------------------------------------------
+    def _on_list_sessions(self, request, response: ListSessions.Response):
+        try:
+            listed = self._memory.sessions()
+        except Exception as error:
+            response.success, response.message = False, f'{type(error).__name__}: {error}'
+            return response
+        for name, summary, segments in listed:
+            response.sessions.append(
+                SessionInfo(
+                    name=name,
+                    frames=summary.frames,
+                    segments=segments,
+                    frames_with_pose=summary.with_pose,
+                    start_stamp=ns_to_stamp(summary.start_ns),
+                    end_stamp=ns_to_stamp(summary.end_ns),
+                    last_map_epoch=max(0, min(summary.last_map_epoch, 2**32 - 1)),
+                )
+            )
+        response.success = True
+        response.message = f'{len(listed)} sessions'
+        return response
+
+    def _on_delete_session(self, request, response: DeleteSession.Response):
+        try:
+            frames, segments = self._memory.delete_session(request.session)
+        except ValueError as error:
+            response.success, response.message = False, str(error)
+            return response
+        except Exception as error:
+            response.success, response.message = False, f'{type(error).__name__}: {error}'
+            return response
+        response.success = True
+        response.frames_deleted, response.segments_deleted = frames, segments
+        response.message = f'deleted {frames} frames and {segments} segments of {request.session}'
+        self.get_logger().info(response.message)
+        self._markers_dirty = True
+        return response
 
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
-        stats = dict(
-            self.counts,
-            frames=self._store.count(),
-            queued=self._queue.qsize(),
-            mean_ingest_ms=round(self._memory.mean_ingest_ms, 1),
-        )
+        idle = time.monotonic() - self._last_keyframe
+        if self._segments_open and idle > self._idle_close_s and self._queue.empty():
+            self._segments_open = False
+            try:
+                self._memory.close_segments()
+            except Exception as error:
+                self._segments_open = True
+                self.get_logger().error(f'could not close segments: {error}')
+        stats = self._stats()
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
+        self._diagnostics.publish(self._diagnostic(stats))
+        stamp = self.get_clock().now().to_msg()
         if self._markers_dirty:
             self._markers_dirty = False
-            self._marker_publisher.publish(self._markers())
+            records = self._store.search_time(0, max(1, self._markers_max))
+            segments = self._store.search_time(0, max(1, self._markers_max), level=SEGMENT)
+            self._marker_publisher.publish(
+                memory_markers(
+                    [hit.record for hit in records + segments],
+                    self._frame_id,
+                    stamp,
+                    max_points=max(1, self._markers_max),
+                )
+            )
+        if self._last_hits is not None:
+            hits, query = self._last_hits
+            self._last_hits = None
+            self._hit_publisher.publish(hit_markers(hits, self._frame_id, stamp, query))
 
-    def _markers(self) -> MarkerArray:
-        marker = Marker()
-        marker.header.frame_id = self._frame_id
-        marker.header.stamp = self.get_clock().now().to_msg()
-        marker.ns = 'keyframes'
-        marker.type = Marker.SPHERE_LIST
-        marker.action = Marker.ADD
-        marker.pose.orientation.w = 1.0
-        marker.scale.x = marker.scale.y = marker.scale.z = 0.15
-        marker.color = ColorRGBA(r=0.1, g=0.6, b=1.0, a=0.8)
-        marker.points = [Point(x=r.x, y=r.y, z=r.z) for r in self._recent]
-        labels = []
-        for i, record in enumerate(r for r in self._recent if r.text):
-            label = Marker()
-            label.header = marker.header
-            label.ns = 'text'
-            label.id = i
-            label.type = Marker.TEXT_VIEW_FACING
-            label.pose.position = Point(x=record.x, y=record.y, z=record.z + 0.4)
-            label.pose.orientation.w = 1.0
-            label.scale.z = 0.25
-            label.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
-            label.text = record.text[:60]
-            labels.append(label)
-        return MarkerArray(markers=[marker, *labels])
+    def _stats(self) -> dict:
+        memory = self._memory.stats()
+        stats = dict(self.counts)
+        stats.update(memory.counts)
+        stats.update(
+            frames=memory.frames,
+            segments=memory.segments,
+            sessions=len(memory.sessions),
+            queued=self._queue.qsize(),
+            journal_bytes=self._journal.used_bytes,
+            images_bytes=self._memory.image_store.used_bytes,
+            mean_ingest_ms=round(memory.mean_ingest_ms, 1),
+        )
+        if self._caption_worker is not None:
+            stats['captions_pending'] = self._caption_worker.pending
+            stats.update({f'captioner_{k}': v for k, v in self._caption_worker.counts.items()})
+        return stats
+
+    def _diagnostic(self, stats: dict) -> DiagnosticArray:
+        status = DiagnosticStatus(name='waymark: memory_node', hardware_id='memory')
+        status.level, status.message = DiagnosticStatus.OK, 'ok'
+        if stats.get('store_retries', 0) and self._queue.qsize():
+            status.level, status.message = DiagnosticStatus.ERROR, 'database unavailable'
+        elif self._queue.qsize() > self._queue.maxsize // 2:
+            status.level, status.message = DiagnosticStatus.WARN, 'ingest falling behind'
+        status.values = [
+            KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())
+        ]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        return array
 
     def destroy_node(self) -> None:
-        """Finish queued ingestion (for at most `shutdown_wait_s`), then close the database
-        so every write is durable."""
-        deadline = time.monotonic() + self._shutdown_wait
-        with contextlib.suppress(queue.Full):
-            self._queue.put(_STOP, timeout=self._shutdown_wait)
-        self._worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        if self._worker.is_alive():
-            self.get_logger().error(
-                f'shut down with {self._queue.qsize()} keyframes not ingested '
-                f'(shutdown_wait_s={self._shutdown_wait:.0f})'
+        """Ingest what is queued (for at most `shutdown_wait_s`), close the open segments,
+        then close the database so every write is durable. Keyframes left over stay in
+        the journal."""
+        self._deadline = time.monotonic() + self._shutdown_wait
+        self._stop.set()
+        self._worker.join(timeout=self._shutdown_wait + 1.0)
+        left = self._queue.qsize()
+        if left or self._worker.is_alive():
+            self.get_logger().warn(
+                f'{left} keyframes not ingested before shutdown_wait_s='
+                f'{self._shutdown_wait:.0f} s; they stay in the journal for the next start'
             )
-        with self._lock:
-            self._store.close()
+        try:
+            self._memory.close_segments()
+        except Exception as error:
+            self.get_logger().error(f'could not close the open segments: {error}')
+        if self._caption_worker is not None:
+            unfinished = self._caption_worker.stop(timeout_s=5.0)
+            if unfinished:
+                self.get_logger().info(f'{unfinished} segments will be captioned at next start')
+        self._store.close()
         super().destroy_node()
+
+
+def _decode(data) -> np.ndarray:
+    buffer = np.frombuffer(bytes(data), dtype=np.uint8)
+    image = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
+    if image is None:
+        raise ValueError('image search needs a decodable image')
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def main(args=None) -> None:

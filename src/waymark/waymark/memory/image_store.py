@@ -2,60 +2,97 @@
 """Keyframe images on disk, next to the database that refers to them by relative path.
 
 Images stay out of Milvus: the database holds vectors and scalars, and a relative reference
-keeps the memory directory movable between machines.
+keeps the memory directory movable between machines. Files are named by the SHA-256 of
+their content, so a robot standing still (or a segment grid reusing a frame) costs the
+disk once, and a file never changes once written: a reference is valid until removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import os
+import secrets
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 
-from waymark.memory.entries import check_session_name
-
 _EXTENSIONS = {'jpeg': 'jpg', 'jpg': 'jpg', 'png': 'png'}
+_IMAGES = 'images'
+_TEMP_SUFFIX = '.tmp'
+# Errors that mean "no room": a full disk, or a full user quota.
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class ImageStoreFullError(OSError):
-    """The disk is full; the image was not stored and no partial file was left behind."""
+    """The disk is full or the cap is reached; nothing partial was left behind."""
 
 
 class ImageStore:
-    """Write-once image files under `root/images/<session>/`, replaced atomically."""
+    """Content-addressed, write-once image files under `root/images/<aa>/<sha256>.<ext>`.
 
-    def __init__(self, root: str | os.PathLike, fsync: bool = True) -> None:
+    Writes are atomic (temporary file, fsync, rename), so a killed process leaves either
+    the whole image or a temporary file, which the next open deletes. One process owns a
+    store at a time: opening it deletes temporary files that another live writer may
+    still be using.
+    """
+
+    def __init__(self, root: str | os.PathLike, max_bytes: int = 0, fsync: bool = True) -> None:
+        """Open (creating) the store; `max_bytes` caps the total image size, 0 for none.
+
+        Opening walks `images/` once, with one stat per file (about a second per 100k
+        images on an SSD), to delete stale temporary files and learn `used_bytes`; after
+        that the total is tracked by put and remove.
+        """
+        if max_bytes < 0:
+            raise ValueError(f'max_bytes must be >= 0 (0: no cap), got {max_bytes}')
         self.root = Path(root).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
         self.fsync = fsync
+        # One lock over check, write and count: concurrent puts of the same content would
+        # otherwise both count it, and the cap check would race.
+        self._lock = threading.Lock()
+        (self.root / _IMAGES).mkdir(parents=True, exist_ok=True)
+        self._used = self._scan()
 
-    def put(self, session: str, index: int, data: bytes, fmt: str = 'jpeg') -> str:
-        """Store one image and return its reference, relative to `root`."""
-        check_session_name(session)
-        if index < 0:
-            raise ValueError(f'keyframe index must be >= 0, got {index}')
+    @property
+    def used_bytes(self) -> int:
+        """Total size of the stored images (file sizes, not disk blocks)."""
+        return self._used
+
+    def put(self, data: bytes, fmt: str = 'jpeg') -> str:
+        """Store an image and return its reference, relative to `root`.
+
+        Identical content (and format) gives the same reference and is written once.
+        Raises ImageStoreFullError (errno ENOSPC) if the cap would be exceeded or the disk
+        is full, ValueError for empty data or an unknown format.
+        """
         extension = _EXTENSIONS.get(fmt.lower())
         if extension is None:
             raise ValueError(
                 f'unsupported image format {fmt!r}; expected one of {sorted(_EXTENSIONS)}'
             )
-        ref = f'images/{session}/{index:08d}.{extension}'
+        if not data:
+            raise ValueError('refusing to store an empty image')
+        digest = hashlib.sha256(data).hexdigest()
+        ref = f'{_IMAGES}/{digest[:2]}/{digest}.{extension}'
         target = self.path(ref)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f'.{target.name}.{os.getpid()}.tmp')
-        try:
-            with open(temporary, 'wb') as stream:
-                stream.write(data)
-                stream.flush()
-                if self.fsync:
-                    os.fsync(stream.fileno())
-            os.replace(temporary, target)
-        except OSError as error:
-            temporary.unlink(missing_ok=True)
-            if error.errno == errno.ENOSPC:
+        with self._lock:
+            if target.exists():
+                return ref
+            if self.max_bytes and self._used + len(data) > self.max_bytes:
                 raise ImageStoreFullError(
-                    errno.ENOSPC, f'disk full: could not store image {ref} under {self.root}'
-                ) from error
-            raise
+                    errno.ENOSPC,
+                    f'image store cap reached: {self._used} + {len(data)} bytes > '
+                    f'max_bytes={self.max_bytes} under {self.root}',
+                )
+            self._write(target, data, ref)
+            self._used += len(data)
+            if self.fsync:
+                # The rename is durable only once its directory is: the database will
+                # refer to this file.
+                _fsync_directory(target.parent)
         return ref
 
     def get(self, ref: str) -> bytes:
@@ -67,3 +104,70 @@ class ImageStore:
         if Path(ref).is_absolute() or self.root not in candidate.parents:
             raise ValueError(f'image reference {ref!r} points outside {self.root}')
         return candidate
+
+    def remove(self, refs: Iterable[str]) -> int:
+        """Delete images and return the bytes freed; missing files are ignored.
+
+        Every reference is checked before anything is deleted, so a bad one deletes nothing.
+        """
+        paths = {self.path(ref) for ref in refs}
+        freed = 0
+        with self._lock:
+            for path in paths:
+                try:
+                    size = path.stat().st_size
+                    path.unlink()
+                except FileNotFoundError:
+                    continue
+                freed += size
+            self._used -= freed
+        return freed
+
+    def _write(self, target: Path, data: bytes, ref: str) -> None:
+        new_directory = not target.parent.exists()
+        temporary = target.with_name(f'.{target.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}')
+        try:
+            target.parent.mkdir(exist_ok=True)
+            if new_directory and self.fsync:
+                _fsync_directory(target.parent.parent)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(descriptor, view) :]
+                if self.fsync:
+                    os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+            os.replace(temporary, target)
+        except BaseException as error:
+            temporary.unlink(missing_ok=True)
+            if new_directory:
+                # Leave the tree as it was; fails harmlessly if the directory is not empty.
+                with contextlib.suppress(OSError):
+                    target.parent.rmdir()
+            if isinstance(error, OSError) and error.errno in _FULL:
+                raise ImageStoreFullError(
+                    errno.ENOSPC, f'disk full: could not store image {ref} under {self.root}'
+                ) from error
+            raise
+
+    def _scan(self) -> int:
+        """Delete temporary files left by a killed writer and sum the sizes of the rest."""
+        used = 0
+        for directory, _, names in os.walk(self.root / _IMAGES):
+            for name in names:
+                file = os.path.join(directory, name)
+                if name.startswith('.') and name.endswith(_TEMP_SUFFIX):
+                    Path(file).unlink(missing_ok=True)
+                else:
+                    used += os.lstat(file).st_size
+        return used
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -3,14 +3,19 @@
 
 Views are enabled by the embedders given: `image` with an image-text embedder (searched
 with its text tower for text queries, its image tower for photos), `text` with a sentence
-embedder over what OCR read. A text query searches every enabled view and fuses them by
-reciprocal rank, because cosines from different models are not on one scale.
+embedder over what OCR read. With a segmenter, keyframes are also grouped into segments
+(BinTrack), which carry the same views plus VLM captions when a captioner runs.
+
+Ingesting is split in two: `prepare` (decode, OCR, embeddings: the slow, pure part) and
+`commit` (image file, database rows, segments). A commit that fails because the database
+is away can be retried without redoing the model work.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,20 +23,20 @@ import cv2
 import numpy as np
 
 from waymark.memory.embedders import ImageTextModel, TextEmbedder
-from waymark.memory.entries import FrameRecord, Hit, Keyframe
-from waymark.memory.image_store import ImageStore
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
+from waymark.memory.fusion import best_per_entry, reciprocal_rank_fusion
+from waymark.memory.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.ocr import TextReader, joined
+from waymark.memory.record_table import SessionSummary
+from waymark.memory.segment_memory import SegmentMemory
 from waymark.memory.store import MemoryStore
 
 IMAGE_VIEW = 'image'
 TEXT_VIEW = 'text'
-# The usual reciprocal-rank-fusion constant: damps the weight of the very first ranks.
-RRF_K = 60
 MAX_QUERY_CHARS = 1000
 # The text view fetches this many times k, so that among many frames with the same
-# reading the nearest views are still found; cosines are compared to SCORE_DECIMALS.
+# reading the nearest views are still found.
 TEXT_OVERSAMPLING = 4
-SCORE_DECIMALS = 3
 
 
 @dataclass(frozen=True)
@@ -39,10 +44,22 @@ class MemoryStats:
     """Counts for monitoring: what memory holds and how fast frames go in."""
 
     frames: int
+    segments: int
     sessions: list[str]
     views: dict[str, int]
     ingested: int
     mean_ingest_ms: float
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PreparedKeyframe:
+    """A keyframe with the model work done: what `commit` writes."""
+
+    keyframe: Keyframe
+    text: str
+    text_size: float
+    vectors: dict[str, np.ndarray]
 
 
 def decode_image(data: bytes) -> np.ndarray:
@@ -57,7 +74,7 @@ def decode_image(data: bytes) -> np.ndarray:
 def view_dims(
     image_embedder: ImageTextModel | None, text_embedder: TextEmbedder | None
 ) -> dict[str, int]:
-    """The `views` argument of MemoryStore for these embedders."""
+    """The frame views (the `views` argument of MemoryStore) for these embedders."""
     views = {}
     if image_embedder is not None:
         views[IMAGE_VIEW] = image_embedder.dim
@@ -74,6 +91,7 @@ class MemoryService:
         image_embedder: ImageTextModel | None,
         text_embedder: TextEmbedder | None,
         reader: TextReader | None,
+        segments: SegmentMemory | None = None,
     ) -> None:
         wanted = view_dims(image_embedder, text_embedder)
         for view, dim in wanted.items():
@@ -87,107 +105,161 @@ class MemoryService:
         self.image_embedder = image_embedder
         self.text_embedder = text_embedder
         self.reader = reader
+        self.segments = segments
         self.views = list(wanted)
+        self.counts: Counter[str] = Counter()
+        # Writers (ingest, captions arriving, deletion) take turns; searches do not wait.
+        self._write_lock = threading.RLock()
         self._ingested = 0
-        self._next_index: dict[str, int] = {}
         self._ingest_seconds = 0.0
 
-    def ingest(self, keyframe: Keyframe) -> FrameRecord:
-        """Store one keyframe: image file, OCR text, embeddings, then the database row.
+    # -- ingest --------------------------------------------------------------------------
 
-        Memory numbers each session's entries itself, densely and in arrival order
-        (`keyframe.index` is the sender's count). A keyframe already stored (same session
-        and stamp: a bag replayed twice) keeps its entry instead of adding one.
-        """
+    def ingest(self, keyframe: Keyframe) -> FrameRecord:
+        """Store one keyframe: `commit(prepare(keyframe))`."""
+        return self.commit(self.prepare(keyframe))
+
+    def prepare(self, keyframe: Keyframe) -> PreparedKeyframe:
+        """Decode, read text, embed. ValueError when the image does not decode."""
         started = time.perf_counter()
         try:
             image = decode_image(keyframe.image)
         except ValueError as error:
             raise ValueError(f'keyframe {keyframe.session}/{keyframe.index}: {error}') from error
-        keyframe = dataclasses.replace(keyframe, index=self._index_for(keyframe))
-        image_ref = self.image_store.put(
-            keyframe.session, keyframe.index, keyframe.image, keyframe.image_format
-        )
         lines = self.reader.read(image) if self.reader is not None else []
         text = joined(lines)
-        text_size = max((line.height for line in lines), default=0.0) / image.shape[0]
         vectors = {}
         if self.image_embedder is not None:
             vectors[IMAGE_VIEW] = self.image_embedder.embed_images([image])[0]
         if text and self.text_embedder is not None:
             vectors[TEXT_VIEW] = self.text_embedder.embed_texts([text])[0]
-        x, y, z = keyframe.pose.position
-        record = FrameRecord(
-            session=keyframe.session,
-            index=keyframe.index,
-            stamp_ns=keyframe.stamp_ns,
-            x=x,
-            y=y,
-            z=z,
-            yaw=keyframe.pose.yaw,
-            map_epoch=keyframe.map_epoch,
-            pose_valid=keyframe.pose_valid,
-            image_ref=image_ref,
-            text=text,
-            text_size=text_size,
-        )
-        self.store.add(record, vectors)
-        self._next_index[record.session] = max(self._next_index[record.session], record.index + 1)
-        self._ingested += 1
+        text_size = max((line.height for line in lines), default=0.0) / image.shape[0]
+        self._ingest_seconds += time.perf_counter() - started
+        return PreparedKeyframe(keyframe, text, text_size, vectors)
+
+    def commit(self, prepared: PreparedKeyframe) -> FrameRecord:
+        """Write a prepared keyframe: image file, database rows, then its segment.
+
+        Memory numbers each session's entries itself, densely and in arrival order
+        (`keyframe.index` is the sender's count). A keyframe already stored (same session
+        and stamp: a bag replayed twice) keeps its entry instead of adding one. A full
+        image disk keeps the entry without its image (image_ref empty) rather than lose it.
+        """
+        started = time.perf_counter()
+        keyframe = prepared.keyframe
+        with self._write_lock:
+            existing = self.store.find_stamp(keyframe.session, keyframe.stamp_ns)
+            index = existing.index if existing else self.store.next_index(keyframe.session)
+            try:
+                image_ref = self.image_store.put(keyframe.image, keyframe.image_format)
+            except ImageStoreFullError:
+                self.counts['images_not_stored'] += 1
+                image_ref = ''
+            x, y, z = keyframe.pose.position
+            record = FrameRecord(
+                session=keyframe.session,
+                index=index,
+                stamp_ns=keyframe.stamp_ns,
+                x=x,
+                y=y,
+                z=z,
+                yaw=keyframe.pose.yaw,
+                map_epoch=keyframe.map_epoch,
+                pose_valid=keyframe.pose_valid,
+                image_ref=image_ref,
+                text=prepared.text,
+                text_size=prepared.text_size,
+            )
+            self.store.add(record, prepared.vectors)
+            self._ingested += 1
+            if self.segments is not None and existing is None:
+                self.segments.add_frame(record, prepared.vectors.get(IMAGE_VIEW))
         self._ingest_seconds += time.perf_counter() - started
         return record
 
-    def _index_for(self, keyframe: Keyframe) -> int:
-        session = keyframe.session
-        if session not in self._next_index:
-            self._next_index[session] = self.store.next_index(session)
-        stamp = keyframe.stamp_ns
-        same = self.store.search_interval(stamp, stamp, 1, [session])
-        return same[0].record.index if same else self._next_index[session]
+    def close_segments(self, before_ns: int | None = None) -> int:
+        """Close open segment windows (the end of a recording, or the robot idle)."""
+        if self.segments is None:
+            return 0
+        with self._write_lock:
+            return self.segments.flush(before_ns)
 
-    def search_text(self, query: str, k: int, sessions: Sequence[str] | None = None) -> list[Hit]:
-        """Frames matching a description, over every enabled view, fused by rank.
+    # -- search --------------------------------------------------------------------------
 
-        Each hit reports the view where the frame ranked best and its cosine there.
+    def search_text(
+        self,
+        query: str,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
+        views: Sequence[str] | None = None,
+        index_range: tuple[int, int] | None = None,
+    ) -> list[Hit]:
+        """Entries matching a description over the chosen views, merged (see fusion).
+
+        Each hit reports the view where the entry ranked best and its cosine there.
         """
         query = ' '.join(query.split())[:MAX_QUERY_CHARS]
         if not query:
             raise ValueError('empty text query')
-        if not self.views:
-            raise ValueError('text search needs an image-text or a sentence embedder')
+        chosen = self._chosen_views(level, views)
         rankings = []
-        if self.image_embedder is not None:
+        if IMAGE_VIEW in chosen and self.image_embedder is not None:
             vector = self.image_embedder.embed_texts([query])[0]
-            rankings.append(self.store.search_view(IMAGE_VIEW, vector, k, sessions))
-        if self.text_embedder is not None:
-            vector = self.text_embedder.embed_texts([query])[0]
-            candidates = self.store.search_view(TEXT_VIEW, vector, k * TEXT_OVERSAMPLING, sessions)
-            rankings.append(_nearest_reading_first(candidates)[:k])
-        return _fuse(rankings)[:k]
+            rankings.append(
+                self.store.search_view(IMAGE_VIEW, vector, k, sessions, level, index_range)
+            )
+        sentence_views = [view for view in chosen if view != IMAGE_VIEW]
+        if sentence_views:
+            vector = self._sentence_embedder().embed_texts([query])[0]
+            same_scale = []
+            for view in sentence_views:
+                wanted = k * TEXT_OVERSAMPLING if view == TEXT_VIEW else k
+                same_scale.append(
+                    self.store.search_view(view, vector, wanted, sessions, level, index_range)
+                )
+            rankings.append(best_per_entry(same_scale)[:k])
+        return reciprocal_rank_fusion(rankings)[:k]
 
     def search_image(
-        self, image: np.ndarray, k: int, sessions: Sequence[str] | None = None
+        self,
+        image: np.ndarray,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
+        index_range: tuple[int, int] | None = None,
     ) -> list[Hit]:
-        """Frames that look like `image` (RGB uint8), by the image view."""
+        """Entries that look like `image` (RGB uint8), by the image view."""
         if self.image_embedder is None:
             raise ValueError('image search needs an image-text embedder')
         vector = self.image_embedder.embed_images([image])[0]
-        return self.store.search_view(IMAGE_VIEW, vector, k, sessions)
+        return self.store.search_view(IMAGE_VIEW, vector, k, sessions, level, index_range)
 
     def search_time(
-        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None
+        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME
     ) -> list[Hit]:
-        return self.store.search_time(stamp_ns, k, sessions)
+        return self.store.search_time(stamp_ns, k, sessions, level)
 
     def search_interval(
-        self, start_ns: int, end_ns: int, k: int, sessions: Sequence[str] | None = None
+        self,
+        start_ns: int,
+        end_ns: int,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        return self.store.search_interval(start_ns, end_ns, k, sessions)
+        return self.store.search_interval(start_ns, end_ns, k, sessions, level)
 
     def search_position(
-        self, x: float, y: float, z: float, k: int, sessions: Sequence[str] | None = None
+        self,
+        x: float,
+        y: float,
+        z: float,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        return self.store.search_position(x, y, z, k, sessions)
+        return self.store.search_position(x, y, z, k, sessions, level)
 
     def search_range(
         self,
@@ -196,40 +268,83 @@ class MemoryService:
         radius: float,
         sessions: Sequence[str] | None = None,
         k: int | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        return self.store.search_range(x, y, radius, sessions, k)
+        return self.store.search_range(x, y, radius, sessions, k, level)
+
+    def search_index_range(
+        self,
+        session: str,
+        first: int,
+        last: int,
+        k: int,
+        level: str = SEGMENT,
+        text: str = '',
+        views: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        """Entries first..last of one session: ranked by `text` when given (Binary
+        Tracking scores the segments between two anchors), else in index order."""
+        if last < first:
+            raise ValueError(f'index range ends ({last}) before it starts ({first})')
+        if text.strip():
+            return self.search_text(text, k, [session], level, views, (first, last))
+        return self.store.search_index_range(session, first, last, k, level)
+
+    def _chosen_views(self, level: str, views: Sequence[str] | None) -> list[str]:
+        enabled = self.store.views(level)
+        if not enabled:
+            raise ValueError(f'no embedding views are enabled at the {level} level')
+        if not views:
+            return enabled
+        unknown = sorted(set(views) - set(enabled))
+        if unknown:
+            raise ValueError(
+                f'views {unknown} are not enabled at the {level} level; enabled: {enabled}'
+            )
+        return list(dict.fromkeys(views))
+
+    def _sentence_embedder(self) -> TextEmbedder:
+        if self.text_embedder is None:
+            raise ValueError('text and caption views need a sentence embedder')
+        return self.text_embedder
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def sessions(self) -> list[tuple[str, SessionSummary, int]]:
+        """Each session with its frame summary and its number of segments."""
+        return [
+            (name, self.store.summary(name), self.store.count(name, level=SEGMENT))
+            for name in self.store.sessions()
+        ]
+
+    def delete_session(self, session: str) -> tuple[int, int]:
+        """Delete a session's entries and the images no other session uses; returns the
+        numbers of frames and segments deleted."""
+        with self._write_lock:
+            if self.segments is not None:
+                self.segments.forget(session)
+            removed = self.store.delete_session(session)
+            refs = {r.image_ref for records in removed.values() for r in records if r.image_ref}
+            self.image_store.remove(refs - self.store.image_refs())
+        return len(removed[FRAME]), len(removed[SEGMENT])
+
+    # -- monitoring ----------------------------------------------------------------------
 
     def stats(self) -> MemoryStats:
+        counts = dict(self.counts)
+        if self.segments is not None:
+            counts.update(self.segments.counts)
         return MemoryStats(
             frames=self.store.count(),
+            segments=self.store.count(level=SEGMENT),
             sessions=self.store.sessions(),
             views={view: self.store.count(view=view) for view in self.views},
             ingested=self._ingested,
             mean_ingest_ms=self.mean_ingest_ms,
+            counts=counts,
         )
 
     @property
     def mean_ingest_ms(self) -> float:
         """Mean time of a successful ingest so far (decode, OCR, embeddings, writes)."""
         return 1000.0 * self._ingest_seconds / self._ingested if self._ingested else 0.0
-
-
-def _nearest_reading_first(hits: Sequence[Hit]) -> list[Hit]:
-    """Frames that read the same words score the same; of those, the one that saw the
-    text largest (nearest, most legible) is the better answer, so it goes first."""
-    return sorted(hits, key=lambda h: (-round(h.score, SCORE_DECIMALS), -h.record.text_size))
-
-
-def _fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
-    """Reciprocal-rank fusion; ties keep the higher cosine, then the id, for a stable order."""
-    fused: dict[str, float] = {}
-    best: dict[str, tuple[int, Hit]] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            key = hit.record.id
-            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            kept = best.get(key)
-            if kept is None or (rank, -hit.score) < (kept[0], -kept[1].score):
-                best[key] = (rank, hit)
-    order = sorted(fused, key=lambda key: (-fused[key], -best[key][1].score, key))
-    return [best[key][1] for key in order]

@@ -1,48 +1,66 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Frame memory in Milvus: one frames collection plus one collection per embedding view.
+"""Memory entries kept durably in Milvus and searched through in-process indexes.
 
-The frames collection carries time and pose as scalars and the position as small vectors,
-so time, position and radius queries run inside Milvus. Each embedding view (image, OCR
-text, ...) lives in its own collection keyed by the frame id: a view row exists only where
-the view has content, and a view can be added later without touching the frames.
+Two levels of entries, frames and segments, each with a records collection (time, pose,
+text as scalars) and one collection per embedding view keyed by the entry id: a view row
+exists only where the view has content, and a view can be added later (captions arrive
+after their segment) without touching the records.
 
-`uri` is a path ending in `.db` (Milvus Lite, embedded, one process per database) or a
-server address (`http://host:19530`); the code paths are the same apart from opening and
-closing. Milvus has no ORDER BY for scalar queries, so chronological queries narrow a time
-window until it holds few enough rows to sort here; every request is bounded by `max_k`.
+Milvus is the source of truth; every write goes there first. Searches are answered by a
+RecordTable and one VectorIndex per view, filled from Milvus when the store opens and
+updated on each write. Milvus Lite 3.2 scans every row in Python on each query (60 ms at
+100k rows whatever the index), and memory_node is the only writer, so in-process indexes
+are both correct and an order of magnitude faster. `uri` is a path ending in `.db` (Milvus
+Lite, embedded, one process per database) or a server address (`http://host:19530`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
+import functools
 import json
+import logging
 import math
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from pymilvus import DataType, MilvusClient, MilvusException
 
-from waymark.memory.entries import SESSION_NAME, FrameRecord, Hit, frame_id, is_session_name
+from waymark.memory.entries import (
+    FRAME,
+    LEVELS,
+    SEGMENT,
+    FrameRecord,
+    Hit,
+    is_session_name,
+)
+from waymark.memory.record_table import RecordTable, SessionSummary
+from waymark.memory.vector_index import IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
 ID_MAX_BYTES = 96
 SESSION_MAX_BYTES = 64
 IMAGE_REF_MAX_BYTES = 256
 TEXT_MAX_BYTES = 2048
-INT64_MAX = 2**63 - 1
 WRITE_BATCH = 256
+READ_BATCH = 4096
+# Written next to the saved vector indexes at a clean shutdown, removed at open.
+CLEAN_MARK = 'clean-shutdown.json'
+_LOG = logging.getLogger(__name__)
 
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
-_FRAME_ID = re.compile(rf'({SESSION_NAME.pattern})/(0|[1-9][0-9]{{0,18}})')
 _RECORD_FIELDS = (
     'session',
     'idx',
     'stamp_ns',
+    'end_ns',
     'x',
     'y',
     'z',
@@ -76,28 +94,14 @@ class _Field:
     partition_key: bool = False
 
 
-@dataclass(frozen=True)
-class _Index:
-    field_name: str
-    index_type: str
-    extra: dict = field(default_factory=dict)
-
-
-# Exact search for the tiny position vectors; inverted indexes for the common filters.
-_FRAMES_INDEXES = [
-    _Index('position', 'FLAT', {'metric_type': 'L2'}),
-    _Index('planar', 'FLAT', {'metric_type': 'L2'}),
-    _Index('session', 'INVERTED'),
-    _Index('stamp_ns', 'INVERTED'),
-]
-
-
-def _frames_fields() -> list[_Field]:
+def _records_fields() -> list[_Field]:
     return [
         _Field('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
         _Field('session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True),
         _Field('idx', DataType.INT64),
         _Field('stamp_ns', DataType.INT64),
+        _Field('end_ns', DataType.INT64),
+        # Doubles, so a record reads back exactly as it was written.
         _Field('x', DataType.DOUBLE),
         _Field('y', DataType.DOUBLE),
         _Field('z', DataType.DOUBLE),
@@ -107,9 +111,8 @@ def _frames_fields() -> list[_Field]:
         _Field('image_ref', DataType.VARCHAR, {'max_length': IMAGE_REF_MAX_BYTES}),
         _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
         _Field('text_size', DataType.DOUBLE),
-        # The pose scalars are doubles so a record reads back exactly as it was written; the
-        # vectors are float32 copies: (x, y, z) for nearest search, (x, y) for radius search.
-        _Field('position', DataType.FLOAT_VECTOR, {'dim': 3}),
+        # Milvus requires a vector field in every collection; the planar position is the
+        # natural one and lets a Milvus server answer range queries on its own.
         _Field('planar', DataType.FLOAT_VECTOR, {'dim': 2}),
     ]
 
@@ -118,7 +121,10 @@ def _view_fields(dim: int) -> list[_Field]:
     return [
         _Field('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
         _Field('session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True),
+        _Field('idx', DataType.INT64),
         _Field('vector', DataType.FLOAT_VECTOR, {'dim': dim}),
+        # The text the vector was made from, where it is not the record's (captions).
+        _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
     ]
 
 
@@ -130,8 +136,49 @@ def clip_utf8(text: str, max_bytes: int) -> str:
     return data[:max_bytes].decode('utf-8', errors='ignore')
 
 
+@dataclass(frozen=True)
+class ViewRow:
+    """One view's vector for an entry, and the text it was made from when that text is
+    not the entry's own (a caption)."""
+
+    vector: np.ndarray
+    text: str = ''
+
+
+@dataclass
+class LoadReport:
+    """What opening the store found in Milvus: entries per level and per view, and how
+    long filling the in-process indexes took."""
+
+    entries: dict[str, int] = field(default_factory=dict)
+    views: dict[str, int] = field(default_factory=dict)
+    # Views whose index was loaded from a clean shutdown's save instead of rebuilt.
+    loaded: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Level:
+    records: str
+    views: dict[str, str]
+    dims: dict[str, int]
+    table: RecordTable
+    indexes: dict[str, VectorIndex]
+
+
+def _locked(method: Callable) -> Callable:
+    """Run a reading method under the store's local lock (see __init__)."""
+
+    @functools.wraps(method)
+    def locked(self: MemoryStore, *args, **kwargs):
+        with self._local_lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class MemoryStore:
-    """Frames, their embedding views, and the time/position/similarity queries over them."""
+    """Frames and segments, their embedding views, and the searches over them."""
 
     def __init__(
         self,
@@ -139,33 +186,58 @@ class MemoryStore:
         views: Mapping[str, int],
         prefix: str = 'waymark',
         max_k: int = DEFAULT_MAX_K,
-        view_index_type: str = 'AUTOINDEX',
         token: str = '',
+        segment_views: Mapping[str, int] | None = None,
+        index_params: IndexParams | None = None,
+        index_dir: str | os.PathLike | None = None,
     ) -> None:
-        for name in [prefix, *views]:
+        segment_views = dict(segment_views or {})
+        for name in [prefix, *views, *segment_views]:
             if not _NAME.fullmatch(name):
                 raise ValueError(f'invalid collection name part {name!r}: letters, digits, "_"')
-        for name, dim in views.items():
+        for name, dim in [*views.items(), *segment_views.items()]:
             if not 1 <= int(dim) <= 32768:
                 raise ValueError(f'view {name!r}: dim must be in [1, 32768], got {dim}')
         if max_k < 1:
             raise ValueError(f'max_k must be >= 1, got {max_k}')
         self.uri = uri
         self.max_k = max_k
-        self.view_dims = {name: int(dim) for name, dim in views.items()}
-        self._frames = f'{prefix}_frames'
-        self._view_collections = {name: f'{prefix}_view_{name}' for name in views}
+        params = index_params or IndexParams()
+        self._levels = {
+            FRAME: _level(f'{prefix}_frames', f'{prefix}_view', views, params),
+            SEGMENT: _level(f'{prefix}_segments', f'{prefix}_segview', segment_views, params),
+        }
         self._lite_path = _lite_path(uri)
+        if index_dir is None and self._lite_path is not None:
+            index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
+        self._index_dir = Path(index_dir) / prefix if index_dir is not None else None
+        self._index_params = params
+        # One writer at a time. The in-process indexes change only under `_local_lock`,
+        # which searches take too, so a search never sees half an update and never waits
+        # for a database round trip.
         self._write_lock = threading.Lock()
+        self._local_lock = threading.RLock()
         self._client = _connect(uri, token, self._lite_path)
         try:
-            self._ensure(self._frames, _frames_fields(), _FRAMES_INDEXES)
-            for name, collection in self._view_collections.items():
-                view_index = _Index('vector', view_index_type, {'metric_type': 'COSINE'})
-                self._ensure(collection, _view_fields(self.view_dims[name]), [view_index])
+            for level in self._levels.values():
+                self._ensure(level.records, _records_fields(), 'planar', 'L2')
+                for name, collection in level.views.items():
+                    self._ensure(collection, _view_fields(level.dims[name]), 'vector', 'COSINE')
+            self.load_report = self._load()
         except BaseException:
             self.close()
             raise
+
+    @property
+    def view_dims(self) -> dict[str, int]:
+        return dict(self._levels[FRAME].dims)
+
+    @property
+    def segment_view_dims(self) -> dict[str, int]:
+        return dict(self._levels[SEGMENT].dims)
+
+    def views(self, level: str = FRAME) -> list[str]:
+        return list(self._level(level).dims)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -177,13 +249,21 @@ class MemoryStore:
 
     def flush(self) -> None:
         """Seal what was written into segments (Milvus Lite writes its log durably on close)."""
-        for collection in [self._frames, *self._view_collections.values()]:
-            self._client.flush(collection)
+        for level in self._levels.values():
+            for collection in [level.records, *level.views.values()]:
+                self._client.flush(collection)
 
     def close(self) -> None:
-        """Close the connection; for Milvus Lite also stop the embedded server and unlock."""
+        """Save the in-process indexes (a clean shutdown lets the next start load them
+        instead of rebuilding), close the connection; for Milvus Lite also stop the
+        embedded server and unlock."""
         if self._client is None:
             return
+        if self._index_dir is not None and getattr(self, 'load_report', None) is not None:
+            try:
+                self._save_indexes()
+            except OSError as error:  # a full disk: the next start rebuilds, nothing lost
+                _LOG.warning('could not save the vector indexes: %s', error)
         self._client.close()
         self._client = None
         if self._lite_path is not None:
@@ -193,95 +273,183 @@ class MemoryStore:
 
     # -- writing -------------------------------------------------------------------------
 
-    def add(self, record: FrameRecord, vectors: Mapping[str, np.ndarray]) -> None:
+    def add(self, record: FrameRecord, vectors: Mapping[str, np.ndarray | ViewRow]) -> None:
         self.add_many([record], [vectors])
 
     def add_many(
-        self, records: Sequence[FrameRecord], vectors: Sequence[Mapping[str, np.ndarray]]
+        self,
+        records: Sequence[FrameRecord],
+        vectors: Sequence[Mapping[str, np.ndarray | ViewRow]],
     ) -> None:
-        """Insert or replace frames by id, with the views they have content for.
+        """Insert or replace entries by id, with the views they have content for.
 
-        A view missing from a frame's `vectors` is removed for that frame if it was stored
-        before, so a re-added frame never keeps a stale view row.
+        All records must be of one kind (level). A view missing from an entry's `vectors`
+        is removed for that entry if it was stored before, so a re-added entry never keeps
+        a stale view row. Milvus is written first: when it fails, nothing changes here.
         """
         if len(records) != len(vectors):
             raise ValueError(f'{len(records)} records but {len(vectors)} vector maps')
-        frame_rows = [_frame_row(record) for record in records]
-        view_rows: dict[str, list[dict]] = {name: [] for name in self.view_dims}
-        view_absent: dict[str, list[str]] = {name: [] for name in self.view_dims}
+        if not records:
+            return
+        kinds = {record.kind for record in records}
+        if len(kinds) != 1:
+            raise ValueError(f'one level per call, got {sorted(kinds)}')
+        kind = kinds.pop()
+        level = self._level(kind)
+        record_rows = [_record_row(record) for record in records]
+        view_rows: dict[str, list[dict]] = {name: [] for name in level.dims}
+        view_absent: dict[str, list[str]] = {name: [] for name in level.dims}
         for record, by_view in zip(records, vectors, strict=True):
-            unknown = set(by_view) - set(self.view_dims)
+            unknown = set(by_view) - set(level.dims)
             if unknown:
                 raise ValueError(
-                    f'unknown views {sorted(unknown)}; this store has {sorted(self.view_dims)}'
+                    f'unknown views {sorted(unknown)}; {record.kind} level has {sorted(level.dims)}'
                 )
-            for name, dim in self.view_dims.items():
+            for name, dim in level.dims.items():
                 if name in by_view:
-                    vector = _unit_vector(by_view[name], dim, f'{record.id} view {name!r}')
-                    view_rows[name].append(
-                        {'id': record.id, 'session': record.session, 'vector': vector}
-                    )
+                    view_rows[name].append(_view_row(record, by_view[name], dim, name))
                 else:
                     view_absent[name].append(record.id)
         with self._write_lock:
-            existing = self._records_by_id([row['id'] for row in frame_rows])
-            for batch in _batches(frame_rows, WRITE_BATCH):
-                self._client.upsert(self._frames, batch)
-            for name, collection in self._view_collections.items():
+            for batch in _batches(record_rows, WRITE_BATCH):
+                self._client.upsert(level.records, batch)
+            for name, collection in level.views.items():
                 for batch in _batches(view_rows[name], WRITE_BATCH):
                     self._client.upsert(collection, batch)
-                stale = [i for i in view_absent[name] if i in existing]
+                present = level.indexes[name].ids() if view_absent[name] else set()
+                stale = [i for i in view_absent[name] if i in present]
                 for batch in _batches(stale, WRITE_BATCH):
                     self._client.delete(collection, ids=batch)
+            with self._local_lock:
+                # What Milvus holds (lost poses zeroed, text clipped), so a search answers
+                # the same before and after a restart.
+                level.table.upsert([_record(row, kind) for row in record_rows])
+                for name, rows in view_rows.items():
+                    _index_rows(level.indexes[name], rows)
+                    level.indexes[name].remove(view_absent[name])
+
+    def add_views(
+        self, level: str, records: Sequence[FrameRecord], view: str, rows: Sequence[ViewRow]
+    ) -> None:
+        """Add (or replace) one view for entries already stored, leaving their records and
+        other views alone: captions arrive after their segment was stored."""
+        store_level = self._level(level)
+        if view not in store_level.dims:
+            raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
+        if len(records) != len(rows):
+            raise ValueError(f'{len(records)} records but {len(rows)} view rows')
+        dim = store_level.dims[view]
+        prepared = [_view_row(r, row, dim, view) for r, row in zip(records, rows, strict=True)]
+        with self._write_lock:
+            for batch in _batches(prepared, WRITE_BATCH):
+                self._client.upsert(store_level.views[view], batch)
+            with self._local_lock:
+                _index_rows(store_level.indexes[view], prepared)
+
+    def delete_session(self, session: str) -> dict[str, list[FrameRecord]]:
+        """Remove a session's entries and views from every level; returns what was removed
+        (so the caller can delete its images). An unknown session removes nothing."""
+        if not is_session_name(session):
+            raise ValueError(f'invalid session name {session!r}')
+        expression = f'session == {json.dumps(session)}'
+        removed = {}
+        with self._write_lock:
+            for name, level in self._levels.items():
+                for collection in [*level.views.values(), level.records]:
+                    self._client.delete(collection, filter=expression)
+                with self._local_lock:
+                    for index in level.indexes.values():
+                        index.remove_session(session)
+                    removed[name] = level.table.remove_session(session)
+        return removed
 
     # -- searching -----------------------------------------------------------------------
 
+    @_locked
     def search_view(
-        self, view: str, vector: np.ndarray, k: int, sessions: Sequence[str] | None = None
+        self,
+        view: str,
+        vector: np.ndarray,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
+        index_range: tuple[int, int] | None = None,
     ) -> list[Hit]:
-        """Frames whose `view` embedding is most similar (cosine) to `vector`, best first."""
-        if view not in self._view_collections:
-            raise ValueError(f'unknown view {view!r}; this store has {sorted(self.view_dims)}')
-        query = _unit_vector(vector, self.view_dims[view], f'query for view {view!r}')
-        expression = _session_filter(sessions)
-        if expression is None:
+        """Entries whose `view` embedding is most similar (cosine) to `vector`, best first.
+
+        `index_range` (first, last) keeps entries with those indices only; with it,
+        exactly one session must be named.
+        """
+        store_level = self._level(level)
+        if view not in store_level.indexes:
+            raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
+        if index_range is not None and (not sessions or len(set(sessions)) != 1):
+            raise ValueError('an index range needs exactly one session')
+        sessions = _valid_sessions(sessions)
+        if sessions == []:
             return []
-        found = self._client.search(
-            self._view_collections[view],
-            data=[query],
-            anns_field='vector',
-            limit=self._k(k),
-            filter=expression,
-            output_fields=['id'],
-            search_params={'metric_type': 'COSINE'},
-        )[0]
-        records = self._records_by_id([hit['id'] for hit in found])
-        return [
-            Hit(records[hit['id']], float(hit['distance']), view)
-            for hit in found
-            if hit['id'] in records
-        ]
+        found = store_level.indexes[view].search(
+            _unit_vector(vector, store_level.dims[view], f'query for view {view!r}'),
+            self._k(k),
+            sessions,
+            index_range,
+        )
+        records = {r.id: r for r in store_level.table.get(i for i, _ in found)}
+        texts = self._view_texts(store_level, view, [i for i, _ in found])
+        hits = []
+        for key, score in found:
+            if key in records:
+                record = records[key]
+                if texts.get(key):
+                    record = dataclasses.replace(record, text=texts[key])
+                hits.append(Hit(record, float(score), view))
+        return hits
 
     def search_time(
-        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None
+        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME
     ) -> list[Hit]:
-        """The first k frames at or after `stamp_ns`, in chronological order (not centred)."""
-        return self._chronological(int(stamp_ns), INT64_MAX, self._k(k), sessions)
+        """The first k entries at or after `stamp_ns`, in chronological order (not centred)."""
+        return self.search_interval(stamp_ns, 2**63 - 1, k, sessions, level)
 
+    @_locked
     def search_interval(
-        self, start_ns: int, end_ns: int, k: int, sessions: Sequence[str] | None = None
+        self,
+        start_ns: int,
+        end_ns: int,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        """The first k frames with start_ns <= stamp <= end_ns, in chronological order."""
+        """The first k entries with start_ns <= stamp <= end_ns, in chronological order;
+        scores are seconds after start_ns."""
         if end_ns < start_ns:
             raise ValueError(f'interval ends ({end_ns}) before it starts ({start_ns})')
-        return self._chronological(int(start_ns), int(end_ns), self._k(k), sessions)
+        sessions = _valid_sessions(sessions)
+        if sessions == []:
+            return []
+        found = self._level(level).table.chronological(
+            int(start_ns), int(end_ns), self._k(k), sessions
+        )
+        return [Hit(r, (r.stamp_ns - start_ns) / 1e9, 'time') for r in found]
 
+    @_locked
     def search_position(
-        self, x: float, y: float, z: float, k: int, sessions: Sequence[str] | None = None
+        self,
+        x: float,
+        y: float,
+        z: float,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        """The k frames observed nearest to (x, y, z), nearest first; score in metres."""
-        return self._search_positions('position', [x, y, z], self._k(k), None, sessions)
+        """The k entries observed nearest to (x, y, z), nearest first; score in metres."""
+        sessions = _valid_sessions(sessions)
+        if sessions == []:
+            return []
+        found = self._level(level).table.nearest(x, y, z, self._k(k), sessions)
+        return [Hit(record, float(distance), 'position') for record, distance in found]
 
+    @_locked
     def search_range(
         self,
         x: float,
@@ -289,172 +457,205 @@ class MemoryStore:
         radius: float,
         sessions: Sequence[str] | None = None,
         k: int | None = None,
+        level: str = FRAME,
     ) -> list[Hit]:
-        """Frames within `radius` metres of (x, y) on the floor plan, nearest first.
+        """Entries within `radius` metres of (x, y) on the floor plan, nearest first.
 
-        Height is ignored, as on a floor plan; scores are planar distances in metres, and
-        hits are labelled with the 'position' view.
+        Height is ignored, as on a floor plan; scores are planar distances in metres.
         """
         if not (math.isfinite(radius) and radius > 0):
             raise ValueError(f'radius must be a positive number of metres, got {radius}')
+        sessions = _valid_sessions(sessions)
+        if sessions == []:
+            return []
         limit = self.max_k if k is None else self._k(k)
-        return self._search_positions('planar', [x, y], limit, radius, sessions)
+        found = self._level(level).table.within(x, y, radius, limit, sessions)
+        return [Hit(record, float(distance), 'position') for record, distance in found]
+
+    @_locked
+    def search_index_range(
+        self, session: str, first: int, last: int, k: int, level: str = SEGMENT
+    ) -> list[Hit]:
+        """Entries first..last (inclusive) of one session, in index order; score 0."""
+        if last < first:
+            raise ValueError(f'index range ends ({last}) before it starts ({first})')
+        if not is_session_name(session):
+            return []
+        found = self._level(level).table.index_range(session, int(first), int(last), self._k(k))
+        return [Hit(record, 0.0, 'index') for record in found]
 
     # -- reading -------------------------------------------------------------------------
 
-    def get(self, ids: Iterable[str]) -> list[FrameRecord]:
+    @_locked
+    def get(self, ids: Iterable[str], level: str = FRAME) -> list[FrameRecord]:
         """Records for the ids that exist, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        records = self._records_by_id(ids)
-        return [records[i] for i in ids if i in records]
+        return self._level(level).table.get(ids)
 
-    def count(self, session: str | None = None, view: str | None = None) -> int:
-        """Frames stored (in `view`'s collection when given), for one session or all."""
-        collection = self._frames if view is None else self._view_collections.get(view)
-        if collection is None:
-            raise ValueError(f'unknown view {view!r}; this store has {sorted(self.view_dims)}')
-        expression = _session_filter(None if session is None else [session])
-        if expression is None:
-            return 0
-        rows = self._client.query(collection, filter=expression, output_fields=['count(*)'])
-        return int(rows[0]['count(*)'])
+    @_locked
+    def find_stamp(self, session: str, stamp_ns: int, level: str = FRAME) -> FrameRecord | None:
+        return self._level(level).table.find_stamp(session, stamp_ns)
 
+    @_locked
+    def count(self, session: str | None = None, view: str | None = None, level: str = FRAME) -> int:
+        """Entries stored (with `view` when given), for one session or all."""
+        store_level = self._level(level)
+        if view is None:
+            return store_level.table.count(session)
+        if view not in store_level.indexes:
+            raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
+        index = store_level.indexes[view]
+        if session is None:
+            return len(index)
+        return sum(1 for key in index.ids() if key.startswith(f'{session}/'))
+
+    @_locked
+    def view_ids(self, level: str, view: str) -> set[str]:
+        """Ids of the entries that have `view`."""
+        store_level = self._level(level)
+        if view not in store_level.indexes:
+            raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
+        return store_level.indexes[view].ids()
+
+    def get_vectors(self, level: str, view: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of one view by entry id (unknown ids are skipped)."""
+        store_level = self._level(level)
+        if view not in store_level.views:
+            raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
+        found = {}
+        for batch in _batches(list(dict.fromkeys(ids)), READ_BATCH):
+            for row in self._client.get(
+                store_level.views[view], ids=list(batch), output_fields=['vector']
+            ):
+                found[row['id']] = np.asarray(row['vector'], dtype=np.float32)
+        return found
+
+    @_locked
+    def image_refs(self) -> set[str]:
+        """Every image reference held by any entry (content-addressed images may be shared)."""
+        refs = set()
+        for level in self._levels.values():
+            if len(level.table):  # deletions are rare: a full pass is fine
+                every = level.table.chronological(-(2**63), 2**63 - 1, len(level.table), None)
+                refs.update(record.image_ref for record in every if record.image_ref)
+        return refs
+
+    @_locked
     def sessions(self) -> list[str]:
-        """Names of the sessions in memory (at most max_k), sorted."""
-        found = _widening(
-            self.max_k,
-            lambda limit: self._client.search(
-                self._frames,
-                data=[[0.0, 0.0, 0.0]],
-                anns_field='position',
-                limit=limit,
-                group_by_field='session',
-                output_fields=['session'],
-                search_params={'metric_type': 'L2'},
-            )[0],
-        )
-        return sorted({hit['entity']['session'] for hit in found})
+        """Names of the sessions in memory, sorted."""
+        return self._levels[FRAME].table.sessions()
 
-    def next_index(self, session: str) -> int:
-        """One past the largest keyframe index stored for `session` (0 when it has none).
+    @_locked
+    def summary(self, session: str, level: str = FRAME) -> SessionSummary:
+        return self._level(level).table.summary(session)
 
-        Pages of indices above the largest seen so far are read until a page is not full,
-        so a session costs about count / max_k small queries.
-        """
-        if not is_session_name(session):
-            return 0
-        low = 0
-        while True:
-            found = self._client.query(
-                self._frames,
-                filter=f'session == {json.dumps(session)} and idx >= {low}',
-                output_fields=['idx'],
-                limit=self.max_k,
-            )
-            if not found:
-                return low
-            top = max(int(row['idx']) for row in found)
-            if len(found) < self.max_k:
-                return top + 1
-            low = top + 1
+    @_locked
+    def next_index(self, session: str, level: str = FRAME) -> int:
+        """One past the largest index stored for `session` (0 when it has none)."""
+        return self._level(level).table.next_index(session)
 
     # -- internals -----------------------------------------------------------------------
+
+    def _level(self, level: str) -> _Level:
+        if level not in self._levels:
+            raise ValueError(f'unknown level {level!r}; expected one of {LEVELS}')
+        return self._levels[level]
 
     def _k(self, k: int) -> int:
         if k < 1:
             raise ValueError(f'k must be >= 1, got {k}')
         return min(int(k), self.max_k)
 
-    def _records_by_id(self, ids: Sequence[str]) -> dict[str, FrameRecord]:
-        wanted = list(
-            dict.fromkeys(i for i in ids if isinstance(i, str) and _FRAME_ID.fullmatch(i))
-        )
-        records = {}
-        for batch in _batches(wanted, self.max_k):
-            for row in self._client.get(
-                self._frames, ids=batch, output_fields=list(_RECORD_FIELDS)
-            ):
-                record = _record(row)
-                records[record.id] = record
-        return records
+    def _view_texts(self, level: _Level, view: str, ids: Sequence[str]) -> dict[str, str]:
+        """The view's own text for these entries (captions); few rows, fetched by id."""
+        if level is not self._levels[SEGMENT] or not ids or not view.startswith('caption'):
+            return {}
+        rows = self._client.get(level.views[view], ids=list(ids), output_fields=['text'])
+        return {row['id']: row['text'] for row in rows}
 
-    def _search_positions(
-        self,
-        field_name: str,
-        point: list[float],
-        limit: int,
-        radius: float | None,
-        sessions: Sequence[str] | None,
-    ) -> list[Hit]:
-        if not all(math.isfinite(value) for value in point):
-            raise ValueError(f'position must be finite, got {point}')
-        expression = _session_filter(sessions, 'pose_valid == true')
-        if expression is None:
-            return []
-        params: dict = {'metric_type': 'L2'}
-        if radius is not None:
-            # Milvus reports squared L2 distances, and bounds them the same way.
-            params['params'] = {'radius': radius * radius}
+    def _load(self) -> LoadReport:
+        """Fill the in-process indexes from Milvus (the source of truth).
 
-        def search(size: int) -> list:
-            return self._client.search(
-                self._frames,
-                data=[[float(value) for value in point]],
-                anns_field=field_name,
-                limit=size,
-                filter=expression,
-                output_fields=list(_RECORD_FIELDS),
-                search_params=params,
-            )[0]
-
-        # A radius usually holds far fewer frames than the cap, and the cost follows the limit.
-        found = search(limit) if radius is None else _widening(limit, search)
-        hits = [
-            Hit(_record(hit['entity']), math.sqrt(max(float(hit['distance']), 0.0)), 'position')
-            for hit in found
-        ]
-        return [hit for hit in hits if radius is None or hit.score <= radius]
-
-    def _chronological(
-        self, start: int, end: int, k: int, sessions: Sequence[str] | None
-    ) -> list[Hit]:
-        """First k frames in [start, end] by stamp, without reading the whole range.
-
-        A query that fills its page may have left out earlier rows, so the window is cut
-        at the stamp by which the page alone already holds enough rows (or halved when
-        that does not shrink it) and asked again; a window that fits is sorted and kept.
+        Vector indexes saved at a clean shutdown are loaded instead of rebuilt when the
+        database still holds exactly as many rows as they do; the clean-shutdown mark is
+        removed at once, so after a crash every index is rebuilt from Milvus.
         """
-        base = _session_filter(sessions)
-        if base is None:
-            return []
-        page = 2 * k + 16
-        rows: list[dict] = []
-        low = start
-        while len(rows) < k and low <= end:
-            need, high = k - len(rows), end
-            while True:
-                expression = f'stamp_ns >= {low} and stamp_ns <= {high}'
-                found = self._client.query(
-                    self._frames,
-                    filter=f'{base} and {expression}' if base else expression,
-                    output_fields=list(_RECORD_FIELDS),
-                    limit=page,
-                )
-                if len(found) < page or high == low:
-                    break
-                enough = sorted(row['stamp_ns'] for row in found)[need - 1]
-                high = enough if enough < high else low + (high - low) // 2
-            rows.extend(
-                sorted(found, key=lambda row: (row['stamp_ns'], row['session'], row['idx']))
-            )
-            low = high + 1
-        return [
-            Hit(record, (record.stamp_ns - start) / 1e9, 'time')
-            for record in (_record(row) for row in rows[:k])
-        ]
+        started = time.perf_counter()
+        report = LoadReport()
+        saved = self._clean_shutdown_counts()
+        for name, level in self._levels.items():
+            records = [_record(row, name) for row in self._scan(level.records, _RECORD_FIELDS)]
+            level.table.upsert(records)
+            report.entries[name] = len(records)
+            for view, collection in level.views.items():
+                key = f'{name}/{view}'
+                index = self._saved_index(key, level.dims[view], saved.get(key), collection)
+                if index is not None:
+                    level.indexes[view] = index
+                    report.loaded.append(key)
+                else:
+                    _index_rows(
+                        level.indexes[view],
+                        list(self._scan(collection, ('session', 'idx', 'vector'))),
+                    )
+                report.views[key] = len(level.indexes[view])
+        report.seconds = time.perf_counter() - started
+        return report
 
-    def _ensure(self, name: str, fields: list[_Field], indexes: list[_Index]) -> None:
-        """Open a collection, creating it (and any missing index) on the way."""
+    def _clean_shutdown_counts(self) -> dict[str, int]:
+        if self._index_dir is None:
+            return {}
+        mark = self._index_dir / CLEAN_MARK
+        try:
+            counts = json.loads(mark.read_text())
+        except (OSError, ValueError):
+            return {}
+        finally:
+            mark.unlink(missing_ok=True)
+        return counts if isinstance(counts, dict) else {}
+
+    def _saved_index(
+        self, key: str, dim: int, saved_rows: int | None, collection: str
+    ) -> VectorIndex | None:
+        if self._index_dir is None or saved_rows is None:
+            return None
+        rows = self._client.query(collection, filter='', output_fields=['count(*)'])
+        if int(rows[0]['count(*)']) != saved_rows:
+            return None
+        index = VectorIndex.load(self._index_file(key), dim, self._index_params)
+        return index if index is not None and len(index) == saved_rows else None
+
+    def _save_indexes(self) -> None:
+        self._index_dir.mkdir(parents=True, exist_ok=True)
+        counts = {}
+        with self._local_lock:
+            for name, level in self._levels.items():
+                for view, index in level.indexes.items():
+                    key = f'{name}/{view}'
+                    index.save(self._index_file(key))
+                    counts[key] = len(index)
+        mark = self._index_dir / CLEAN_MARK
+        temporary = mark.with_name(f'.{CLEAN_MARK}.tmp')
+        temporary.write_text(json.dumps(counts))
+        os.replace(temporary, mark)
+
+    def _index_file(self, key: str) -> Path:
+        return self._index_dir / f'{key.replace("/", "-")}.vindex'
+
+    def _scan(self, collection: str, fields: Sequence[str]) -> Iterator[dict]:
+        # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
+        # reads consistently anyway, which is all a scan at open needs.
+        logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
+        iterator = self._client.query_iterator(
+            collection, batch_size=READ_BATCH, filter='', output_fields=['id', *fields]
+        )
+        try:
+            while batch := iterator.next():
+                yield from batch
+        finally:
+            iterator.close()
+
+    def _ensure(self, name: str, fields: list[_Field], vector_field: str, metric: str) -> None:
+        """Open a collection, creating it (and its index) on the way."""
         if self._client.has_collection(name):
             _check_schema(name, fields, self._client.describe_collection(name))
         else:
@@ -467,18 +668,37 @@ class MemoryStore:
                     is_partition_key=spec.partition_key,
                     **spec.params,
                 )
-            # Strong consistency: a frame is searchable as soon as add() returns (a server's
-            # default level lets searches miss the latest writes).
+            # Strong consistency: an entry is readable as soon as add() returns (a server's
+            # default level lets reads miss the latest writes).
             self._client.create_collection(name, schema=schema, consistency_level='Strong')
-        present = set(self._client.list_indexes(name))
-        missing = [index for index in indexes if index.field_name not in present]
-        if missing:
+        if vector_field not in set(self._client.list_indexes(name)):
             params = self._client.prepare_index_params()
-            for index in missing:
-                params.add_index(index.field_name, index_type=index.index_type, **index.extra)
+            # Searches run in process; Milvus only needs the index a collection must have
+            # to load. Exact search keeps a Milvus server's own answers exact too.
+            params.add_index(vector_field, index_type='FLAT', metric_type=metric)
             # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
             self._client.create_index(name, params, sync=False)
         self._client.load_collection(name)
+
+
+def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:
+    return _Level(
+        records=records,
+        views={name: f'{view_prefix}_{name}' for name in dims},
+        dims={name: int(dim) for name, dim in dims.items()},
+        table=RecordTable(),
+        indexes={name: VectorIndex(int(dim), params) for name, dim in dims.items()},
+    )
+
+
+def _index_rows(index: VectorIndex, rows: Sequence[dict]) -> None:
+    if rows:
+        index.upsert(
+            [row['id'] for row in rows],
+            [row['session'] for row in rows],
+            [int(row['idx']) for row in rows],
+            np.asarray([row['vector'] for row in rows], dtype=np.float32),
+        )
 
 
 def _lite_path(uri: str) -> Path | None:
@@ -560,62 +780,69 @@ def _check_schema(name: str, expected: list[_Field], description: dict) -> None:
         )
 
 
-def _session_filter(sessions: Sequence[str] | None, condition: str = '') -> str | None:
-    """A filter restricted to `sessions`; None when none of them can exist.
+def _valid_sessions(sessions: Sequence[str] | None) -> list[str] | None:
+    """None for all sessions; otherwise the names that can exist (maybe none).
 
-    Names that break the session-name rule cannot be in memory, so they are dropped
-    rather than quoted into the expression.
+    Names that break the session-name rule cannot be in memory, so they are dropped.
     """
-    parts = [condition] if condition else []
-    if sessions:
-        valid = [name for name in dict.fromkeys(sessions) if is_session_name(name)]
-        if not valid:
-            return None
-        if len(valid) > DEFAULT_MAX_K:
-            raise ValueError(f'at most {DEFAULT_MAX_K} sessions per query, got {len(valid)}')
-        parts.append(f'session in {json.dumps(valid)}')
-    return ' and '.join(parts)
+    if not sessions:
+        return None
+    valid = [name for name in dict.fromkeys(sessions) if is_session_name(name)]
+    if len(valid) > DEFAULT_MAX_K:
+        raise ValueError(f'at most {DEFAULT_MAX_K} sessions per query, got {len(valid)}')
+    return valid
 
 
-def _frame_row(record: FrameRecord) -> dict:
+def _record_row(record: FrameRecord) -> dict:
     if not is_session_name(record.session):
         raise ValueError(f'invalid session name {record.session!r}')
     if record.index < 0:
-        raise ValueError(f'keyframe index must be >= 0, got {record.index}')
+        raise ValueError(f'entry index must be >= 0, got {record.index}')
+    if record.end_ns is not None and record.end_ns < record.stamp_ns:
+        raise ValueError(f'entry {record.id}: ends before it starts')
     pose = (record.x, record.y, record.z, record.yaw)
     if record.pose_valid and not all(math.isfinite(value) for value in pose):
-        raise ValueError(f'frame {record.id}: pose marked valid but not finite: {pose}')
+        raise ValueError(f'entry {record.id}: pose marked valid but not finite: {pose}')
     x, y, z, yaw = (float(value) for value in pose) if record.pose_valid else (0.0,) * 4
+    if len(record.image_ref.encode('utf-8')) > IMAGE_REF_MAX_BYTES:
+        raise ValueError(f'image reference longer than {IMAGE_REF_MAX_BYTES} bytes')
     return {
-        'id': frame_id(record.session, record.index),
+        'id': record.id,
         'session': record.session,
         'idx': int(record.index),
         'stamp_ns': int(record.stamp_ns),
+        'end_ns': int(record.end_stamp_ns),
         'x': x,
         'y': y,
         'z': z,
         'yaw': yaw,
         'map_epoch': int(record.map_epoch),
         'pose_valid': bool(record.pose_valid),
-        'image_ref': _checked_ref(record.image_ref),
+        'image_ref': record.image_ref,
         'text': clip_utf8(record.text, TEXT_MAX_BYTES),
         'text_size': float(record.text_size),
-        'position': [x, y, z],
         'planar': [x, y],
     }
 
 
-def _checked_ref(ref: str) -> str:
-    if len(ref.encode('utf-8')) > IMAGE_REF_MAX_BYTES:
-        raise ValueError(f'image reference longer than {IMAGE_REF_MAX_BYTES} bytes: {ref[:64]}...')
-    return ref
+def _view_row(record: FrameRecord, value: np.ndarray | ViewRow, dim: int, view: str) -> dict:
+    row = value if isinstance(value, ViewRow) else ViewRow(value)
+    return {
+        'id': record.id,
+        'session': record.session,
+        'idx': int(record.index),
+        'vector': _unit_vector(row.vector, dim, f'{record.id} view {view!r}'),
+        'text': clip_utf8(row.text, TEXT_MAX_BYTES),
+    }
 
 
-def _record(row: Mapping) -> FrameRecord:
+def _record(row: Mapping, kind: str) -> FrameRecord:
+    stamp = int(row['stamp_ns'])
+    end = int(row['end_ns'])
     return FrameRecord(
         session=row['session'],
         index=int(row['idx']),
-        stamp_ns=int(row['stamp_ns']),
+        stamp_ns=stamp,
         x=float(row['x']),
         y=float(row['y']),
         z=float(row['z']),
@@ -625,6 +852,8 @@ def _record(row: Mapping) -> FrameRecord:
         image_ref=row['image_ref'],
         text=row['text'],
         text_size=float(row['text_size']),
+        kind=kind,
+        end_ns=None if kind == FRAME else end,
     )
 
 
@@ -636,19 +865,6 @@ def _unit_vector(vector: np.ndarray, dim: int, what: str) -> list[float]:
     if not (math.isfinite(norm) and norm > 0):
         raise ValueError(f'{what}: vector is zero or not finite')
     return (array / norm).astype(np.float32).tolist()
-
-
-def _widening(cap: int, search: Callable[[int], list], first: int = 32) -> list:
-    """Run `search(limit)` with a growing limit until it returns fewer hits than asked.
-
-    For searches whose result set is small but whose cost grows with the limit asked.
-    """
-    limit = min(cap, first)
-    while True:
-        found = search(limit)
-        if len(found) < limit or limit >= cap:
-            return found
-        limit = min(cap, limit * 4)
 
 
 def _batches(items: Sequence, size: int) -> Iterable[Sequence]:

@@ -1,0 +1,85 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The keyframe journal: what was accepted survives a restart, whole or not at all."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from waymark.geometry import Pose
+from waymark.memory.entries import Keyframe
+from waymark.memory.journal import JournalFullError, KeyframeJournal
+
+
+def keyframe(stamp_ns: int, session: str = 'a', valid: bool = True) -> Keyframe:
+    return Keyframe(
+        session=session,
+        index=stamp_ns % 100,
+        stamp_ns=stamp_ns,
+        pose=Pose.from_xyz_yaw(1.0, -2.0, 0.5, 0.7) if valid else Pose(),
+        pose_valid=valid,
+        map_epoch=3,
+        image=b'\xff\xd8' + bytes(range(256)) * 4,
+        image_format='jpeg',
+        frame_id='map',
+    )
+
+
+def test_pending_keyframes_come_back_identical_and_oldest_first(tmp_path):
+    journal = KeyframeJournal(tmp_path / 'j', max_bytes=1 << 20)
+    written = [keyframe(30), keyframe(10, 'b', valid=False), keyframe(20)]
+    paths = [journal.write(k) for k in written]
+    assert journal.used_bytes == sum(p.stat().st_size for p in paths)
+
+    reopened = KeyframeJournal(tmp_path / 'j', max_bytes=1 << 20)
+    pending = reopened.pending()
+    assert [e.keyframe.stamp_ns for e in pending] == [10, 20, 30]
+    assert pending[0].keyframe == written[1]
+    assert pending[2].keyframe == written[0]
+    assert reopened.used_bytes == journal.used_bytes
+
+
+def test_removed_keyframes_are_gone_and_their_bytes_freed(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    first, second = journal.write(keyframe(1)), journal.write(keyframe(2))
+    journal.remove(first)
+    journal.remove(first)  # twice is harmless
+    assert [e.path for e in journal.pending()] == [second]
+    assert journal.used_bytes == second.stat().st_size
+
+
+def test_the_cap_refuses_a_keyframe_and_leaves_no_file(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1500)
+    journal.write(keyframe(1))
+    with pytest.raises(JournalFullError):
+        journal.write(keyframe(2))
+    assert len(journal.pending()) == 1
+
+
+def test_a_full_disk_leaves_no_partial_file(tmp_path, monkeypatch):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+
+    def full(*_args):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr('os.fsync', full)
+    with pytest.raises(OSError):
+        journal.write(keyframe(1))
+    assert list(tmp_path.iterdir()) == []
+    assert journal.used_bytes == 0
+
+
+def test_a_torn_file_is_set_aside_and_the_rest_recovered(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    good = journal.write(keyframe(1))
+    torn = journal.write(keyframe(2))
+    torn.write_bytes(torn.read_bytes()[:20])
+    (tmp_path / '.a-00000000000000000003.keyframe.tmp').write_bytes(b'half')
+
+    reopened = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    assert [e.path for e in reopened.pending()] == [good]
+    assert reopened.counts['journal_unreadable'] == 1
+    assert torn.with_suffix('.unreadable').exists()
+    assert not list(tmp_path.glob('.*.tmp'))
+    assert reopened.used_bytes == good.stat().st_size

@@ -1,0 +1,477 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""VectorIndex: recall against exact search, filters, replacement, removal, persistence."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from unittest import mock
+
+import numpy as np
+import pytest
+
+from waymark.memory import vector_index
+from waymark.memory.vector_index import IndexParams, VectorIndex
+
+DIM = 384
+ROWS = 20_000
+SESSIONS = ['alpha', 'bravo', 'charlie', 'delta']
+# Each session a share of the rows, as recordings of different lengths.
+SHARES = [0.5, 0.3, 0.15, 0.05]
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _clustered(rows: int, dim: int, seed: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Gaussian clusters plus noise; each session mostly visits clusters of its own, as a
+    robot's route does, so a one-session filter drops the query's nearest clusters."""
+    rng = np.random.default_rng(seed)
+    centres = _unit(rng.standard_normal((rows // 100, dim)))
+    sizes = [int(share * rows) for share in SHARES]
+    sizes[0] += rows - sum(sizes)
+    vectors, sessions, indices = [], [], []
+    first = 0
+    for name, size in zip(SESSIONS, sizes, strict=True):
+        own = np.arange(first, first + max(2, len(centres) * size // rows)) % len(centres)
+        first += len(own)
+        labels = np.where(
+            rng.random(size) < 0.8, rng.choice(own, size), rng.integers(0, len(centres), size)
+        )
+        noise = rng.standard_normal((size, dim)) / np.sqrt(dim)
+        vectors.append(centres[labels] + noise)
+        sessions += [name] * size
+        indices.append(np.arange(size))
+    return _unit(np.concatenate(vectors)), sessions, np.concatenate(indices)
+
+
+def _queries(data: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Near data points but not on them, some close and some far (cosine 0.4 to 0.8)."""
+    rng = np.random.default_rng(seed)
+    picked = data[rng.integers(0, len(data), count)]
+    spread = rng.uniform(0.7, 2.0, (count, 1))
+    return _unit(picked + spread * rng.standard_normal(picked.shape) / np.sqrt(data.shape[1]))
+
+
+def _ids(sessions: list[str], indices: np.ndarray) -> list[str]:
+    return [f'{s}/{i}' for s, i in zip(sessions, indices.tolist(), strict=True)]
+
+
+def _exact(data: np.ndarray, query: np.ndarray, rows: np.ndarray, k: int) -> list[int]:
+    scores = data[rows] @ query
+    return rows[np.argsort(-scores, kind='stable')[:k]].tolist()
+
+
+def _recall(index: VectorIndex, data, ids, queries, rows, k=10, **filters) -> float:
+    row_of = {key: row for row, key in enumerate(ids)}
+    hits = 0
+    for query in queries:
+        found = index.search(query, k, **filters)
+        assert len(found) == min(k, len(rows))
+        assert all(a[1] >= b[1] for a, b in itertools.pairwise(found))
+        hits += len({row_of[key] for key, _ in found} & set(_exact(data, query, rows, k)))
+    return hits / (len(queries) * min(k, len(rows)))
+
+
+@pytest.fixture(scope='module')
+def corpus():
+    data, sessions, indices = _clustered(ROWS, DIM, seed=1)
+    ids = _ids(sessions, indices)
+    index = VectorIndex(DIM)
+    for start in range(0, ROWS, 5000):
+        stop = start + 5000
+        index.upsert(ids[start:stop], sessions[start:stop], indices[start:stop], data[start:stop])
+    return index, data, ids, np.asarray(sessions), indices
+
+
+@pytest.fixture
+def graph_only(corpus, monkeypatch):
+    """Make the corpus's filtered searches use the graph however few rows they keep."""
+    monkeypatch.setattr(vector_index, '_EXACT_WHEN_EF_ABOVE', float('inf'))
+    monkeypatch.setattr(corpus[0], 'params', IndexParams(exact_below=0))
+
+
+def _no_exact():
+    return mock.patch.object(
+        VectorIndex, '_search_exact', side_effect=AssertionError('exact search used')
+    )
+
+
+def _small(rows: int = 600, dim: int = 16, seed: int = 0, **params):
+    rng = np.random.default_rng(seed)
+    data = _unit(rng.standard_normal((rows, dim)))
+    sessions = [SESSIONS[i % 3] for i in range(rows)]
+    indices = np.arange(rows) // 3
+    ids = _ids(sessions, indices)
+    index = VectorIndex(dim, IndexParams(**params))
+    index.upsert(ids, sessions, indices, data)
+    return index, data, ids, np.asarray(sessions), indices
+
+
+# -- recall ------------------------------------------------------------------------------
+
+
+def test_recall_without_filter(corpus):
+    index, data, ids, _, _ = corpus
+    queries = _queries(data, 100, seed=2)
+    with _no_exact():
+        recall = _recall(index, data, ids, queries, np.arange(ROWS))
+    assert recall >= 0.95
+
+
+@pytest.mark.parametrize('session', ['alpha', 'charlie'])
+def test_recall_with_one_session(corpus, session):
+    index, data, ids, sessions, _ = corpus
+    queries = _queries(data, 60, seed=3)
+    rows = np.flatnonzero(sessions == session)
+    assert _recall(index, data, ids, queries, rows, sessions=[session]) >= 0.95
+
+
+@pytest.mark.parametrize('session', ['alpha', 'bravo'])
+def test_recall_with_one_session_on_the_graph(corpus, graph_only, session):
+    index, data, ids, sessions, _ = corpus
+    queries = _queries(data, 60, seed=4)
+    rows = np.flatnonzero(sessions == session)
+    with _no_exact():
+        recall = _recall(index, data, ids, queries, rows, sessions=[session])
+    assert recall >= 0.95
+
+
+def test_results_stay_in_the_sessions_asked(corpus, graph_only):
+    index, data, _, _, _ = corpus
+    for query in _queries(data, 20, seed=5):
+        found = index.search(query, 50, sessions=['bravo', 'delta'])
+        assert len(found) == 50
+        assert {key.split('/')[0] for key, _ in found} <= {'bravo', 'delta'}
+
+
+# -- filters -----------------------------------------------------------------------------
+
+
+def test_index_range_returns_exactly_the_rows_in_range_ranked_by_cosine(corpus):
+    index, data, _, sessions, indices = corpus
+    query = _queries(data, 1, seed=6)[0]
+    rows = np.flatnonzero((sessions == 'bravo') & (indices >= 100) & (indices <= 180))
+    found = index.search(query, 500, sessions=['bravo'], index_range=(100, 180))
+    assert [key for key, _ in found] == [
+        f'bravo/{indices[r]}' for r in _exact(data, query, rows, 500)
+    ]
+    np.testing.assert_allclose([s for _, s in found], np.sort(data[rows] @ query)[::-1], atol=1e-5)
+
+
+def test_index_range_on_the_graph_keeps_only_rows_in_range(corpus, graph_only):
+    index, data, ids, sessions, indices = corpus
+    rows = np.flatnonzero((sessions == 'alpha') & (indices >= 2000) & (indices <= 7999))
+    queries = _queries(data, 30, seed=7)
+    with _no_exact():
+        recall = _recall(
+            index, data, ids, queries, rows, sessions=['alpha'], index_range=(2000, 7999)
+        )
+    assert recall >= 0.95
+    found = index.search(queries[0], 100, sessions=['alpha'], index_range=(2000, 7999))
+    assert all(2000 <= int(key.split('/')[1]) <= 7999 for key, _ in found)
+
+
+def test_empty_matches_give_empty_lists():
+    index, data, _, _, _ = _small()
+    assert index.search(data[0], 5, sessions=[]) == []
+    assert index.search(data[0], 5, sessions=['nobody']) == []
+    assert index.search(data[0], 5, sessions=['alpha'], index_range=(10_000, 20_000)) == []
+    assert index.search(data[0], 5, sessions=['alpha'], index_range=(5, 4)) == []
+    assert VectorIndex(16).search(data[0], 5) == []
+
+
+def test_k_larger_than_the_rows_returns_them_all():
+    index, data, ids, _, _ = _small(rows=30)
+    found = index.search(data[3], 100)
+    assert sorted(key for key, _ in found) == sorted(ids)
+    assert found[0][0] == ids[3]
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+# -- writes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('exact_below', [0, 10_000])
+def test_upsert_of_an_existing_id_replaces_its_vector(exact_below):
+    index, data, ids, sessions, indices = _small(exact_below=exact_below)
+    replacement = _unit(np.random.default_rng(9).standard_normal((1, 16)))
+    index.upsert([ids[7]], [sessions[7]], [indices[7]], replacement * 3.0)
+    assert len(index) == len(ids)
+    old = index.search(data[7], 5)
+    assert ids[7] not in [key for key, _ in old[:1]]
+    assert all(score < 0.99 for key, score in old if key == ids[7])
+    new = index.search(replacement[0], 1)
+    assert new[0][0] == ids[7]
+    assert new[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_repeated_id_in_one_call_keeps_the_last():
+    index = VectorIndex(4)
+    index.upsert(['a', 'a'], ['s', 's'], [0, 0], np.eye(4)[:2])
+    assert len(index) == 1
+    assert index.search(np.eye(4)[1], 1) == [('a', pytest.approx(1.0))]
+
+
+def test_vectors_are_normalised():
+    index = VectorIndex(3)
+    index.upsert(['a', 'b'], ['s', 's'], [0, 1], np.array([[10.0, 0, 0], [1.0, 1.0, 0]]))
+    found = dict(index.search(np.array([2.0, 0, 0]), 2))
+    assert found['a'] == pytest.approx(1.0)
+    assert found['b'] == pytest.approx(np.sqrt(0.5))
+
+
+@pytest.mark.parametrize(
+    'vectors',
+    [
+        np.ones((2, 15)),
+        np.ones((2, 16, 1)),
+        np.ones(16),
+        np.vstack([np.ones(16), np.zeros(16)]),
+        np.vstack([np.ones(16), np.full(16, np.nan)]),
+        np.vstack([np.ones(16), np.full(16, np.inf)]),
+        np.vstack([np.ones(16), np.full(16, 1e300)]),
+        np.ones((3, 16)),
+    ],
+)
+def test_bad_vectors_raise_and_add_nothing(vectors):
+    index, data, ids, _, _ = _small()
+    before = index.search(data[0], 10)
+    with pytest.raises(ValueError):
+        index.upsert(['new/0', 'new/1'], ['new', 'new'], [0, 1], vectors)
+    assert len(index) == len(ids)
+    assert index.ids() == set(ids)
+    assert index.search(data[0], 10) == before
+
+
+def test_bad_rows_raise_and_add_nothing():
+    index, _, ids, _, _ = _small()
+    vectors = np.ones((2, 16))
+    for args in (
+        (['a', 'b'], ['s'], [0, 1]),
+        (['a', 'b'], ['s', 's'], [0]),
+        (['a', ''], ['s', 's'], [0, 1]),
+        (['a', 'b'], ['s', None], [0, 1]),
+        (['a', 'b'], ['s', 's'], [0, 1.5]),
+        ([ids[0], 'b'], ['s', 's'], [0, 'x']),
+    ):
+        with pytest.raises(ValueError):
+            index.upsert(*args, vectors)
+    assert index.ids() == set(ids)
+
+
+def test_bad_queries_raise():
+    index, data, _, _, _ = _small()
+    for k in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            index.search(data[0], k)
+    for query in (np.zeros(16), np.full(16, np.nan), np.ones(15), np.ones((2, 16))):
+        with pytest.raises(ValueError):
+            index.search(query, 3)
+
+
+@pytest.mark.parametrize(
+    'params',
+    [
+        {'hnsw_m': 0},
+        {'hnsw_m': 1000},
+        {'ef_construction': 0},
+        {'ef_search': 0},
+        {'exact_below': -1},
+        {'ef_search': 1.5},
+        {'hnsw_m': True},
+    ],
+)
+def test_params_are_validated(params):
+    with pytest.raises(ValueError):
+        IndexParams(**params)
+
+
+def test_dim_is_validated():
+    for dim in (0, -3, 1.5, True):
+        with pytest.raises(ValueError):
+            VectorIndex(dim)
+
+
+# -- removal -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('exact_below', [0, 10_000])
+def test_remove_drops_rows(exact_below):
+    index, data, ids, _, _ = _small(exact_below=exact_below)
+    assert index.remove([ids[0], ids[1], 'unknown', ids[0]]) == 2
+    assert len(index) == len(ids) - 2
+    assert ids[0] not in index.ids()
+    assert ids[0] not in [key for key, _ in index.search(data[0], 20)]
+    assert index.remove([ids[0]]) == 0
+
+
+@pytest.mark.parametrize('exact_below', [0, 10_000])
+def test_remove_session_drops_its_rows_only(exact_below):
+    index, data, ids, sessions, _ = _small(exact_below=exact_below)
+    assert index.remove_session('bravo') == int(np.sum(sessions == 'bravo'))
+    assert index.remove_session('bravo') == 0
+    assert index.remove_session('nobody') == 0
+    assert index.ids() == {key for key, s in zip(ids, sessions, strict=True) if s != 'bravo'}
+    assert index.search(data[1], 5, sessions=['bravo']) == []
+    found = index.search(data[1], 700)
+    assert len(found) == len(index)
+    assert all(not key.startswith('bravo/') for key, _ in found)
+
+
+@pytest.mark.parametrize('exact_below', [0, 10_000])
+def test_rows_keep_their_ids_after_many_removals(exact_below):
+    # Removing more than the rebuild share replaces the graph and renumbers its rows.
+    index, data, ids, _, _ = _small(rows=3000, exact_below=exact_below)
+    rng = np.random.default_rng(4)
+    gone = set(rng.choice(len(ids), 1500, replace=False).tolist())
+    index.remove([ids[row] for row in sorted(gone)])
+    left = np.array(sorted(set(range(len(ids))) - gone))
+    assert index.ids() == {ids[row] for row in left}
+    for row in left[::50]:
+        assert index.search(data[row], 1) == [(ids[row], pytest.approx(1.0, abs=1e-5))]
+    if exact_below:
+        for query in _unit(rng.standard_normal((10, 16))):
+            found = index.search(query, 5)
+            assert [key for key, _ in found] == [ids[row] for row in _exact(data, query, left, 5)]
+    index.upsert(['fresh/0'], ['fresh'], [0], data[:1])
+    assert index.search(data[0], 1, sessions=['fresh']) == [('fresh/0', pytest.approx(1.0))]
+
+
+def test_everything_removed_then_added_again():
+    index, data, ids, _, _ = _small(rows=90)
+    for session in SESSIONS:
+        index.remove_session(session)
+    assert len(index) == 0
+    assert index.search(data[0], 3) == []
+    index.upsert(ids[:3], ['alpha'] * 3, [0, 1, 2], data[:3])
+    assert index.search(data[2], 1) == [(ids[2], pytest.approx(1.0))]
+
+
+def test_searches_run_while_rows_are_written_and_removed():
+    index, data, ids, _, _ = _small(rows=1500, exact_below=0)
+    errors = []
+    stop = threading.Event()
+
+    def search() -> None:
+        rng = np.random.default_rng(11)
+        while not stop.is_set():
+            try:
+                for key, score in index.search(data[rng.integers(0, 1500)], 5):
+                    assert isinstance(key, str) and key and -1.01 <= score <= 1.01
+            except Exception as error:  # reported by the main thread
+                errors.append(error)
+                return
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        # Each round passes the dead share twice, so the graph is rebuilt under the readers.
+        for session in SESSIONS[:3]:
+            index.remove_session(session)
+            index.upsert(ids, [key.split('/')[0] for key in ids], np.arange(1500) // 3, data)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert errors == []
+    assert index.ids() == set(ids)
+
+
+# -- persistence -------------------------------------------------------------------------
+
+
+def test_save_and_load_give_identical_results(corpus, tmp_path):
+    index, data, _, _, _ = corpus
+    path = tmp_path / 'frames_image.vidx'
+    index.save(path)
+    loaded = VectorIndex.load(path, DIM)
+    assert loaded is not None
+    assert len(loaded) == len(index)
+    assert loaded.ids() == index.ids()
+    for query in _queries(data, 20, seed=8):
+        for filters in (
+            {},
+            {'sessions': ['charlie']},
+            {'sessions': ['alpha'], 'index_range': (5, 900)},
+        ):
+            assert loaded.search(query, 10, **filters) == index.search(query, 10, **filters)
+    assert not list(tmp_path.glob('.*tmp'))
+
+
+def test_loaded_index_keeps_dead_rows_dead_and_takes_writes(tmp_path):
+    index, data, ids, _, _ = _small(exact_below=0)
+    index.remove(ids[:10])
+    index.save(tmp_path / 'v.vidx')
+    loaded = VectorIndex.load(tmp_path / 'v.vidx', 16, IndexParams(exact_below=0))
+    assert loaded.ids() == set(ids[10:])
+    assert loaded.search(data[0], 5) == index.search(data[0], 5)
+    loaded.upsert([ids[0]], ['alpha'], [0], data[:1])
+    assert loaded.search(data[0], 1) == [(ids[0], pytest.approx(1.0))]
+    loaded.save(tmp_path / 'v.vidx')
+    assert VectorIndex.load(tmp_path / 'v.vidx', 16).ids() == set(ids[10:]) | {ids[0]}
+
+
+def test_empty_index_round_trip(tmp_path):
+    VectorIndex(8).save(tmp_path / 'e.vidx')
+    loaded = VectorIndex.load(tmp_path / 'e.vidx', 8)
+    assert loaded is not None and len(loaded) == 0
+
+
+def test_load_refuses_missing_damaged_and_mismatched_files(tmp_path):
+    index, _, _, _, _ = _small()
+    path = tmp_path / 'v.vidx'
+    assert VectorIndex.load(path, 16) is None
+    index.save(path)
+    good = path.read_bytes()
+    assert VectorIndex.load(path, 16) is not None
+    assert VectorIndex.load(path, 32) is None
+    assert VectorIndex.load(path, 16, IndexParams(hnsw_m=16)) is None
+    assert VectorIndex.load(path, 16, IndexParams(ef_construction=200)) is None
+    # Search-time settings do not change the graph, so the file serves under new ones.
+    assert VectorIndex.load(path, 16, IndexParams(ef_search=300, exact_below=5)) is not None
+    damaged = tmp_path / 'd.vidx'
+    for data in (
+        good[: len(good) // 2],
+        good[:-1],
+        good + b'\0',
+        b'',
+        b'not an index at all',
+        good[:40] + bytes([good[40] ^ 0x10]) + good[41:],
+        good[:-3000] + bytes([good[-3000] ^ 0x01]) + good[-2999:],
+    ):
+        damaged.write_bytes(data)
+        assert VectorIndex.load(damaged, 16) is None
+    (tmp_path / 'dir.vidx').mkdir()
+    assert VectorIndex.load(tmp_path / 'dir.vidx', 16) is None
+
+
+def test_save_replaces_the_file_atomically(tmp_path):
+    index, _, ids, _, _ = _small()
+    path = tmp_path / 'v.vidx'
+    index.save(path)
+    index.remove(ids[:5])
+    failing = mock.patch.object(vector_index.faiss, 'write_index', side_effect=RuntimeError('io'))
+    with failing, pytest.raises(RuntimeError):
+        index.save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ['v.vidx']
+    assert VectorIndex.load(path, 16).ids() == set(ids)
+
+
+def test_exact_search_when_the_strided_sample_misleads():
+    # Every 16th row scores high and the rest low, so a threshold taken from a strided
+    # sample keeps fewer rows than asked for; the answer must still be exact.
+    rows = 20_000
+    angles = np.where(
+        np.arange(rows) % 16 == 0, np.arange(rows) * 1e-5, 1.0 + np.arange(rows) * 1e-5
+    )
+    data = np.stack([np.cos(angles), np.sin(angles), np.zeros(rows), np.zeros(rows)], axis=1)
+    ids = [f'a/{i}' for i in range(rows)]
+    index = VectorIndex(4, IndexParams(exact_below=100_000))
+    index.upsert(ids, ['a'] * rows, np.arange(rows), data)
+    query = np.array([1.0, 0.0, 0.0, 0.0])
+    for k in (5, 100, 1500):
+        expected = _exact(_unit(data), query.astype(np.float32), np.arange(rows), k)
+        assert [key for key, _ in index.search(query, k)] == [ids[row] for row in expected]

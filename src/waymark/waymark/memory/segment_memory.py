@@ -1,0 +1,240 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Segments in memory: group stored frames into windows, store each window as an entry.
+
+A segment entry carries the mean of its frames' image embeddings (image view), what OCR
+read in them (text view), a 2x2 grid of four of its frames on disk, and, when a VLM
+captioner runs, three captions added later as their own views. Captioning happens on the
+captioner's thread; a segment is searchable by its other views at once.
+
+After a restart a session's segmentation resumes where the stored segments end; frames
+stored after the last closed segment (a crash in the middle of a window) are read back
+and grouped again, and segments still without captions are captioned again (the
+captioner's disk cache makes a repeat free).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from waymark.memory.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
+from waymark.memory.embedders import TextEmbedder
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
+from waymark.memory.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.segments import (
+    Segment,
+    Segmenter,
+    SegmenterState,
+    center_crop,
+    mean_unit,
+    pick_evenly,
+    tile_grid,
+)
+from waymark.memory.store import MemoryStore, ViewRow
+
+IMAGE_VIEW = 'image'
+TEXT_VIEW = 'text'
+GRID_JPEG_QUALITY = 85
+MAX_PENDING_VECTORS = 4096
+
+
+def segment_view_dims(
+    image_dim: int | None, text_dim: int | None, captions: bool
+) -> dict[str, int]:
+    """The segment views (MemoryStore's `segment_views`) for these embedders."""
+    views = {}
+    if image_dim:
+        views[IMAGE_VIEW] = image_dim
+    if text_dim:
+        views[TEXT_VIEW] = text_dim
+        if captions:
+            views.update(dict.fromkeys(CAPTION_VIEWS, text_dim))
+    return views
+
+
+class SegmentMemory:
+    def __init__(
+        self,
+        store: MemoryStore,
+        image_store: ImageStore,
+        segmenter: Segmenter,
+        text_embedder: TextEmbedder | None,
+        captions: CaptionWorker | None = None,
+    ) -> None:
+        self.store = store
+        self.image_store = image_store
+        self.segmenter = segmenter
+        self.text_embedder = text_embedder
+        self.captions = captions
+        self.counts: Counter[str] = Counter()
+        self._views = set(store.views(SEGMENT))
+        # Image vectors of the frames in open windows, until their segment is stored;
+        # bounded, oldest first out (frames the segmenter thinned out are never claimed).
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._resumed: set[str] = set()
+
+    def add_frame(self, record: FrameRecord, image_vector: np.ndarray | None) -> None:
+        """Group a newly stored frame; store the segments its arrival closes."""
+        if record.session not in self._resumed:
+            self._resume(record.session, record.stamp_ns)
+        if image_vector is not None:
+            self._vectors[record.id] = image_vector
+            while len(self._vectors) > MAX_PENDING_VECTORS:
+                self._vectors.popitem(last=False)
+        self._store_all(self.segmenter.add(record))
+
+    def flush(self, before_ns: int | None = None) -> int:
+        """Close and store open windows (all, or those ending by `before_ns`)."""
+        closed = self.segmenter.flush(None, before_ns)
+        self._store_all(closed)
+        return len(closed)
+
+    def forget(self, session: str) -> None:
+        """Drop a session's open window (the session is being deleted)."""
+        self.segmenter.forget(session)
+        self._resumed.discard(session)
+        prefix = f'{session}/'
+        for key in [key for key in self._vectors if key.startswith(prefix)]:
+            del self._vectors[key]
+
+    def caption_missing(self) -> int:
+        """Queue captions for stored segments that have none; returns how many were queued."""
+        if self.captions is None or CAPTION_VIEWS[0] not in self._views:
+            return 0
+        queued = 0
+        for session in self.store.sessions():
+            last = self.store.next_index(session, SEGMENT) - 1
+            if last < 0:
+                continue
+            stored = self.store.search_index_range(session, 0, last, self.store.max_k, SEGMENT)
+            captioned = self.store.view_ids(SEGMENT, CAPTION_VIEWS[0])
+            for hit in stored:
+                if hit.record.id not in captioned and self._submit_captions(hit.record):
+                    queued += 1
+        return queued
+
+    def on_captions(self, key: str, captions: dict[str, str]) -> None:
+        """CaptionWorker's on_done: embed each caption and add it as its own view."""
+        records = self.store.get([key], SEGMENT)
+        if not records or self.text_embedder is None:
+            self.counts['captions_for_missing_segment'] += 1
+            return
+        views = [view for view in CAPTION_VIEWS if captions.get(view) and view in self._views]
+        vectors = self.text_embedder.embed_texts([captions[view] for view in views])
+        for view, vector in zip(views, vectors, strict=True):
+            self.store.add_views(SEGMENT, records, view, [ViewRow(vector, captions[view])])
+        self.counts['segments_captioned'] += 1
+
+    def on_caption_error(self, key: str, error: Exception) -> None:
+        """CaptionWorker's on_error: the segment stays searchable by its other views and is
+        captioned again at the next start."""
+        self.counts['caption_errors'] += 1
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _resume(self, session: str, first_stamp_ns: int) -> None:
+        """Continue a session's segmentation from what memory holds."""
+        self._resumed.add(session)
+        next_index = self.store.next_index(session, SEGMENT)
+        if next_index == 0:
+            return
+        first = self.store.search_index_range(session, 0, 0, 1, SEGMENT)
+        last = self.store.search_index_range(session, next_index - 1, next_index - 1, 1, SEGMENT)
+        if not first or not last:
+            return
+        closed_until = last[0].record.end_stamp_ns
+        self.segmenter.resume(
+            session, SegmenterState(first[0].record.stamp_ns, next_index, closed_until)
+        )
+        # Frames stored after the last closed window but before this one were never grouped.
+        orphans = (
+            self.store.search_interval(
+                closed_until, first_stamp_ns - 1, self.store.max_k, [session]
+            )
+            if first_stamp_ns > closed_until
+            else []
+        )
+        records = [hit.record for hit in orphans]
+        if IMAGE_VIEW in self.store.views(FRAME):
+            self._vectors.update(self.store.get_vectors(FRAME, IMAGE_VIEW, [r.id for r in records]))
+        for record in records:
+            self._store_all(self.segmenter.add(record))
+        self.counts['frames_regrouped_after_restart'] += len(records)
+
+    def _store_all(self, segments: Sequence[Segment]) -> None:
+        for segment in segments:
+            self._store(segment)
+
+    def _store(self, segment: Segment) -> None:
+        vectors: dict[str, np.ndarray] = {}
+        frame_vectors = [self._vectors.pop(f.id) for f in segment.frames if f.id in self._vectors]
+        image_vector = mean_unit(frame_vectors)
+        if IMAGE_VIEW in self._views and image_vector is not None:
+            vectors[IMAGE_VIEW] = image_vector
+        text = ' | '.join(dict.fromkeys(f.text for f in segment.frames if f.text))
+        if text and TEXT_VIEW in self._views and self.text_embedder is not None:
+            vectors[TEXT_VIEW] = self.text_embedder.embed_texts([text])[0]
+        images = self._frame_images(segment.frames)
+        grid_ref, grid_jpeg = '', b''
+        if images:
+            grid_jpeg = _jpeg(tile_grid(images))
+            grid_ref = self._put_image(grid_jpeg)
+        record = segment.record(image_ref=grid_ref, text=text)
+        self.store.add(record, vectors)
+        self.counts['segments_stored'] += 1
+        if images and self.captions is not None and CAPTION_VIEWS[0] in self._views:
+            center = _jpeg(tile_grid([center_crop(image) for image in images]))
+            self._submit_captions(record, grid_jpeg, center)
+
+    def _submit_captions(
+        self, record: FrameRecord, grid_jpeg: bytes = b'', center_jpeg: bytes = b''
+    ) -> bool:
+        if not grid_jpeg:
+            frames = self.store.search_interval(
+                record.stamp_ns, record.end_stamp_ns - 1, self.store.max_k, [record.session]
+            )
+            images = self._frame_images([hit.record for hit in frames])
+            if not images:
+                return False
+            grid_jpeg = _jpeg(tile_grid(images))
+            center_jpeg = _jpeg(tile_grid([center_crop(image) for image in images]))
+        accepted = self.captions.submit(CaptionJob(record.id, grid_jpeg, center_jpeg))
+        if not accepted:
+            self.counts['captions_not_queued'] += 1
+        return accepted
+
+    def _frame_images(self, frames: Sequence[FrameRecord]) -> list[np.ndarray]:
+        """Four evenly spaced frames' images, decoded; frames without a readable image are
+        skipped (a full disk may have kept the entry without its image)."""
+        images = []
+        for frame in pick_evenly([f for f in frames if f.image_ref], 4):
+            try:
+                data = np.frombuffer(self.image_store.get(frame.image_ref), dtype=np.uint8)
+            except (OSError, ValueError):
+                self.counts['segment_frame_image_missing'] += 1
+                continue
+            bgr = cv2.imdecode(data, cv2.IMREAD_COLOR)
+            if bgr is not None:
+                images.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+        return images
+
+    def _put_image(self, data: bytes) -> str:
+        try:
+            return self.image_store.put(data, 'jpeg')
+        except ImageStoreFullError:
+            self.counts['images_not_stored'] += 1
+            return ''
+
+
+def _jpeg(image: np.ndarray) -> bytes:
+    ok, data = cv2.imencode(
+        '.jpg',
+        cv2.cvtColor(image, cv2.COLOR_RGB2BGR),
+        [cv2.IMWRITE_JPEG_QUALITY, GRID_JPEG_QUALITY],
+    )
+    if not ok:
+        raise ValueError('could not encode a segment grid as JPEG')
+    return data.tobytes()
