@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The evaluation harness on a small generated world: both ways of building memory give
-the same memory, the metrics are sane, and an interrupted run resumes."""
+the same memory (frames and segments), the metrics are sane, and an interrupted run
+resumes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
+from waymark.memory.entries import FRAME, SEGMENT
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
 from waymark_ros.evaluate import build_over_dds
@@ -50,15 +52,16 @@ def recording(tmp_path_factory):
     return info.path, path
 
 
-def records(config: EvaluationConfig):
+def records(config: EvaluationConfig, level: str = FRAME):
     memory = open_memory(config, config.out / 'memory')
     try:
-        hits = memory.search_time(0, memory.store.max_k)
+        hits = memory.search_time(0, memory.store.max_k, level=level)
         return [
             (
                 h.record.session,
                 h.record.index,
                 h.record.stamp_ns,
+                h.record.end_ns,
                 round(h.record.x, 6),
                 round(h.record.y, 6),
                 round(h.record.yaw, 6),
@@ -82,12 +85,21 @@ def test_direct_and_dds_builds_give_the_same_memory_and_sane_metrics(recording, 
     direct_records, dds_records = records(direct), records(dds)
     assert len(direct_records) == report['memory']['entries'] > 10
     assert direct_records == dds_records
+    direct_segments = records(direct, SEGMENT)
+    assert len(direct_segments) == report['memory']['segments'] > 0
+    assert direct_segments == records(dds, SEGMENT)
+    assert {'embedder-only/text', 'embedder-only/segment', 'embedder-only/segment/text'} <= set(
+        report['answerers']
+    )
 
     embedder = report['answerers']['embedder-only']['per_category']['basic']
     random_entry = report['answerers']['random-entry']['per_category']['basic']
     assert embedder['success_at']['5'] == 1.0  # every sign it stopped at is found
     assert embedder['mean_position_error_m'] < random_entry['mean_position_error_m']
     assert 0 < report['answerers']['embedder-only']['overall']['retrieval_efficiency'] < 1
+    segment = report['answerers']['embedder-only/segment']['per_category']['basic']
+    assert segment['answered'] == segment['questions']
+    assert segment['mean_position_error_m'] < random_entry['mean_position_error_m']
     for name in ('report.json', 'report.md', 'map.png', 'error_cdf.png', 'categories.png'):
         assert (direct.out / name).stat().st_size > 0
 

@@ -44,6 +44,7 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
                 'text_model': config.text_model,
                 'image_model': config.image_model,
                 'ocr': config.ocr,
+                'segments.window_s': float(config.segment_window_s),
             },
         ),
         start_node(

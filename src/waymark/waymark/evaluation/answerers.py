@@ -2,22 +2,93 @@
 """Baseline answerers: the rows every reasoning agent is compared against.
 
 `EmbedderOnlyAnswerer` answers from the best memory hit and nothing else (what
-reasoner_node does without an LLM); `RandomEntryAnswerer` answers from a random memory
+reasoner_node does without an LLM), at one level of memory (frames or segments) and over
+all of its views or a chosen few; `RandomEntryAnswerer` answers from a random memory
 entry, the floor any method must clear.
+
+Embedder-only rows are named after what they search: `embedder-only` (frames, all views),
+`embedder-only/text` (frames, text view only), `embedder-only/segment`,
+`embedder-only/segment/text`; several views are joined with "+".
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Category, Question
-from waymark.memory.entries import FrameRecord, Hit, frame_id
-from waymark.memory.service import MemoryService
+from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
+from waymark.memory.service import IMAGE_VIEW, MemoryService
+
+EMBEDDER_ONLY = 'embedder-only'
+RANDOM_ENTRY = 'random-entry'
+
+
+class AnswererError(ValueError):
+    """An answerer name that is malformed or asks for a view memory does not have."""
+
+
+def embedder_name(level: str = FRAME, views: Sequence[str] | None = None) -> str:
+    """The row name of an embedder-only answerer: `embedder-only[/<level>][/<views>]`."""
+    parts = [EMBEDDER_ONLY]
+    if level != FRAME:
+        parts.append(level)
+    if views:
+        parts.append('+'.join(views))
+    return '/'.join(parts)
+
+
+def parse_embedder_name(name: str) -> tuple[str, tuple[str, ...]]:
+    """(level, views) of an embedder-only row name (views empty: all of the level's)."""
+    parts = name.split('/')
+    rest = parts[1:]
+    level = rest.pop(0) if rest and rest[0] in LEVELS else FRAME
+    if parts[0] != EMBEDDER_ONLY or len(rest) > 1 or (rest and not all(rest[0].split('+'))):
+        raise AnswererError(
+            f'unknown answerer {name!r}: use {RANDOM_ENTRY} or '
+            f'{EMBEDDER_ONLY}[/<level>][/<view>+...] (levels {", ".join(LEVELS)})'
+        )
+    return level, tuple(rest[0].split('+')) if rest else ()
+
+
+def check_answerer_name(name: str) -> None:
+    """AnswererError unless `name` is a row this module can make (views are checked
+    against memory when the answerer is made)."""
+    if name != RANDOM_ENTRY:
+        parse_embedder_name(name)
+
+
+def embedder_row(name: str) -> tuple[str, tuple[str, ...]] | None:
+    """(level, views) of an embedder-only row name, None for any other row."""
+    try:
+        return parse_embedder_name(name)
+    except AnswererError:
+        return None
+
+
+def is_per_view(name: str) -> bool:
+    """Whether a row searches chosen views only (a breakdown of its level's row)."""
+    row = embedder_row(name)
+    return row is not None and bool(row[1])
+
+
+def standard_answerers(memory: MemoryService) -> tuple[str, ...]:
+    """The rows of a standard evaluation for what memory holds: embedder-only over frames
+    with all views and per view, the same over segments when memory has them, and the
+    random floor."""
+    names = [embedder_name(FRAME)]
+    frame_views = memory.store.views(FRAME)
+    names += [embedder_name(FRAME, [view]) for view in frame_views]
+    segment_views = memory.store.views(SEGMENT)
+    if segment_views:
+        names.append(embedder_name(SEGMENT))
+        names += [embedder_name(SEGMENT, [view]) for view in segment_views]
+    return (*names, RANDOM_ENTRY)
 
 
 class Answerer(Protocol):
@@ -27,27 +98,57 @@ class Answerer(Protocol):
 
 
 class EmbedderOnlyAnswerer:
-    """Top-1 of a similarity search with the question as the query (or the photo)."""
+    """Top-1 of a similarity search with the question as the query (or the photo).
 
-    name = 'embedder-only'
+    `level` is the memory level searched (frames or segments), `views` the embedding views
+    (empty: all that level has). A segment's answer is its representative pose (the mean
+    position of its frames, the yaw of the middle one), as BinTrack returns, and the
+    middle of its window as the time.
+    """
 
-    def __init__(self, memory: MemoryService, top_k: int = 5, yes_threshold: float = 0.5) -> None:
+    def __init__(
+        self,
+        memory: MemoryService,
+        top_k: int = 5,
+        yes_threshold: float = 0.5,
+        level: str = FRAME,
+        views: Sequence[str] = (),
+    ) -> None:
+        enabled = memory.store.views(level)  # also checks the level
+        unknown = sorted(set(views) - set(enabled))
+        if unknown:
+            raise AnswererError(
+                f'views {unknown} are not in memory at the {level} level: {enabled}'
+            )
         self.memory = memory
         self.top_k = top_k
         self.yes_threshold = yes_threshold
+        self.level = level
+        self.views = tuple(dict.fromkeys(views))
+        self.name = embedder_name(level, self.views)
 
     def answer(self, question: Question, image: np.ndarray | None = None) -> Prediction:
         started = time.perf_counter()
-        total = self.memory.store.count()
+        total = self.memory.store.count(level=self.level)
+        views = self.views or tuple(self.memory.store.views(self.level))
+        why = ''
         if question.category == Category.IMAGE:
-            if image is None or self.memory.image_embedder is None:
-                why = 'no photo given' if image is None else 'memory has no image view'
-                return Prediction(
-                    question_id=question.id, answered=False, memory_entries=total, message=why
-                )
-            hits = self.memory.search_image(image, self.top_k)
+            if image is None:
+                why = 'no photo given'
+            elif IMAGE_VIEW not in views or self.memory.image_embedder is None:
+                why = f'no image view searched at the {self.level} level'
+        elif not views:
+            why = f'memory has no embedding view at the {self.level} level'
+        if why:
+            return Prediction(
+                question_id=question.id, answered=False, memory_entries=total, message=why
+            )
+        if question.category == Category.IMAGE:
+            hits = self.memory.search_image(image, self.top_k, level=self.level)
         else:
-            hits = self.memory.search_text(question.question, self.top_k)
+            hits = self.memory.search_text(
+                question.question, self.top_k, level=self.level, views=self.views or None
+            )
         best = next((h for h in hits if h.record.pose_valid), None)
         elapsed = time.perf_counter() - started
         common = {
@@ -65,7 +166,7 @@ class EmbedderOnlyAnswerer:
 class RandomEntryAnswerer:
     """A memory entry drawn uniformly at random (seeded), answered as if it matched."""
 
-    name = 'random-entry'
+    name = RANDOM_ENTRY
 
     def __init__(self, memory: MemoryService, seed: int = 0, max_draws: int = 50) -> None:
         self.memory = memory
@@ -101,13 +202,14 @@ class RandomEntryAnswerer:
 def _from_record(
     question: Question, record: FrameRecord, hit: Hit, yes_threshold: float, common: dict
 ) -> Prediction:
-    """Read the answer a memory entry gives to a question of each type."""
+    """Read the answer a memory entry gives to a question of each type; a segment's time
+    is the middle of its window."""
     if question.answer_type == AnswerType.YES_NO:
         return Prediction(answered=True, yes=hit.score >= yes_threshold, **common)
     return Prediction(
         answered=True,
         position=(record.x, record.y, record.z),
-        time_ns=record.stamp_ns,
+        time_ns=(record.stamp_ns + record.end_stamp_ns) // 2,
         text=record.text,
         **common,
     )

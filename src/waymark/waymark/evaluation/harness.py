@@ -1,10 +1,14 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """`python -m waymark evaluate`: a rosbag2 and a question file in, a scored report out.
 
-Runs are resumable: memory is built once (an interrupted build is wiped and redone,
-never half used), each answer is appended to a per-answerer JSON-lines file as it comes,
-and a rerun skips what is done. The report is written last and atomically, with
-`complete: true`; a report without it is not a result.
+Memory holds frames and, unless `segment_window_s` is 0, segments (BinTrack windows);
+the standard answerers search each level with all its views and with each view alone.
+
+Runs are resumable: memory is built once (an interrupted build, or one made by another
+memory format or with other settings, is wiped and redone, never half used), each answer
+is appended to a per-answerer JSON-lines file as it comes, and a rerun skips what is done.
+The report is written last and atomically, with `complete: true`; a report without it is
+not a result.
 """
 
 from __future__ import annotations
@@ -20,7 +24,16 @@ from pathlib import Path
 import cv2
 from tqdm import tqdm
 
-from waymark.evaluation.answerers import Answerer, EmbedderOnlyAnswerer, RandomEntryAnswerer
+from waymark.evaluation.answerers import (
+    RANDOM_ENTRY,
+    Answerer,
+    AnswererError,
+    EmbedderOnlyAnswerer,
+    RandomEntryAnswerer,
+    check_answerer_name,
+    parse_embedder_name,
+    standard_answerers,
+)
 from waymark.evaluation.ingest import BagTopicError, ingest_bag
 from waymark.evaluation.metrics import POSITION_METRICS, Prediction, evaluate
 from waymark.evaluation.questions import QuestionFileError, QuestionSet, load_questions
@@ -28,14 +41,19 @@ from waymark.evaluation.report import markdown, plot_all, write_json_atomically
 from waymark.geometry import Pose
 from waymark.memory.capture import CaptureConfig
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.entries import SEGMENT
 from waymark.memory.image_store import ImageStore
 from waymark.memory.ocr import TextReader
+from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.segments import DEFAULT_WINDOW_S, Segmenter
 from waymark.memory.service import MemoryService, view_dims
 from waymark.memory.store import MemoryStore
 
-ANSWERERS = ('embedder-only', 'random-entry')
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
+# Version of what a build writes under memory/: a build marked with another one (or none)
+# is rebuilt, not opened. 2: frames and segments in the two-level store.
+MEMORY_FORMAT = 2
 
 # Builds memory from config.bag into a data directory; returns a summary of the build.
 MemoryBuilder = Callable[['EvaluationConfig', dict | None, Path], dict]
@@ -46,7 +64,7 @@ class EvaluationConfig:
     bag: Path
     questions: Path
     out: Path
-    answerers: tuple[str, ...] = ANSWERERS
+    answerers: tuple[str, ...] | None = None  # None: standard_answerers for what memory has
     position_metric: str = 'object'
     camera_extrinsic: tuple[float, ...] | None = None  # x y z qx qy qz qw; None: ground truth
     image_topic: str | None = None
@@ -54,6 +72,7 @@ class EvaluationConfig:
     image_model: str = ''
     text_model: str = 'default'
     ocr: bool = True
+    segment_window_s: float = DEFAULT_WINDOW_S  # 0: frames only, no segments
     top_k: int = 5
     seed: int = 0
     progress: bool = True
@@ -61,17 +80,20 @@ class EvaluationConfig:
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
+    for name in config.answerers or ():
+        check_answerer_name(name)  # before memory is built, which can take a while
     questions = load_questions(config.questions)
     truth = _ground_truth(config.bag)
     config.out.mkdir(parents=True, exist_ok=True)
     memory, ingest = _memory(config, truth, build or build_direct)
     try:
         results = {}
-        for name in config.answerers:
+        for name in config.answerers or standard_answerers(memory):
             answerer = _answerer(name, memory, config)
             predictions = _answer_all(answerer, questions, config)
-            results[name] = evaluate(questions.questions, predictions, config.position_metric)
-            results[name]['predictions'] = [_prediction_row(p) for p in predictions]
+            result = evaluate(questions.questions, predictions, config.position_metric)
+            result['predictions'] = [_prediction_row(p) for p in predictions]
+            results[answerer.name] = result
         report = {
             'title': questions.world or config.bag.name,
             'bag': str(config.bag),
@@ -79,11 +101,15 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
             'categories': sorted({q.category.value for q in questions.questions}),
             'position_metric': config.position_metric,
             'memory': {
-                'entries': memory.store.count(),
+                'entries': memory.store.count(),  # frames, as before segments existed
+                'frames': memory.store.count(),
+                'segments': memory.store.count(level=SEGMENT),
+                'segment_window_s': config.segment_window_s,
                 'keyframes': ingest['keyframes'],
                 'ingest_s': ingest['seconds'],
                 'mode': ingest['mode'],
                 'views': memory.views,
+                'segment_views': memory.store.views(SEGMENT),
             },
             'answerers': results,
         }
@@ -104,23 +130,55 @@ def _ground_truth(bag: Path) -> dict | None:
 def _memory(
     config: EvaluationConfig, truth: dict | None, build: MemoryBuilder
 ) -> tuple[MemoryService, dict]:
-    """Open memory, building it from the bag unless a complete build is already there."""
+    """Open memory, building it from the bag unless a complete build of this format and
+    with these settings is already there; a new build drops the answers of the old one."""
     data = config.out / 'memory'
     marker = data / INGESTED
-    if not marker.is_file():
+    wanted = build_settings(config)
+    built = json.loads(marker.read_text()) if marker.is_file() else {}
+    if built.get('build') != wanted:
         if data.exists():
-            shutil.rmtree(data)  # an interrupted build: start it over
+            shutil.rmtree(data)  # interrupted, or of another format: start it over
+        for old in config.out.glob('predictions-*.jsonl'):
+            old.unlink()
         data.mkdir(parents=True)
-        write_json_atomically(marker, build(config, truth, data))
-    return open_memory(config, data), json.loads(marker.read_text())
+        built = {**build(config, truth, data), 'build': wanted}
+        write_json_atomically(marker, built)
+    return open_memory(config, data), built
+
+
+def build_settings(config: EvaluationConfig) -> dict:
+    """What a build depends on besides the bag: a build made otherwise is not reused."""
+    return {
+        'format': MEMORY_FORMAT,
+        'text_model': config.text_model,
+        'image_model': config.image_model,
+        'ocr': config.ocr,
+        'segment_window_s': config.segment_window_s,
+        'camera_extrinsic': list(config.camera_extrinsic or []),
+        'image_topic': config.image_topic,
+        'pose_topic': config.pose_topic,
+    }
 
 
 def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
+    """Memory in `data` laid out as memory_node lays it out, with segments unless
+    `segment_window_s` is 0 (no captions: no VLM runs offline)."""
     text = SentenceEmbedder(config.text_model) if config.text_model else None
     image = ImageTextEmbedder(config.image_model) if config.image_model else None
-    store = MemoryStore(str(data / 'memory.db'), view_dims(image, text))
+    window = config.segment_window_s
+    segment_views = (
+        segment_view_dims(image.dim if image else None, text.dim if text else None, False)
+        if window > 0
+        else {}
+    )
+    store = MemoryStore(
+        str(data / 'memory.db'), view_dims(image, text), segment_views=segment_views
+    )
+    images = ImageStore(data)
+    segments = SegmentMemory(store, images, Segmenter(window), text) if window > 0 else None
     reader = TextReader() if config.ocr and text else None
-    return MemoryService(store, ImageStore(data), image, text, reader)
+    return MemoryService(store, images, image, text, reader, segments)
 
 
 def camera_extrinsic(config: EvaluationConfig, truth: dict | None) -> Pose:
@@ -142,11 +200,14 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
             pose_topic=config.pose_topic,
             progress=config.progress,
         )
+        memory.close_segments()  # the recording is over: its last window is complete
+        segments = memory.store.count(level=SEGMENT)
     finally:
         memory.store.close()
     return {
         'mode': 'direct',
         'keyframes': report.keyframes,
+        'segments': segments,
         'ingested': report.ingested,
         'seconds': report.seconds,
         'counts': dict(report.counts),
@@ -155,17 +216,16 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
 
 
 def _answerer(name: str, memory: MemoryService, config: EvaluationConfig) -> Answerer:
-    if name == 'embedder-only':
-        return EmbedderOnlyAnswerer(memory, top_k=config.top_k)
-    if name == 'random-entry':
+    if name == RANDOM_ENTRY:
         return RandomEntryAnswerer(memory, seed=config.seed)
-    raise ValueError(f'unknown answerer {name!r}; choose from {", ".join(ANSWERERS)}')
+    level, views = parse_embedder_name(name)
+    return EmbedderOnlyAnswerer(memory, top_k=config.top_k, level=level, views=views)
 
 
 def _answer_all(
     answerer: Answerer, questions: QuestionSet, config: EvaluationConfig
 ) -> list[Prediction]:
-    path = config.out / f'predictions-{answerer.name}.jsonl'
+    path = config.out / f'predictions-{answerer.name.replace("/", ".")}.jsonl'
     done = {}
     if path.is_file():
         for line in path.read_text().splitlines():
@@ -217,12 +277,20 @@ def main(
     parser.add_argument('--out', type=Path, default=Path('eval_output'))
     parser.add_argument('--mode', default='direct', choices=sorted(builders), help='memory build')
     parser.add_argument('--rate', type=float, default=0.0, help='dds mode replay rate (0: max)')
-    parser.add_argument('--answerers', nargs='+', default=list(ANSWERERS), choices=ANSWERERS)
+    parser.add_argument(
+        '--answerers',
+        nargs='+',
+        help='rows to evaluate, e.g. embedder-only embedder-only/segment/text random-entry '
+        '(default: every level and view memory has)',
+    )
     parser.add_argument('--position-metric', default='object', choices=POSITION_METRICS)
     parser.add_argument('--camera-extrinsic', type=float, nargs=7, metavar='V')
     parser.add_argument('--image-topic')
     parser.add_argument('--pose-topic')
     parser.add_argument('--image-model', default='', help='SigLIP/CLIP id or path (off if empty)')
+    parser.add_argument(
+        '--segment-window', type=float, default=DEFAULT_WINDOW_S, help='segment length s (0: off)'
+    )
     parser.add_argument('--top-k', type=int, default=5)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-progress', action='store_true')
@@ -231,12 +299,13 @@ def main(
         bag=args.bag,
         questions=args.questions,
         out=args.out,
-        answerers=tuple(args.answerers),
+        answerers=tuple(args.answerers) if args.answerers else None,
         position_metric=args.position_metric,
         camera_extrinsic=tuple(args.camera_extrinsic) if args.camera_extrinsic else None,
         image_topic=args.image_topic,
         pose_topic=args.pose_topic,
         image_model=args.image_model,
+        segment_window_s=args.segment_window,
         top_k=args.top_k,
         seed=args.seed,
         progress=not args.no_progress,
@@ -244,7 +313,7 @@ def main(
     )
     try:
         report = run(config, builders[args.mode])
-    except (QuestionFileError, BagTopicError, FileNotFoundError) as error:
+    except (QuestionFileError, BagTopicError, FileNotFoundError, AnswererError) as error:
         print(f'waymark evaluate: {error}', file=sys.stderr)
         return 2
     print(markdown(report))

@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 
+from waymark.evaluation.answerers import is_per_view
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.questions import AnswerType, QuestionSet
 
@@ -26,9 +27,15 @@ def write_json_atomically(path: Path, data: dict) -> None:
 
 def markdown(report: dict) -> str:
     lines = [f'# waymark evaluation: {report["title"]}', '']
+    memory = report['memory']
+    segments = (
+        f' and {memory["segments"]} segments of {memory["segment_window_s"]:g} s'
+        if memory.get('segments')
+        else ''
+    )
     lines.append(
-        f'{report["questions"]} questions, memory of {report["memory"]["entries"]} entries '
-        f'from {report["memory"]["keyframes"]} keyframes; position error against the '
+        f'{report["questions"]} questions, memory of {memory["entries"]} frames{segments} '
+        f'from {memory["keyframes"]} keyframes; position error against the '
         f'{report["position_metric"]} ground truth.'
     )
     lines += ['', '## Overall', '']
@@ -117,6 +124,8 @@ def _plot_map(path: Path, report: dict, questions: QuestionSet, truth: dict | No
         zorder=3,
     )
     for name, result in report['answerers'].items():
+        if is_per_view(name):
+            continue  # one series per level is enough on a map
         goals = [(s['question_id'], s['goal']) for s in result['predictions'] if s.get('goal')]
         dots = axes.scatter(
             [g[0] for _, g in goals], [g[1] for _, g in goals], s=18, label=name, zorder=4

@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The standard benchmark suite: generated worlds of each size and seed, recorded,
-questioned and evaluated, with one table across them all.
+questioned and evaluated, with one table across them all (a row per world and answerer)
+and a compact one of the embedder-only rows by memory level and view.
 
     python -m waymark suite --out suite_output [--sizes small medium large] [--seeds 0 1]
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from waymark.evaluation.answerers import embedder_row
 from waymark.evaluation.harness import EvaluationConfig, run
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.question_gen import generate_questions, render_jobs
@@ -79,30 +81,64 @@ def _render_photos(out: Path, question_set, truth: dict, size: str, seed: int) -
 
 
 def table(results: dict[str, dict]) -> str:
+    """One row per world and answerer."""
     taus = [f'{t:g}' for t in THRESHOLDS_M]
     header = (
         '| world | answerer | questions | '
         + ' | '.join(f'SR@{t} m' for t in taus)
-        + ' | mean err (m) | yes/no acc | α | memory entries | wall (s) |'
+        + ' | mean err (m) | yes/no acc | α | frames / segments | wall (s) |'
     )
     lines = [header, '|' + '---|' * (header.count('|') - 1)]
     for case, result in results.items():
         report = result['report']
+        memory = report['memory']
         for name, answerer in report['answerers'].items():
             overall = answerer['overall']
-            success = [f'{100 * overall["success_at"].get(t, 0.0):.0f}%' for t in taus]
             error = overall['mean_position_error_m']
-            accuracy = overall['yes_no_accuracy']
-            alpha = overall['retrieval_efficiency']
             lines.append(
                 f'| {case} | {name} | {overall["questions"]} | '
-                + ' | '.join(success)
+                + ' | '.join(_success(overall, taus))
                 + f' | {"-" if error is None else f"{error:.2f}"}'
-                + f' | {"-" if accuracy is None else f"{100 * accuracy:.0f}%"}'
-                + f' | {"-" if alpha is None else f"{alpha:.4f}"}'
-                + f' | {report["memory"]["entries"]} | {result["wall_s"]:.0f} |'
+                + f' | {_percent(overall["yes_no_accuracy"])} | {_alpha(overall)}'
+                + f' | {memory["entries"]} / {memory.get("segments", 0)}'
+                + f' | {result["wall_s"]:.0f} |'
             )
     return '\n'.join(lines) + '\n'
+
+
+def view_table(results: dict[str, dict]) -> str:
+    """The embedder-only rows by memory level and view: success at each threshold."""
+    taus = [f'{t:g}' for t in THRESHOLDS_M]
+    header = (
+        '| world | level | views | ' + ' | '.join(f'SR@{t} m' for t in taus) + ' | yes/no acc | α |'
+    )
+    lines = [header, '|' + '---|' * (header.count('|') - 1)]
+    for case, result in results.items():
+        for name, answerer in result['report']['answerers'].items():
+            row = embedder_row(name)
+            if row is None:
+                continue
+            level, views = row
+            overall = answerer['overall']
+            lines.append(
+                f'| {case} | {level} | {"+".join(views) or "all"} | '
+                + ' | '.join(_success(overall, taus))
+                + f' | {_percent(overall["yes_no_accuracy"])} | {_alpha(overall)} |'
+            )
+    return '\n'.join(lines) + '\n'
+
+
+def _success(overall: dict, taus: list[str]) -> list[str]:
+    return [f'{100 * overall["success_at"].get(t, 0.0):.0f}%' for t in taus]
+
+
+def _percent(value: float | None) -> str:
+    return '-' if value is None else f'{100 * value:.0f}%'
+
+
+def _alpha(overall: dict) -> str:
+    alpha = overall['retrieval_efficiency']
+    return '-' if alpha is None else f'{alpha:.4f}'
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,13 +157,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f'[{case}] recording, questioning, evaluating...', flush=True)
             report = run_case(args.out / case, size, seed, args.per_category, args.max_duration)
             results[case] = {'report': report, 'wall_s': time.monotonic() - started}
-    summary = table(results)
+    summary = table(results) + '\n## Per view and level (embedder-only)\n\n' + view_table(results)
     (args.out / 'suite_report.md').write_text('# waymark standard suite\n\n' + summary)
     write_json_atomically(
         args.out / 'suite_report.json',
         {
             case: {
                 'wall_s': r['wall_s'],
+                'memory': {
+                    k: r['report']['memory'].get(k) for k in ('frames', 'segments', 'views')
+                },
                 'answerers': {n: a['overall'] for n, a in r['report']['answerers'].items()},
             }
             for case, r in results.items()
