@@ -7,9 +7,10 @@ queries scan them with numpy (O(N), a few ms at 1M rows), chronological queries 
 order by stamp that is kept up to date cheaply because stamps mostly arrive in order (new
 rows are merged in on the next query; only an in-place stamp change forces a full sort).
 
-Removing a session compacts the columns at once (O(N)); sessions are rarely removed and it
-keeps every query free of dead rows. Memory per row: 61 bytes of columns plus the record
-object and its id (a few hundred bytes of Python, mostly the strings).
+Removing a session compacts the columns at once (O(N), 0.4 s at 1M rows); sessions are
+rarely removed and it keeps every query free of dead rows. Memory per row: about 310 bytes
+measured (61 bytes of columns, grown by doubling, 16 of scratch for distances, the id and
+its dict entry), plus the FrameRecord itself (about 250 bytes, shared with the caller).
 
 Thread-safety: one lock around every method (queries update the cached order), so any
 number of threads may call in; a reader never sees a half-applied write.
