@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test suite lint format clean
+.PHONY: bootstrap build demo test suite bench lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -24,6 +24,11 @@ test: bootstrap
 # The standard benchmark suite (3 world sizes x 2 seeds); SUITE_ARGS="--sizes small" etc.
 suite: bootstrap
 	$(ENV) && python -m waymark suite $(SUITE_ARGS)
+
+# Ingest, search and storage benchmarks; BENCH_ARGS="search --sizes 10000 100000" etc.
+BENCH_ARGS ?= all
+bench: bootstrap
+	$(ENV) && python -m waymark bench $(BENCH_ARGS)
 
 lint: bootstrap
 	$(ENV) && ruff check . && ruff format --check .

@@ -10,6 +10,7 @@ COMMANDS = {
     'questions': 'waymark.evaluation.question_gen',
     'world': 'waymark.sim.bag',
     'suite': 'waymark.evaluation.suite',
+    'bench': 'waymark.benchmarks.cli',
 }
 
 

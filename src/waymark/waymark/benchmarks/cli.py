@@ -1,0 +1,68 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""`python -m waymark bench {ingest,search,storage,all}`: run benchmarks, print their
+tables, write `<out>/<benchmark>.json`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import time
+from pathlib import Path
+
+from waymark.benchmarks.common import write_json
+
+BENCHMARKS = ('ingest', 'search', 'storage')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog='python -m waymark bench',
+        description='Measure ingest rate, search latency and recall, and storage of memory.',
+    )
+    parser.add_argument('benchmark', choices=[*BENCHMARKS, 'all'])
+    parser.add_argument(
+        '--sizes',
+        type=int,
+        nargs='+',
+        help='entries for the search benchmark (default 10000 100000 1000000; '
+        'sizes above 100000 use the in-process indexes without Milvus)',
+    )
+    parser.add_argument('--out', type=Path, default=Path('bench_output'))
+    parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
+    args = parser.parse_args(argv)
+    if args.sizes and min(args.sizes) < 20:
+        parser.error('--sizes: at least 20 entries (one per session)')
+    # Models load from disk only; tokenizers' worker threads would fight the timed work.
+    for key, value in (
+        ('HF_HUB_OFFLINE', '1'),
+        ('TRANSFORMERS_OFFLINE', '1'),
+        ('TOKENIZERS_PARALLELISM', 'false'),
+    ):
+        os.environ.setdefault(key, value)
+    # pymilvus warns on every read of Milvus Lite (no server timestamp); it is noise here.
+    logging.getLogger('pymilvus').setLevel(logging.ERROR)
+    chosen = BENCHMARKS if args.benchmark == 'all' else (args.benchmark,)
+    for name in chosen:
+        module = importlib.import_module(f'waymark.benchmarks.{name}')
+        started = time.perf_counter()
+        load = os.getloadavg()
+        kwargs = {'sizes': args.sizes} if name == 'search' else {}
+        result = module.run(quick=args.quick, **kwargs)
+        result['wall_s'] = time.perf_counter() - started
+        # Other processes on the machine slow every number down: keep the load with them.
+        result['machine'] = {
+            'cpus': os.cpu_count(),
+            'load_average_1min': {'start': load[0], 'end': os.getloadavg()[0]},
+        }
+        path = write_json(args.out / f'{name}.json', result)
+        print(module.render(result))
+        machine = result['machine']
+        print(
+            f'[{name}: {result["wall_s"]:.0f} s, {path}; load average '
+            f'{load[0]:.1f} at start, {machine["load_average_1min"]["end"]:.1f} at end, '
+            f'{machine["cpus"]} CPUs]\n',
+            flush=True,
+        )
+    return 0
