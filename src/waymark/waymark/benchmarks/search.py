@@ -594,12 +594,12 @@ def _targets(results: list[dict]) -> dict:
             'target': TARGET_P50_MS,
             'entries': at,
             'worst': p50,
-            'met': p50 is not None and p50 <= TARGET_P50_MS,
+            'met': None if p50 is None else p50 <= TARGET_P50_MS,  # None: no size <= 100k
         },
         'recall_at_10': {
             'target': TARGET_RECALL,
             'worst': recall,
-            'met': recall is not None and recall >= TARGET_RECALL,
+            'met': None if recall is None else recall >= TARGET_RECALL,
         },
     }
 
@@ -666,12 +666,15 @@ def render(result: dict) -> str:
     p50, recall = targets['p50_ms'], targets['recall_at_10']
     parts.append(
         f'Targets: vector search p50 <= {p50["target"]:g} ms at {p50["entries"]} entries: '
-        f'worst {_fmt(p50["worst"])} ms, {"met" if p50["met"] else "NOT met"}; recall@10 >= '
-        f'{recall["target"]:g}: worst {_fmt(recall["worst"])}, '
-        f'{"met" if recall["met"] else "NOT met"}'
+        f'worst {_fmt(p50["worst"])} ms, {_verdict(p50["met"])}; recall@10 >= '
+        f'{recall["target"]:g}: worst {_fmt(recall["worst"])}, {_verdict(recall["met"])}'
     )
     parts.append('\n'.join(f'- {note}' for note in result['notes']))
     return '\n'.join(parts) + '\n'
+
+
+def _verdict(met: bool | None) -> str:
+    return 'not measured' if met is None else 'met' if met else 'NOT met'
 
 
 def _fmt(value: float | None) -> str:
