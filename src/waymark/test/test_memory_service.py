@@ -12,8 +12,9 @@ import pytest
 from waymark.geometry import Pose
 from waymark.memory.entries import FrameRecord, Hit, Keyframe
 from waymark.memory.fusion import reciprocal_rank_fusion
+from waymark.memory.image_codec import decode_image
 from waymark.memory.image_store import ImageStore
-from waymark.memory.service import MemoryService, decode_image, view_dims
+from waymark.memory.service import MemoryService, view_dims
 from waymark.memory.store import MemoryStore
 
 T0 = 1_750_000_000 * 10**9

@@ -22,7 +22,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -33,6 +32,7 @@ from visualization_msgs.msg import MarkerArray
 from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
+from waymark.memory.image_codec import decode_image
 from waymark.memory.image_store import ImageStore
 from waymark.memory.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ocr import TextReader
@@ -410,7 +410,11 @@ class MemoryNode(Node):
                 raise ValueError('text search needs a non-empty text')
             return self._memory.search_text(request.text, k, sessions, level, views)
         if mode == Request.MODE_IMAGE:
-            return self._memory.search_image(_decode(request.image.data), k, sessions, level)
+            try:
+                image = decode_image(bytes(request.image.data))
+            except ValueError as error:
+                raise ValueError(f'image search needs a decodable image: {error}') from error
+            return self._memory.search_image(image, k, sessions, level)
         if mode == Request.MODE_TIME:
             return self._memory.search_time(stamp_to_ns(request.stamp), k, sessions, level)
         if mode == Request.MODE_INTERVAL:
@@ -563,14 +567,6 @@ class MemoryNode(Node):
                 self.get_logger().info(f'{unfinished} segments will be captioned at next start')
         self._store.close()
         super().destroy_node()
-
-
-def _decode(data) -> np.ndarray:
-    buffer = np.frombuffer(bytes(data), dtype=np.uint8)
-    image = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
-    if image is None:
-        raise ValueError('image search needs a decodable image')
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def main(args=None) -> None:

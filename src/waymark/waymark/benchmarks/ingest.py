@@ -210,7 +210,7 @@ def _so400m_image_tower(keyframes: tuple[Keyframe, ...]) -> dict:
     import transformers
     from transformers import SiglipVisionConfig, SiglipVisionModel
 
-    from waymark.memory.service import decode_image
+    from waymark.memory.image_codec import decode_image
 
     config = SiglipVisionConfig(
         hidden_size=1152,

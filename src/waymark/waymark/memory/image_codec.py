@@ -110,6 +110,16 @@ def check_encoding(encoding: str) -> None:
         )
 
 
+def decode_image(data: bytes) -> np.ndarray:
+    """JPEG or PNG bytes to an RGB uint8 array; ImageDecodeError (a ValueError) when they
+    do not decode."""
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    bgr = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
+    if bgr is None:
+        raise ImageDecodeError(f'cannot decode image ({len(data)} bytes)')
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
 def encode_jpeg(bgr: np.ndarray, quality: int) -> bytes:
     ok, buffer = cv2.imencode('.jpg', bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:

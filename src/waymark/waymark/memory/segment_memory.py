@@ -23,6 +23,7 @@ import numpy as np
 from waymark.memory.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
 from waymark.memory.embedders import TextEmbedder
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
+from waymark.memory.image_codec import decode_image, encode_jpeg
 from waymark.memory.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.segments import (
     Segment,
@@ -212,13 +213,14 @@ class SegmentMemory:
         images = []
         for frame in pick_evenly([f for f in frames if f.image_ref], 4):
             try:
-                data = np.frombuffer(self.image_store.get(frame.image_ref), dtype=np.uint8)
+                data = self.image_store.get(frame.image_ref)
             except (OSError, ValueError):
                 self.counts['segment_frame_image_missing'] += 1
                 continue
-            bgr = cv2.imdecode(data, cv2.IMREAD_COLOR)
-            if bgr is not None:
-                images.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+            try:
+                images.append(decode_image(data))
+            except ValueError:
+                continue
         return images
 
     def _put_image(self, data: bytes) -> str:
@@ -230,11 +232,4 @@ class SegmentMemory:
 
 
 def _jpeg(image: np.ndarray) -> bytes:
-    ok, data = cv2.imencode(
-        '.jpg',
-        cv2.cvtColor(image, cv2.COLOR_RGB2BGR),
-        [cv2.IMWRITE_JPEG_QUALITY, GRID_JPEG_QUALITY],
-    )
-    if not ok:
-        raise ValueError('could not encode a segment grid as JPEG')
-    return data.tobytes()
+    return encode_jpeg(cv2.cvtColor(image, cv2.COLOR_RGB2BGR), GRID_JPEG_QUALITY)

@@ -19,12 +19,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from waymark.memory.embedders import ImageTextModel, TextEmbedder
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
 from waymark.memory.fusion import best_per_entry, reciprocal_rank_fusion
+from waymark.memory.image_codec import decode_image
 from waymark.memory.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.ocr import TextReader, joined
 from waymark.memory.record_table import SessionSummary
@@ -60,15 +60,6 @@ class PreparedKeyframe:
     text: str
     text_size: float
     vectors: dict[str, np.ndarray]
-
-
-def decode_image(data: bytes) -> np.ndarray:
-    """JPEG or PNG bytes to an RGB uint8 array; ValueError when they do not decode."""
-    buffer = np.frombuffer(data, dtype=np.uint8)
-    bgr = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
-    if bgr is None:
-        raise ValueError(f'cannot decode image ({len(data)} bytes)')
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 def view_dims(
