@@ -43,8 +43,9 @@ def test_ingest_times_every_view_configuration(results):
         assert config['keyframes'] == ingest['settings']['keyframes_timed'] > 0
         for part in ('prepare', 'commit', 'total'):
             check_latency(config[part])
-        assert config['keyframes_per_s'] > 0
-        assert config['sustains_5_per_s'] == (config['keyframes_per_s'] >= 5.0)
+        assert config['keyframes_per_s'] > 0 and config['pipelined_keyframes_per_s'] > 0
+        assert config['prepare_workers'] == 2
+        assert config['sustains_5_per_s'] == (config['pipelined_keyframes_per_s'] >= 5.0)
     assert configs['both+segments']['segments'] > 0
     assert configs['both']['segments'] == 0
     assert configs['image']['frames_with_text'] == 0

@@ -45,6 +45,29 @@ def test_reader_returns_nothing_for_odd_or_blank_images(text_reader, draw_sign):
         text_reader.read(np.zeros((64, 64, 3), np.float32))
 
 
+def test_reader_gives_each_thread_its_own_engine_and_the_same_readings(draw_sign):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    reader = TextReader(threads=1)
+    words = ['PHARMACY', 'LIBRARY', 'BAKERY', 'EXIT']
+    images = [draw_sign(word) for word in words]
+    both_loaded = threading.Barrier(2)
+
+    def engine_of_this_thread(_):
+        engine = reader.load()
+        both_loaded.wait(10.0)  # two live threads at once, so two different threads
+        return engine
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(engine_of_this_thread, range(2))
+        assert first is not second
+        assert list(pool.map(lambda image: joined(reader.read(image)), images)) == words
+    assert reader.load() is reader.load()
+    with pytest.raises(ValueError):
+        TextReader(threads=0)
+
+
 def test_reader_confidence_threshold_filters_lines(draw_sign):
     strict = TextReader(min_confidence=1.0)
 

@@ -36,9 +36,10 @@ from waymark.memory.image_codec import decode_image
 from waymark.memory.image_store import ImageStore
 from waymark.memory.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ocr import TextReader
+from waymark.memory.prepare_pool import PreparePool
 from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
 from waymark.memory.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService, PreparedKeyframe, view_dims
 from waymark.memory.store import MemoryStore
 from waymark.memory.vector_index import IndexParams
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -83,6 +84,15 @@ class MemoryNode(Node):
         ocr = declare(self, 'ocr', True, 'Read text in keyframes (OCR) for the text view.')
         ocr_min_confidence = declare(
             self, 'ocr_min_confidence', 0.5, 'Drop OCR lines below this.', low=0.0, high=1.0
+        )
+        self._prepare_workers = declare(
+            self,
+            'prepare_workers',
+            2,
+            'Keyframes decoded, read (OCR) and embedded at once, each on one thread; '
+            'they are stored in arrival order. About one per CPU core.',
+            low=1,
+            high=64,
         )
         self._frame_id = declare(self, 'map_frame', 'map', 'Frame of stored poses.')
         self._default_k = declare(
@@ -322,29 +332,54 @@ class MemoryNode(Node):
             )
 
     def _ingest_loop(self) -> None:
-        while not self._stop.is_set() or not self._queue.empty():
-            try:
-                job = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            try:
-                if self._ingest(job) and job.journal_path is not None:
-                    self._journal.remove(job.journal_path)
-            finally:
+        """Prepare up to `prepare_workers` keyframes at once; store them in arrival order."""
+        pool = PreparePool(self._prepare, self._prepare_workers)
+        try:
+            while True:
+                while not pool.full:
+                    try:
+                        # Wait for work only when nothing is in preparation.
+                        job = self._queue.get(timeout=0.2) if not pool else self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    pool.submit(job)
+                if not pool:
+                    if self._stop.is_set():
+                        return
+                    continue
+                job, prepared = pool.take()
+                try:
+                    if self._ingest(job, prepared) and job.journal_path is not None:
+                        self._journal.remove(job.journal_path)
+                finally:
+                    self._queue.task_done()
+                if self._stop.is_set() and time.monotonic() > self._deadline:
+                    return
+        finally:
+            # Keyframes still in preparation stay in the journal for the next start.
+            for _ in pool.close():
                 self._queue.task_done()
-            if self._stop.is_set() and time.monotonic() > self._deadline:
-                return
 
-    def _ingest(self, job: _Job) -> bool:
-        """Ingest one keyframe; True when it is done with (stored, or refused for good)."""
+    def _prepare(self, job: _Job) -> PreparedKeyframe:
+        return self._memory.prepare(job.keyframe)
+
+    def _ingest(self, job: _Job, prepared: PreparedKeyframe | Exception) -> bool:
+        """Store one prepared keyframe; True when it is done with (stored, or refused for
+        good)."""
         keyframe = job.keyframe
         name = f'{keyframe.session}/{keyframe.index}'
-        try:
-            prepared = self._memory.prepare(keyframe)
-        except ValueError as error:
+        if isinstance(prepared, ValueError):
             self.counts['keyframes_undecodable'] += 1
-            self.get_logger().warn(f'skipped keyframe {name}: {error}')
+            self.get_logger().warn(f'skipped keyframe {name}: {prepared}')
             return True
+        if isinstance(prepared, Exception):
+            # A model failing on one image must not stop ingest: the keyframe stays in the
+            # journal and is tried again at the next start.
+            self.counts['keyframes_prepare_failed'] += 1
+            self.get_logger().error(
+                f'could not prepare keyframe {name}: {type(prepared).__name__}: {prepared}'
+            )
+            return False
         backoff = 0.5
         while True:
             try:

@@ -30,12 +30,14 @@ from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import FrameRecord, Keyframe
 from waymark.memory.image_store import ImageStore
 from waymark.memory.ocr import TextReader
+from waymark.memory.prepare_pool import PreparePool
 from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
 from waymark.memory.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
 from waymark.memory.store import MemoryStore
 
 TARGET_RATE_HZ = 5.0
+PREPARE_WORKERS = 2  # memory_node's default prepare_workers
 SEGMENT_WINDOW_S = 1.5
 WARMUP_KEYFRAMES = 2  # prepared (not stored) before timing: first calls load kernels
 QUICK_RECORDING_S = 12.0
@@ -99,6 +101,7 @@ def run(quick: bool = False) -> dict:
             'image_model': f'tiny random SigLIP ({models.image.dim}-d, 32 px input)',
             'model_load_s': load_s,
             'target_keyframes_per_s': TARGET_RATE_HZ,
+            'prepare_workers': PREPARE_WORKERS,
         },
         'configs': configs,
         'db_insert': inserts,
@@ -109,23 +112,9 @@ def run(quick: bool = False) -> dict:
 
 
 def _ingest(config: ViewConfig, models: _Models, keyframes: tuple[Keyframe, ...], root: Path):
-    """Ingest every keyframe into a fresh memory with this configuration's views."""
-    root.mkdir(parents=True)
-    text = models.sentence if config.text else None
-    image = models.image if config.image else None
-    segment_views = (
-        segment_view_dims(image.dim if image else None, text.dim if text else None, False)
-        if config.segments
-        else None
-    )
-    store = MemoryStore(
-        str(root / 'memory.db'), view_dims(image, text), segment_views=segment_views
-    )
-    images = ImageStore(root)
-    segments = (
-        SegmentMemory(store, images, Segmenter(SEGMENT_WINDOW_S), text) if config.segments else None
-    )
-    service = MemoryService(store, images, image, text, models.reader if text else None, segments)
+    """Ingest every keyframe into a fresh memory with this configuration's views: once
+    step by step (where the time goes), once as memory_node does it (prepare_workers)."""
+    service = _memory(config, models, root / 'serial')
     prepare, commit = [], []
     try:
         for keyframe in keyframes[:WARMUP_KEYFRAMES]:
@@ -143,10 +132,11 @@ def _ingest(config: ViewConfig, models: _Models, keyframes: tuple[Keyframe, ...]
         close_s = time.perf_counter() - t0
         stats = service.stats()
     finally:
-        store.close()
+        service.store.close()
     total = [p + c for p, c in zip(prepare, commit, strict=True)]
     seconds = sum(total) + close_s
     rate = len(keyframes) / seconds if seconds else 0.0
+    pipelined = _pipelined_rate(_memory(config, models, root / 'pipelined'), keyframes)
     return {
         'name': config.name,
         'views': config.views,
@@ -158,8 +148,55 @@ def _ingest(config: ViewConfig, models: _Models, keyframes: tuple[Keyframe, ...]
         'total': latency(total),
         'close_segments_ms': close_s * 1000.0,
         'keyframes_per_s': rate,
-        'sustains_5_per_s': rate >= TARGET_RATE_HZ,
+        'prepare_workers': PREPARE_WORKERS,
+        'pipelined_keyframes_per_s': pipelined,
+        'sustains_5_per_s': pipelined >= TARGET_RATE_HZ,
     }
+
+
+def _memory(config: ViewConfig, models: _Models, root: Path) -> MemoryService:
+    root.mkdir(parents=True)
+    text = models.sentence if config.text else None
+    image = models.image if config.image else None
+    segment_views = (
+        segment_view_dims(image.dim if image else None, text.dim if text else None, False)
+        if config.segments
+        else None
+    )
+    store = MemoryStore(
+        str(root / 'memory.db'), view_dims(image, text), segment_views=segment_views
+    )
+    images = ImageStore(root)
+    segments = (
+        SegmentMemory(store, images, Segmenter(SEGMENT_WINDOW_S), text) if config.segments else None
+    )
+    return MemoryService(store, images, image, text, models.reader if text else None, segments)
+
+
+def _pipelined_rate(service: MemoryService, keyframes: tuple[Keyframe, ...]) -> float:
+    """Keyframes per second through memory_node's ingest path: prepared on
+    PREPARE_WORKERS threads, committed in order."""
+    pool = PreparePool(service.prepare, PREPARE_WORKERS)
+    try:
+        for keyframe in keyframes[:WARMUP_KEYFRAMES]:  # each thread loads its OCR engine
+            pool.submit(keyframe)
+        while pool:
+            pool.take()
+        started = time.perf_counter()
+        waiting = list(keyframes)
+        while waiting or pool:
+            while waiting and not pool.full:
+                pool.submit(waiting.pop(0))
+            _, prepared = pool.take()
+            if isinstance(prepared, Exception):
+                raise prepared
+            service.commit(prepared)
+        service.close_segments()
+        seconds = time.perf_counter() - started
+    finally:
+        pool.close()
+        service.store.close()
+    return len(keyframes) / seconds if seconds else 0.0
 
 
 def _insert(root: Path, batch: int, rows: int) -> dict:
@@ -249,11 +286,15 @@ def _so400m_image_tower(keyframes: tuple[Keyframe, ...]) -> dict:
 
 
 def _notes(recording: Recording, configs: list[dict]) -> list[str]:
-    slowest = min(configs, key=lambda c: c['keyframes_per_s'])
+    slowest = min(configs, key=lambda c: c['pipelined_keyframes_per_s'])
     return [
         f'The recording makes {recording.keyframe_rate_hz:.2f} keyframes per second of tour '
         f'with the default keyframe policy; the target is {TARGET_RATE_HZ:g}/s sustained. '
-        f'Slowest configuration: {slowest["name"]} at {slowest["keyframes_per_s"]:.1f}/s.',
+        f'Slowest configuration: {slowest["name"]} at '
+        f'{slowest["pipelined_keyframes_per_s"]:.1f}/s with {PREPARE_WORKERS} prepare workers.',
+        f'serial: one keyframe at a time, timed step by step; {PREPARE_WORKERS} workers: '
+        f"memory_node's ingest path, {PREPARE_WORKERS} keyframes prepared at once on one "
+        'thread each, committed in arrival order (wall time over all keyframes).',
         'The image view uses a tiny random SigLIP (32-d, 32 px input), the only image-text '
         'model available offline: its time is the pipeline around the model, not the cost of '
         'SigLIP-so400m (1152-d, 384 px), which is far slower on a CPU (its vision tower is '
@@ -275,6 +316,7 @@ def render(result: dict) -> str:
             c['total']['mean_ms'],
             c['total']['p95_ms'],
             c['keyframes_per_s'],
+            c['pipelined_keyframes_per_s'],
             c['sustains_5_per_s'],
         ]
         for c in result['configs']
@@ -282,7 +324,18 @@ def render(result: dict) -> str:
     ingest = table(
         f'Ingest on this CPU: {s["world"]} tour, {s["camera"]}, {s["keyframes_timed"]} keyframes '
         f'({s["keyframes_per_s_of_recording"]:.2f} per s of recording); means in ms',
-        ['config', 'views', 'kf', 'prepare', 'commit', 'total', 'p95 total', 'kf/s', '>=5/s'],
+        [
+            'config',
+            'views',
+            'kf',
+            'prepare',
+            'commit',
+            'total',
+            'p95 total',
+            'kf/s serial',
+            f'kf/s {s["prepare_workers"]} workers',
+            '>=5/s',
+        ],
         rows,
     )
     inserts = table(
