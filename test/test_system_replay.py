@@ -38,7 +38,11 @@ def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, t
     launch(
         'capture_node', params_file=CONFIG, session='system', camera_extrinsic=camera['extrinsic']
     )
-    launch('reasoner_node', params_file=CONFIG)
+    launch(
+        'reasoner_node',
+        params_file=CONFIG,
+        **{'traces.dir': str(tmp_path / 'traces'), 'memory.data_dir': str(tmp_path / 'memory')},
+    )
     launch('navigator_node', params_file=CONFIG)
     capture = ros.latest_json('capture/stats')
     memory = ros.latest_json('memory/stats')

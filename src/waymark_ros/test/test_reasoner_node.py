@@ -1,71 +1,443 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""reasoner_node over real DDS: embedder-only answers, goals, and the failure messages."""
+"""reasoner_node over real DDS: the agent on a scripted OpenAI-compatible server, the Ask
+action (feedback, cancel), concurrent questions, the fallbacks and the failure messages.
+
+One memory_node holding four sign keyframes serves the DDS tests of the module; each
+starts its own reasoner_node (and scripted LLM server) with the parameters it needs. The
+conversions, image loading and markers behind them are tested without DDS at the end.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import socket
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import rclpy
+from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
-from support.ros_harness import wait_until
-from support.signs import SIGNS, keyframe, publish_and_wait
+from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
+from support.ros_harness import RosHarness, wait_until
+from support.scripted_llm import ScriptedLLMServer, delay, tool_call
+from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
+from visualization_msgs.msg import Marker, MarkerArray
 
+from waymark.geometry import quaternion_from_yaw
+from waymark.memory.entries import SEGMENT, FrameRecord, Hit
+from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
+from waymark_ros import qos
+from waymark_ros.conversions import hit_from_msg, hit_to_msg
+from waymark_ros.memory_client import ImageFiles
+from waymark_ros.processes import start_node, stop_node
+from waymark_ros.reasoner_node import answer_markers
 
-pytestmark = pytest.mark.dds
+CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'waymark.yaml'
+BAKERY = SIGNS.index('BAKERY')  # keyframe index; the sign's frame is 'tour/<index>'
+BAKERY_POSE = (2.0 * BAKERY, 1.0, 0.5, 0.1 * BAKERY)  # x, y, z, yaw as support.signs stores it
 
 
-def ask(ros, question: str, navigate=False, sessions=()) -> Query.Response:
+@pytest.fixture(scope='module')
+def memory(tmp_path_factory):
+    """memory_node with the sign keyframes stored; yields its data directory."""
+    root = tmp_path_factory.mktemp('memory')
+    node = start_node('memory_node', root / 'logs', {'data_dir': str(root / 'data')})
+    harness = RosHarness()
+    try:
+        stats = harness.latest_json('memory/stats')
+        wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
+        publish_and_wait(harness, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    except BaseException:
+        print(f'----- memory_node -----\n{node.log_tail(60)}')
+        stop_node(node)
+        raise
+    finally:
+        harness.close()
+    yield root / 'data'
+    stop_node(node)
+
+
+@pytest.fixture
+def llm_server():
+    """Starts ScriptedLLMServers; closes them at teardown."""
+    servers: list[ScriptedLLMServer] = []
+
+    def _start(script) -> ScriptedLLMServer:
+        servers.append(ScriptedLLMServer(script))
+        return servers[-1]
+
+    yield _start
+    for server in servers:
+        server.close()
+
+
+def start_reasoner(launch, tmp_path, memory_dir, server=None, **parameters):
+    parameters = {
+        'traces.dir': str(tmp_path / 'traces'),
+        'memory.data_dir': str(memory_dir),
+        **({'llm.base_url': server.base_url, 'llm.model': server.model} if server else {}),
+        **parameters,
+    }
+    return launch('reasoner_node', **parameters)
+
+
+def query(ros, question: str, navigate=False, sessions=(), image=b'') -> Query.Response:
     request = Query.Request(question=question, navigate=navigate)
     request.sessions = list(sessions)
+    request.image.data = image
     return ros.call(Query, 'query', request, timeout_s=60)
 
 
-def test_without_memory_node_the_answer_says_so(ros, launch):
-    launch('reasoner_node', memory_timeout_s=1.0)
-    response = ask(ros, 'where is the bakery?')
-    assert not response.success
-    assert 'memory_node is not running' in response.message
+def final_answer(**arguments):
+    return tool_call('final_answer', arguments)
 
 
-def test_empty_memory_gives_a_clear_failure(ros, launch, tmp_path):
-    launch('memory_node', data_dir=str(tmp_path / 'memory'))
-    launch('reasoner_node')
-    stats = ros.latest_json('memory/stats')
-    wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
-    response = ask(ros, 'where is the bakery?')
-    assert not response.success
-    assert 'memory is empty' in response.message
-    assert response.answer.kind == Answer.KIND_NONE and not response.answer.has_goal
+def position(msg: PoseStamped) -> tuple[float, float, float]:
+    p = msg.pose.position
+    return p.x, p.y, p.z
 
 
-def test_answers_with_the_viewpoint_and_publishes_the_goal(ros, launch, tmp_path):
-    launch('memory_node', data_dir=str(tmp_path / 'memory'))
-    launch('reasoner_node')
+def assert_bakery_goal(goal: PoseStamped) -> None:
+    x, y, z, yaw = BAKERY_POSE
+    assert goal.header.frame_id == 'map'
+    assert position(goal) == pytest.approx((x, y, z))
+    q = goal.pose.orientation
+    assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_yaw(yaw))
+
+
+def read_trace(tmp_path, trace_id: str) -> dict:
+    path = tmp_path / 'traces' / f'{trace_id}.json'
+    assert path.is_file(), f'no trace {path.name}'
+    return json.loads(path.read_text())
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.dds
+def test_query_searches_then_answers_with_the_cited_keyframe(
+    ros, launch, tmp_path, memory, llm_server
+):
+    server = llm_server(
+        [
+            tool_call('retrieve_from_text', {'query': 'bakery sign'}),
+            final_answer(
+                kind='position',
+                text='The bakery sign was seen from the second stop.',
+                evidence_ids=[f'tour/{BAKERY}'],
+                goal={'x': BAKERY_POSE[0], 'y': BAKERY_POSE[1]},
+                confidence=0.9,
+            ),
+        ]
+    )
+    node = start_reasoner(launch, tmp_path, memory, server, **{'robot.odom_topic': 'odom'})
     goals = ros.collect(PoseStamped, 'goal_pose')
-    stats = ros.latest_json('memory/stats')
-    wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
-    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    markers = ros.collect(MarkerArray, 'answer/markers', qos.latched())
+    answers = ros.collect(Answer, 'answer', qos.latched())
+    odometry = ros.node.create_publisher(Odometry, 'odom', 10)
+    robot = Odometry()
+    robot.header.frame_id = 'map'
+    robot.pose.pose.position.x, robot.pose.pose.position.y = 1.5, -2.0
+    robot.pose.pose.orientation.w = 1.0
+    ros.node.create_timer(0.05, lambda: odometry.publish(robot))
+    wait_until(lambda: odometry.get_subscription_count() > 0, 30, 'reasoner not on odom')
+    time.sleep(0.5)
 
-    quiet = ask(ros, 'where is the library?', navigate=False)
+    response = query(ros, 'Where did I see the bakery?', navigate=True)
+
+    assert response.success, response.message
+    assert 'answered by the agent in 2 steps' in response.message
+    assert 'map epoch 0' in response.message
+    answer = response.answer
+    assert answer.kind == Answer.KIND_POSITION and answer.has_goal
+    assert not answer.used_fallback
+    assert_bakery_goal(answer.goal)  # the stored keyframe pose, yaw included
+    assert answer.text == 'The bakery sign was seen from the second stop.'
+    assert answer.confidence == pytest.approx(0.9)
+    assert [hit.id for hit in answer.evidence] == [f'tour/{BAKERY}']
+    assert answer.evidence[0].text.upper() == 'BAKERY'
+    assert (answer.time.sec, answer.time.nanosec) == divmod(T0 + BAKERY * S, S)
+
+    trace = read_trace(tmp_path, answer.trace_id)
+    assert trace['trace_id'] == answer.trace_id
+    assert trace['question'] == 'Where did I see the bakery?'
+    assert [step['tool'] for step in trace['steps']] == ['retrieve_from_text', 'final_answer']
+    assert trace['used_fallback'] is False and trace['llm_calls'] == 2
+    assert trace['answer']['goal']['map_epoch'] == 0
+
+    first, second = server.requests
+    assert 'The robot is at x=1.50 y=-2.00' in first['messages'][1]['content']
+    offered = {tool['function']['name'] for tool in first['tools']}
+    assert {'retrieve_from_text', 'final_answer', 'search_between'} <= offered
+    shown = next(m for m in second['messages'] if m['role'] == 'tool')['content']
+    assert f'[tour/{BAKERY}]' in shown and 'BAKERY' in shown.upper()
+    pictures = [  # keyframes read from memory's data_dir, shown to the model
+        part
+        for m in second['messages']
+        if isinstance(m.get('content'), list)
+        for part in m['content']
+        if part.get('type') == 'image_url'
+    ]
+    assert pictures and pictures[0]['image_url']['url'].startswith('data:image/jpeg;base64,')
+
+    wait_until(lambda: len(goals) == 1, 10, 'goal not published on goal_pose')
+    assert_bakery_goal(goals[0])
+    wait_until(lambda: answers and markers, 10, 'answer and markers not published')
+    assert answers[-1].trace_id == answer.trace_id
+    drawn = markers[-1].markers
+    assert drawn[0].action == Marker.DELETEALL
+    assert any(m.ns == 'goal' and m.type == Marker.ARROW for m in drawn)
+    assert any(m.ns == 'evidence' and m.type == Marker.SPHERE for m in drawn)
+    assert any(f'[tour/{BAKERY}]' in m.text for m in drawn if m.ns == 'evidence_labels')
+
+    empty = query(ros, '   ')
+    assert not empty.success and 'empty question' in empty.message
+    assert len(server.requests) == 2  # refused before the model
+    assert f'verifier {server.model}' in node.log_tail()  # the LLM takes pictures: it verifies
+
+
+@pytest.mark.dds
+def test_ask_reports_each_step_and_cancel_stops_the_loop(
+    ros, launch, tmp_path, memory, llm_server, request
+):
+    server = llm_server(
+        [
+            tool_call('retrieve_from_text', {'query': 'pharmacy'}),
+            tool_call('retrieve_from_time', {'time': '2026-01-15T10:00:00'}),
+            final_answer(kind='text', text='A pharmacy.', evidence_ids=['tour/0']),
+            # The second goal: its first reply comes late, and it is cancelled meanwhile.
+            delay(2.0, tool_call('retrieve_from_text', {'query': 'library'})),
+            tool_call('retrieve_from_text', {'query': 'never asked'}),
+        ]
+    )
+    start_reasoner(launch, tmp_path, memory, server)
+    # rclpy's ActionClient joins its node's wait set before it is fully built, which can
+    # crash an executor spinning that node meanwhile: it gets a node of its own, spun after.
+    node = rclpy.create_node('ask_client', context=ros.context)
+    client = ActionClient(node, Ask, 'ask')
+    ros.executor.add_node(node)
+
+    def forget() -> None:
+        ros.executor.remove_node(node)
+        node.destroy_node()
+
+    request.addfinalizer(forget)
+    assert client.wait_for_server(timeout_sec=30), 'no ask action server'
+
+    def send(question: str, feedback: list):
+        sent = client.send_goal_async(
+            Ask.Goal(question=question), feedback_callback=lambda m: feedback.append(m.feedback)
+        )
+        wait_until(sent.done, 30, 'goal not answered')
+        return sent.result()
+
+    def result_of(handle):
+        future = handle.get_result_async()
+        wait_until(future.done, 60, 'no result')
+        return future.result()
+
+    feedback: list[Ask.Feedback] = []
+    handle = send('What was the first sign I saw?', feedback)
+    assert handle.accepted
+    done = result_of(handle)
+    assert done.status == GoalStatus.STATUS_SUCCEEDED
+    assert done.result.success, done.result.message
+    assert done.result.answer.kind == Answer.KIND_TEXT and done.result.answer.text == 'A pharmacy.'
+    assert not done.result.answer.used_fallback and not done.result.answer.has_goal
+    wait_until(lambda: len(feedback) == 3, 10, 'feedback for each step')
+    assert [f.step for f in feedback] == [1, 2, 3]
+    tools = ['retrieve_from_text', 'retrieve_from_time', 'final_answer']
+    assert [f.tool for f in feedback] == tools
+    assert json.loads(feedback[0].arguments) == {'query': 'pharmacy'}
+    assert feedback[0].hits >= 1 and feedback[1].hits == len(SIGNS) and feedback[2].hits == 0
+    assert 0.0 < feedback[0].elapsed <= feedback[1].elapsed <= feedback[2].elapsed
+
+    cancelled: list[Ask.Feedback] = []
+    handle = send('Where is the library?', cancelled)
+    assert handle.accepted
+    wait_until(lambda: len(server.requests) == 4, 10, 'the model was not asked')
+    cancel = handle.cancel_goal_async()
+    wait_until(cancel.done, 10, 'cancel not answered')
+    assert cancel.result().goals_canceling
+    stopped = result_of(handle)
+    assert stopped.status == GoalStatus.STATUS_CANCELED
+    assert not stopped.result.success and 'cancelled after 1 step' in stopped.result.message
+    assert stopped.result.answer.kind == Answer.KIND_NONE
+    time.sleep(0.5)
+    assert len(server.requests) == 4 and server.remaining == 1  # no step after the cancel
+    assert [f.tool for f in cancelled] == ['retrieve_from_text']
+    assert read_trace(tmp_path, stopped.result.answer.trace_id)['cancelled'] is True
+
+    rejected = send('  ', [])
+    assert not rejected.accepted
+
+
+@pytest.mark.dds
+def test_two_queries_are_answered_at_the_same_time(ros, launch, tmp_path, memory, llm_server):
+    reply_s = 2.0
+    server = llm_server(
+        lambda body: delay(reply_s, final_answer(kind='text', text='Nothing to see.'))
+    )
+    start_reasoner(launch, tmp_path, memory, server)
+    clients = [ros.node.create_client(Query, 'query') for _ in range(2)]
+    for client in clients:
+        assert client.wait_for_service(timeout_sec=30)
+    started = time.monotonic()
+    futures = [
+        client.call_async(Query.Request(question=f'question {n}'))
+        for n, client in enumerate(clients)
+    ]
+    wait_until(lambda: all(f.done() for f in futures), 30, 'both answers')
+    total = time.monotonic() - started
+    for future in futures:
+        assert future.result().success, future.result().message
+        assert future.result().answer.text == 'Nothing to see.'
+    assert len(server.requests) == 2
+    # One after the other they would take 2 * reply_s at least.
+    assert reply_s <= total < 1.75 * reply_s, f'{total:.2f} s: the questions did not overlap'
+
+
+@pytest.mark.dds
+def test_unreachable_llm_gives_the_embedder_answer_flagged(ros, launch, tmp_path, memory):
+    start_reasoner(
+        launch,
+        tmp_path,
+        memory,
+        **{
+            'llm.base_url': f'http://127.0.0.1:{free_port()}/v1',
+            'llm.max_retries': 0,
+            'llm.timeout_s': 2.0,
+        },
+    )
+    response = query(ros, 'Where did I see the bakery?')
+    assert response.success, response.message
+    assert 'embedder-only fallback (LLM unreachable' in response.message
+    answer = response.answer
+    assert answer.used_fallback and answer.kind == Answer.KIND_POSITION
+    assert_bakery_goal(answer.goal)
+    assert answer.evidence[0].text.upper() == 'BAKERY'
+    trace = read_trace(tmp_path, answer.trace_id)
+    assert trace['used_fallback'] is True and trace['fallback_reason'].startswith('LLM unreachable')
+
+
+@pytest.mark.dds
+def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch, tmp_path, memory):
+    node = start_reasoner(launch, tmp_path, memory)
+    goals = ros.collect(PoseStamped, 'goal_pose')
+
+    quiet = query(ros, 'where is the library?', navigate=False)
     assert quiet.success, quiet.message
-    assert quiet.answer.goal.pose.position.x == pytest.approx(4.0)
+    assert quiet.answer.goal.pose.position.x == pytest.approx(2.0 * SIGNS.index('LIBRARY'))
     time.sleep(0.5)
     assert goals == []  # navigate=false: nothing sent
 
-    response = ask(ros, 'Where did I see the bakery?', navigate=True)
+    response = query(ros, 'Where did I see the bakery?', navigate=True)
     assert response.success, response.message
+    assert 'embedder-only fallback (no LLM configured)' in response.message
     answer = response.answer
     assert answer.kind == Answer.KIND_POSITION and answer.has_goal and answer.used_fallback
-    assert answer.goal.header.frame_id == 'map'
-    assert (answer.goal.pose.position.x, answer.goal.pose.position.y) == pytest.approx((2.0, 1.0))
+    assert_bakery_goal(answer.goal)
     assert answer.evidence[0].text.upper() == 'BAKERY'
     assert 0.0 < answer.confidence <= 1.0
-    assert answer.trace_id
+    assert read_trace(tmp_path, answer.trace_id)['fallback_reason'] == 'no LLM configured'
     wait_until(lambda: len(goals) == 1, 10, 'goal not published on goal_pose')
-    assert goals[0].pose.position.x == pytest.approx(2.0)
+    assert_bakery_goal(goals[0])
 
-    other = ask(ros, 'where is the bakery?', sessions=['another-day'])
+    other = query(ros, 'where is the bakery?', sessions=['another-day'])
     assert not other.success and 'memory is empty' in other.message
-    assert not ask(ros, '   ').success
+    assert other.answer.kind == Answer.KIND_NONE and not other.answer.has_goal
+    photo = query(ros, 'where was this?', image=b'not a picture')
+    assert not photo.success and 'photo cannot be used' in photo.message
+    assert 'LLM none (fallback only); verifier off' in node.log_tail()
+
+
+@pytest.mark.dds
+def test_memory_node_down_and_bad_parameters_fail_clearly(ros, tmp_path):
+    logs = tmp_path / 'logs'
+    # The robot's parameters, memory looked for under a name nobody serves, as if
+    # memory_node were not running.
+    lonely = start_node(
+        'reasoner_node',
+        logs,
+        {'memory_timeout_s': 1.0, 'traces.dir': str(tmp_path / 'traces')},
+        remappings={'search_memory': 'absent/search_memory'},
+        params_file=CONFIG,
+    )
+    bad = {
+        'level': {'agent.level': 'room'},
+        'url': {'llm.base_url': 'localhost:8000'},
+        'range': {'agent.max_steps': 0},
+    }
+    refused = {
+        name: start_node('reasoner_node', logs / name, parameters)
+        for name, parameters in bad.items()
+    }
+    try:
+        response = query(ros, 'where is the bakery?')
+        assert not response.success
+        assert 'memory_node is not running' in response.message
+        for node in refused.values():
+            node.process.wait(timeout=30)
+            assert node.process.returncode == 2, node.log_tail()
+        assert "parameter agent.level='room' must be one of frame, segment" in (
+            refused['level'].log_tail()
+        )
+        assert 'must be an http:// or https:// URL' in refused['url'].log_tail()
+        assert 'cannot start' in refused['range'].log_tail()
+        assert 'agent.max_steps' in refused['range'].log_tail()
+    finally:
+        for node in [lonely, *refused.values()]:
+            stop_node(node)
+
+
+def test_hit_from_msg_inverts_hit_to_msg():
+    frame = FrameRecord('tour', 7, T0, 1.5, -2.0, 0.5, 0.3, 2, True, 'images/ab/c.jpg', 'EXIT')
+    segment = replace(frame, index=3, kind=SEGMENT, end_ns=T0 + 3 * S, pose_valid=False, x=0.0)
+    for record in (frame, replace(segment, y=0.0, z=0.0, yaw=0.0)):
+        hit = hit_from_msg(hit_to_msg(Hit(record, 0.75, 'text'), 'map'))
+        assert hit.record == replace(record, yaw=pytest.approx(record.yaw))
+        assert (hit.score, hit.view) == (0.75, 'text')
+    lost = hit_to_msg(Hit(segment, 0.5, 'caption_full'), 'map')
+    lost.pose.pose.position.x = math.nan  # not a position: the pose is marked invalid
+    assert hit_from_msg(lost).record.x == 0.0 and not hit_from_msg(lost).record.pose_valid
+
+    for field, value, why in (
+        ('kind', 'place', 'unknown kind'),
+        ('id', 'tour/8', 'does not match'),
+        ('session', '../x', 'invalid session name'),
+    ):
+        msg = hit_to_msg(Hit(frame, 0.5, 'text'), 'map')
+        setattr(msg, field, value)
+        with pytest.raises(ValueError, match=why):
+            hit_from_msg(msg)
+    msg = hit_to_msg(Hit(frame, 0.5, 'text'), 'map')
+    msg.pose.pose.position.y = math.inf
+    with pytest.raises(ValueError, match='non-finite pose'):
+        hit_from_msg(msg)
+
+
+def test_image_files_read_only_inside_the_memory_directory(tmp_path):
+    (tmp_path / 'memory' / 'images' / 'ab').mkdir(parents=True)
+    (tmp_path / 'memory' / 'images' / 'ab' / 'c.jpg').write_bytes(b'jpeg bytes')
+    (tmp_path / 'secret.jpg').write_bytes(b'not for the model')
+    images = ImageFiles(tmp_path / 'memory')
+    record = FrameRecord('tour', 0, T0, 0.0, 0.0, 0.0, 0.0, 0, True, 'images/ab/c.jpg')
+    assert images(record) == b'jpeg bytes'
+    for ref in ('', 'images/ab/missing.jpg', '../secret.jpg', str(tmp_path / 'secret.jpg')):
+        assert images(replace(record, image_ref=ref)) is None
+
+
+def test_answer_markers_without_a_goal_keep_the_map_frame():
+    markers = answer_markers(Answer(kind=Answer.KIND_TEXT, text='a sign'), 'map', T0)
+    assert [m.action for m in markers.markers] == [Marker.DELETEALL]
+    assert markers.markers[0].header.frame_id == 'map'
+    assert markers.markers[0].header.stamp.sec == T0 // S

@@ -10,7 +10,14 @@ from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
 
 from waymark.geometry import Pose
-from waymark.memory.entries import SEGMENT, Hit, Keyframe, check_session_name
+from waymark.memory.entries import (
+    FRAME,
+    SEGMENT,
+    FrameRecord,
+    Hit,
+    Keyframe,
+    check_session_name,
+)
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 
@@ -103,3 +110,46 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.text = record.text
     msg.image_ref = record.image_ref
     return msg
+
+
+def hit_from_msg(msg: MemoryHit) -> Hit:
+    """The core hit a MemoryHit was made from (see hit_to_msg).
+
+    Raises ValueError on a hit that cannot stand for a memory entry: an unknown kind, an
+    invalid session name, an id that does not match session, kind and index, an end before
+    the start, or a non-finite pose marked valid. A hit whose pose is marked invalid gets
+    a zero position, whatever numbers it carries. The OCR text size is not carried by the
+    message and comes back as 0.
+    """
+    kinds = {MemoryHit.KIND_FRAME: FRAME, MemoryHit.KIND_SEGMENT: SEGMENT}
+    kind = kinds.get(msg.kind)
+    if kind is None:
+        raise ValueError(f'memory hit {msg.id!r} has an unknown kind {msg.kind!r}')
+    check_session_name(msg.session)
+    start, end = stamp_to_ns(msg.start_stamp), stamp_to_ns(msg.end_stamp)
+    if end < start:
+        raise ValueError(f'memory hit {msg.id!r} ends before it starts')
+    x = y = z = yaw = 0.0
+    if msg.pose_valid:
+        pose = pose_from_msg(msg.pose.pose)
+        x, y, z = pose.position
+        yaw = pose.yaw
+    record = FrameRecord(
+        session=msg.session,
+        index=int(msg.index),
+        stamp_ns=start,
+        x=x,
+        y=y,
+        z=z,
+        yaw=yaw,
+        map_epoch=int(msg.map_epoch),
+        pose_valid=bool(msg.pose_valid),
+        image_ref=msg.image_ref,
+        text=msg.text,
+        kind=kind,
+        end_ns=end if kind == SEGMENT else None,
+    )
+    if msg.id and msg.id != record.id:
+        raise ValueError(f'memory hit id {msg.id!r} does not match its entry {record.id!r}')
+    score = float(msg.score)
+    return Hit(record=record, score=score if math.isfinite(score) else 0.0, view=msg.view)

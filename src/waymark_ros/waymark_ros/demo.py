@@ -73,7 +73,10 @@ def start_stack(
     overrides = {
         'memory_node': {'data_dir': str(out / 'memory')},
         'capture_node': {'session': session, 'camera_extrinsic': list(extrinsic)},
-        'reasoner_node': {},
+        'reasoner_node': {
+            'traces.dir': str(out / 'traces'),
+            'memory.data_dir': str(out / 'memory'),
+        },
         'navigator_node': {},
     }
     return [

@@ -9,11 +9,16 @@ entry, the floor any method must clear.
 Embedder-only rows are named after what they search: `embedder-only` (frames, all views),
 `embedder-only/text` (frames, text view only), `embedder-only/segment`,
 `embedder-only/segment/text`; several views are joined with "+".
+
+The reasoning agent's rows (agent_answerer.py, only with an LLM) are `agent` (Binary
+Tracking offered) and `agent/no-bt` (search_between withheld), optionally labelled with
+the planner behind them: `agent[scripted]`, `agent/no-bt[scripted]`.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Sequence
 from typing import Protocol
@@ -27,6 +32,9 @@ from waymark.memory.service import IMAGE_VIEW, MemoryService
 
 EMBEDDER_ONLY = 'embedder-only'
 RANDOM_ENTRY = 'random-entry'
+AGENT = 'agent'
+NO_BINTRACK = 'no-bt'
+_AGENT_NAME = re.compile(r'agent(/no-bt)?(?:\[([A-Za-z0-9_.:+-]{1,40})\])?')
 
 
 class AnswererError(ValueError):
@@ -50,16 +58,31 @@ def parse_embedder_name(name: str) -> tuple[str, tuple[str, ...]]:
     level = rest.pop(0) if rest and rest[0] in LEVELS else FRAME
     if parts[0] != EMBEDDER_ONLY or len(rest) > 1 or (rest and not all(rest[0].split('+'))):
         raise AnswererError(
-            f'unknown answerer {name!r}: use {RANDOM_ENTRY} or '
+            f'unknown answerer {name!r}: use {RANDOM_ENTRY}, {AGENT}[/{NO_BINTRACK}] or '
             f'{EMBEDDER_ONLY}[/<level>][/<view>+...] (levels {", ".join(LEVELS)})'
         )
     return level, tuple(rest[0].split('+')) if rest else ()
 
 
+def agent_name(bintrack: bool = True, label: str = '') -> str:
+    """The row name of an agent answerer: `agent[/no-bt][[<label>]]`."""
+    name = AGENT if bintrack else f'{AGENT}/{NO_BINTRACK}'
+    name += f'[{label}]' if label else ''
+    if parse_agent_name(name) is None:
+        raise AnswererError(f'bad agent label {label!r}: letters, digits and _.:+- only')
+    return name
+
+
+def parse_agent_name(name: str) -> tuple[bool, str] | None:
+    """(Binary Tracking offered, label) of an agent row name, None for any other row."""
+    match = _AGENT_NAME.fullmatch(name)
+    return None if match is None else (match.group(1) is None, match.group(2) or '')
+
+
 def check_answerer_name(name: str) -> None:
     """AnswererError unless `name` is a row this module can make (views are checked
-    against memory when the answerer is made)."""
-    if name != RANDOM_ENTRY:
+    against memory when the answerer is made, an agent's LLM when the run starts)."""
+    if name != RANDOM_ENTRY and parse_agent_name(name) is None:
         parse_embedder_name(name)
 
 
@@ -157,6 +180,7 @@ class EmbedderOnlyAnswerer:
             'entries_shown': len(hits),
             'memory_entries': total,
             'latency_s': elapsed,
+            'retrievals': 1,
         }
         if best is None:
             return Prediction(answered=False, message='no matching memory entry', **common)

@@ -3,6 +3,8 @@
 
 Memory holds frames and, unless `segment_window_s` is 0, segments (BinTrack windows);
 the standard answerers search each level with all its views and with each view alone.
+Given an OpenAI-compatible LLM server (`--llm-url`), the reasoning agent adds its rows:
+`agent` (Binary Tracking offered, when memory has segments) and `agent/no-bt`.
 
 Runs are resumable: memory is built once (an interrupted build, or one made by another
 memory format or with other settings, is wiped and redone, never half used), each answer
@@ -24,13 +26,17 @@ from pathlib import Path
 import cv2
 from tqdm import tqdm
 
+from waymark.agent.agent import AgentConfig
+from waymark.agent.bintrack import BinTrackParams
 from waymark.evaluation.answerers import (
     RANDOM_ENTRY,
     Answerer,
     AnswererError,
     EmbedderOnlyAnswerer,
     RandomEntryAnswerer,
+    agent_name,
     check_answerer_name,
+    parse_agent_name,
     parse_embedder_name,
     standard_answerers,
 )
@@ -77,18 +83,33 @@ class EvaluationConfig:
     seed: int = 0
     progress: bool = True
     rate: float = 0.0  # replay speed when memory is built over DDS; 0: as fast as taken
+    # The reasoning agent's rows, evaluated only when an LLM server is given.
+    llm_url: str = ''  # base URL of an OpenAI-compatible server, ending in /v1
+    llm_model: str = ''  # empty: the first model the server lists
+    llm_timeout_s: float = 30.0
+    agent_label: str = ''  # names the planner in the row names: agent[<label>]
+    agent_steps: int = AgentConfig.max_steps
+    bt_alpha: float = BinTrackParams.alpha
+    bt_beta: float = BinTrackParams.beta
+    bt_k_leaf: int = BinTrackParams.k_leaf
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
+    # Names and agent settings are checked before memory is built, which can take a while.
     for name in config.answerers or ():
-        check_answerer_name(name)  # before memory is built, which can take a while
+        check_answerer_name(name)
+        if parse_agent_name(name) is not None and not config.llm_url:
+            raise AnswererError(f'the {name} row needs an LLM server (llm_url, --llm-url)')
+    if config.llm_url:
+        agent_config(config, search_between=True)
+        agent_name(label=config.agent_label)
     questions = load_questions(config.questions)
     truth = _ground_truth(config.bag)
     config.out.mkdir(parents=True, exist_ok=True)
     memory, ingest = _memory(config, truth, build or build_direct)
     try:
         results = {}
-        for name in config.answerers or standard_answerers(memory):
+        for name in config.answerers or (*standard_answerers(memory), *agent_rows(memory, config)):
             answerer = _answerer(name, memory, config)
             predictions = _answer_all(answerer, questions, config)
             result = evaluate(questions.questions, predictions, config.position_metric)
@@ -215,9 +236,42 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
     }
 
 
+def agent_rows(memory: MemoryService, config: EvaluationConfig) -> tuple[str, ...]:
+    """The agent's rows of a standard evaluation: none without an LLM server, and no
+    Binary Tracking row when memory has no segments to track over."""
+    if not config.llm_url:
+        return ()
+    with_bintrack = (True,) if memory.store.views(SEGMENT) else ()
+    return tuple(agent_name(bt, config.agent_label) for bt in (*with_bintrack, False))
+
+
+def agent_config(config: EvaluationConfig, search_between: bool) -> AgentConfig:
+    """The agent's settings for a row; AnswererError when they are out of range."""
+    try:
+        return AgentConfig(
+            max_steps=config.agent_steps,
+            top_k=config.top_k,
+            search_between=search_between,
+            bintrack=BinTrackParams(
+                alpha=config.bt_alpha, beta=config.bt_beta, k_leaf=config.bt_k_leaf
+            ),
+        )
+    except ValueError as error:
+        raise AnswererError(f'agent settings: {error}') from error
+
+
 def _answerer(name: str, memory: MemoryService, config: EvaluationConfig) -> Answerer:
     if name == RANDOM_ENTRY:
         return RandomEntryAnswerer(memory, seed=config.seed)
+    agent = parse_agent_name(name)
+    if agent is not None:
+        from waymark.agent.llm import LLMConfig
+        from waymark.evaluation.agent_answerer import AgentAnswerer, served_model
+
+        bintrack, label = agent
+        model = config.llm_model or served_model(config.llm_url)
+        llm = LLMConfig(base_url=config.llm_url, model=model, timeout_s=config.llm_timeout_s)
+        return AgentAnswerer(memory, llm, agent_config(config, bintrack), label)
     level, views = parse_embedder_name(name)
     return EmbedderOnlyAnswerer(memory, top_k=config.top_k, level=level, views=views)
 
@@ -227,6 +281,15 @@ def _answer_all(
 ) -> list[Prediction]:
     path = config.out / f'predictions-{answerer.name.replace("/", ".")}.jsonl'
     done = {}
+    # An answerer with settings (the agent's model and limits) reuses only answers given
+    # with the same settings.
+    settings = getattr(answerer, 'settings', None)
+    marker = path.with_suffix('.settings.json')
+    if settings is not None:
+        stored = json.loads(marker.read_text()) if marker.is_file() else None
+        if stored != json.loads(json.dumps(settings)) and path.is_file():
+            path.unlink()
+        write_json_atomically(marker, settings)
     if path.is_file():
         for line in path.read_text().splitlines():
             try:
@@ -262,7 +325,41 @@ def _prediction_row(prediction: Prediction) -> dict:
         'goal': list(prediction.position) if prediction.position else None,
         'time_ns': prediction.time_ns,
         'yes': prediction.yes,
+        'used_fallback': prediction.used_fallback,
+        'entries_shown': prediction.entries_shown,
+        'llm_calls': prediction.llm_calls,
+        'tokens': prediction.tokens,
+        'retrievals': prediction.retrievals,
+        'verifier_calls': prediction.verifier_calls,
+        'latency_s': prediction.latency_s,
         'message': prediction.message,
+    }
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    """The agent's options, shared by `waymark evaluate` and `waymark suite`."""
+    group = parser.add_argument_group('reasoning agent (rows added only with --llm-url)')
+    group.add_argument('--llm-url', default='', help='OpenAI-compatible server, .../v1')
+    group.add_argument('--llm-model', default='', help='model name (default: the first served)')
+    group.add_argument('--llm-timeout', type=float, default=30.0, help='seconds per LLM call')
+    group.add_argument('--agent-label', default='', help='row suffix naming the planner')
+    group.add_argument('--agent-steps', type=int, default=AgentConfig.max_steps)
+    group.add_argument('--bt-alpha', type=float, default=BinTrackParams.alpha, help='mean weight')
+    group.add_argument('--bt-beta', type=float, default=BinTrackParams.beta, help='max weight')
+    group.add_argument('--bt-k-leaf', type=int, default=BinTrackParams.k_leaf)
+
+
+def agent_options(args: argparse.Namespace) -> dict:
+    """EvaluationConfig fields from the options `add_agent_arguments` added."""
+    return {
+        'llm_url': args.llm_url,
+        'llm_model': args.llm_model,
+        'llm_timeout_s': args.llm_timeout,
+        'agent_label': args.agent_label,
+        'agent_steps': args.agent_steps,
+        'bt_alpha': args.bt_alpha,
+        'bt_beta': args.bt_beta,
+        'bt_k_leaf': args.bt_k_leaf,
     }
 
 
@@ -294,6 +391,7 @@ def main(
     parser.add_argument('--top-k', type=int, default=5)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-progress', action='store_true')
+    add_agent_arguments(parser)
     args = parser.parse_args(argv)
     config = EvaluationConfig(
         bag=args.bag,
@@ -310,6 +408,7 @@ def main(
         seed=args.seed,
         progress=not args.no_progress,
         rate=args.rate,
+        **agent_options(args),
     )
     try:
         report = run(config, builders[args.mode])

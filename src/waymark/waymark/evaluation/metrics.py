@@ -37,7 +37,9 @@ class Prediction:
     memory_entries: int = 0  # entries in memory when the question was asked
     latency_s: float = 0.0
     llm_calls: int = 0
-    tokens: int = 0
+    tokens: int = 0  # prompt and completion tokens of those calls
+    retrievals: int = 0  # memory searches made for the question (the agent's)
+    verifier_calls: int = 0
     message: str = ''
 
 
@@ -71,6 +73,8 @@ class Summary:
     mean_latency_s: float | None = None
     llm_calls_per_query: float = 0.0
     tokens_per_query: float = 0.0
+    retrievals_per_query: float = 0.0
+    verifier_calls_per_query: float = 0.0
     fallback_rate: float = 0.0
 
 
@@ -131,6 +135,8 @@ def summarise(scores: Sequence[Score], predictions: Sequence[Prediction]) -> Sum
         summary.mean_latency_s = statistics.fmean(p.latency_s for p in predictions)
         summary.llm_calls_per_query = statistics.fmean(p.llm_calls for p in predictions)
         summary.tokens_per_query = statistics.fmean(p.tokens for p in predictions)
+        summary.retrievals_per_query = statistics.fmean(p.retrievals for p in predictions)
+        summary.verifier_calls_per_query = statistics.fmean(p.verifier_calls for p in predictions)
         summary.fallback_rate = statistics.fmean(p.used_fallback for p in predictions)
     return summary
 

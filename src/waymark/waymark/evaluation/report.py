@@ -53,7 +53,7 @@ def _table(report: dict, pick) -> list[str]:
         '| answerer | n | answered | '
         + ' | '.join(f'SR@{t} m' for t in taus)
         + ' | mean err (m) | median err (m) | time err (s) | yes/no acc | α | latency (s) '
-        '| LLM calls | tokens | fallback |'
+        '| LLM calls | tokens | retrievals | verifier calls | fallback |'
     )
     rows = [header, '|' + '---|' * (header.count('|') - 1)]
     for name, result in report['answerers'].items():
@@ -73,6 +73,9 @@ def _table(report: dict, pick) -> list[str]:
             _f(summary['mean_latency_s'], digits=3),
             f'{summary["llm_calls_per_query"]:.1f}',
             f'{summary["tokens_per_query"]:.0f}',
+            # Per query; reports written before these were counted lack them.
+            f'{summary.get("retrievals_per_query", 0.0):.1f}',
+            f'{summary.get("verifier_calls_per_query", 0.0):.1f}',
             _f(summary['fallback_rate'], pct=True),
         ]
         rows.append('| ' + ' | '.join(cells) + ' |')

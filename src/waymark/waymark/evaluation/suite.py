@@ -4,7 +4,9 @@ questioned and evaluated, with one table across them all (a row per world and an
 and a compact one of the embedder-only rows by memory level and view.
 
     python -m waymark suite --out suite_output [--sizes small medium large] [--seeds 0 1]
+        [--llm-url URL [--llm-model M] [--bt-alpha A --bt-beta B]]
 
+With an LLM server the reasoning agent's rows (`agent`, `agent/no-bt`) join each world's.
 Every step is skipped when its output is already complete, so an interrupted suite
 continues where it stopped.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 from PIL import Image
 
 from waymark.evaluation.answerers import embedder_row
-from waymark.evaluation.harness import EvaluationConfig, run
+from waymark.evaluation.harness import EvaluationConfig, add_agent_arguments, agent_options, run
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.question_gen import generate_questions, render_jobs
 from waymark.evaluation.questions import save_questions
@@ -38,8 +40,16 @@ STANDARD_SEEDS = (0, 1)
 RESOLUTION = {'large': (320, 240)}
 
 
-def run_case(out: Path, size: str, seed: int, per_category: int, max_duration_s: float | None):
-    """One world: bag, questions (with photos for image questions), evaluation."""
+def run_case(
+    out: Path,
+    size: str,
+    seed: int,
+    per_category: int,
+    max_duration_s: float | None,
+    agent: dict | None = None,
+):
+    """One world: bag, questions (with photos for image questions), evaluation; `agent`
+    holds EvaluationConfig's agent fields (see harness.agent_options)."""
     bag = out / 'bag'
     if not (bag / 'ground_truth.json').is_file():
         shutil.rmtree(bag, ignore_errors=True)  # a half-written bag: record it again
@@ -59,7 +69,7 @@ def run_case(out: Path, size: str, seed: int, per_category: int, max_duration_s:
         question_set = generate_questions(truth, seed=seed, per_category=per_category)
         _render_photos(out, question_set, truth, size, seed)
         save_questions(question_set, questions)
-    return run(EvaluationConfig(bag, questions, out / 'eval', progress=False))
+    return run(EvaluationConfig(bag, questions, out / 'eval', progress=False, **(agent or {})))
 
 
 def _render_photos(out: Path, question_set, truth: dict, size: str, seed: int) -> None:
@@ -86,7 +96,8 @@ def table(results: dict[str, dict]) -> str:
     header = (
         '| world | answerer | questions | '
         + ' | '.join(f'SR@{t} m' for t in taus)
-        + ' | mean err (m) | yes/no acc | α | frames / segments | wall (s) |'
+        + ' | mean err (m) | yes/no acc | α | LLM calls | tokens | fallback '
+        '| frames / segments | wall (s) |'
     )
     lines = [header, '|' + '---|' * (header.count('|') - 1)]
     for case, result in results.items():
@@ -100,6 +111,8 @@ def table(results: dict[str, dict]) -> str:
                 + ' | '.join(_success(overall, taus))
                 + f' | {"-" if error is None else f"{error:.2f}"}'
                 + f' | {_percent(overall["yes_no_accuracy"])} | {_alpha(overall)}'
+                + f' | {overall["llm_calls_per_query"]:.1f} | {overall["tokens_per_query"]:.0f}'
+                + f' | {_percent(overall["fallback_rate"])}'
                 + f' | {memory["entries"]} / {memory.get("segments", 0)}'
                 + f' | {result["wall_s"]:.0f} |'
             )
@@ -148,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--seeds', nargs='+', type=int, default=list(STANDARD_SEEDS))
     parser.add_argument('--per-category', type=int, default=5)
     parser.add_argument('--max-duration', type=float, default=None, help='cut tours (smoke runs)')
+    add_agent_arguments(parser)
     args = parser.parse_args(argv)
     results = {}
     for size in args.sizes:
@@ -155,7 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             case = f'{size}-{seed}'
             started = time.monotonic()
             print(f'[{case}] recording, questioning, evaluating...', flush=True)
-            report = run_case(args.out / case, size, seed, args.per_category, args.max_duration)
+            report = run_case(
+                args.out / case,
+                size,
+                seed,
+                args.per_category,
+                args.max_duration,
+                agent_options(args),
+            )
             results[case] = {'report': report, 'wall_s': time.monotonic() - started}
     summary = table(results) + '\n## Per view and level (embedder-only)\n\n' + view_table(results)
     (args.out / 'suite_report.md').write_text('# waymark standard suite\n\n' + summary)

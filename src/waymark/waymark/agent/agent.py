@@ -1,0 +1,640 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The reasoning agent: RAVEN's retrieval loop with BinTrack's route search, bounded.
+
+At each step the model either calls one search tool, whose hits are appended to the
+conversation, or answers with final_answer. Everything the model sends is checked: tool
+arguments against their schemas, and the answer against what it was shown. A position
+goal must be the pose of a memory the model saw, or lie within `justified_radius_m` of
+one it cites; otherwise the answer is refused once with the reason, and a second refusal
+ends in the fallback.
+
+The loop always ends with an answer or a clear failure, never a hang: the model gets at
+most `max_steps` searches and a bounded number of calls, every call is bounded by the
+overall deadline, and cancellation is checked between steps. When the model is
+unreachable, runs out of budget or keeps answering badly, the answer falls back to the
+best verified candidate found so far (route search, lock-on-Y), else to the top hit of a
+plain similarity search for the question, flagged `used_fallback`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from waymark.agent import prompts
+from waymark.agent.bintrack import BinTrackParams, lock_on_rerank, secondary_anchor
+from waymark.agent.evidence import clock, describe_hits, parse_time
+from waymark.agent.llm import ChatClient, ChatReply, LLMError, LLMUnavailableError, image_part
+from waymark.agent.memory_api import MemoryBackend, MemoryUnavailableError
+from waymark.agent.route import ImageLoader, RouteSearch
+from waymark.agent.tools import (
+    FINAL,
+    TOOLS,
+    FinalAnswer,
+    ImageSearch,
+    PositionSearch,
+    RangeSearch,
+    SearchBetween,
+    TextSearch,
+    TimeSearch,
+    ToolArgumentError,
+    parse_call,
+    tool_specs,
+)
+from waymark.agent.trace import TraceWriter, redact_images
+from waymark.agent.verifier import Verifier
+from waymark.memory.entries import FRAME, LEVELS, Hit
+
+POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Limits and choices of the loop (defaults: RAVEN-QA's 3 searches, top-k 5)."""
+
+    max_steps: int = 3
+    top_k: int = 5
+    level: str = FRAME
+    deadline_s: float = 60.0
+    max_images_per_step: int = 5
+    # A goal this close to a memory's pose is that memory's pose.
+    evidence_match_m: float = 0.25
+    # A goal this close to a cited memory is a position justified by it.
+    justified_radius_m: float = 2.0
+    fallback_top_k: int = 5
+    # Offer search_between (Binary Tracking) to the model; off for ablations.
+    search_between: bool = True
+    bintrack: BinTrackParams = field(default_factory=BinTrackParams)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_steps <= 50:
+            raise ValueError(f'max_steps must be in [1, 50], got {self.max_steps}')
+        if not 1 <= self.top_k <= 100 or not 1 <= self.fallback_top_k <= 100:
+            raise ValueError('top_k and fallback_top_k must be in [1, 100]')
+        if self.level not in LEVELS:
+            raise ValueError(f'level must be one of {LEVELS}, got {self.level!r}')
+        if not 0 < self.deadline_s <= 3600:
+            raise ValueError(f'deadline_s must be in (0, 3600], got {self.deadline_s}')
+        if self.max_images_per_step < 0:
+            raise ValueError('max_images_per_step must be >= 0')
+        if not 0 <= self.evidence_match_m <= self.justified_radius_m:
+            raise ValueError('need 0 <= evidence_match_m <= justified_radius_m')
+
+
+@dataclass(frozen=True)
+class AgentQuestion:
+    question: str
+    now_ns: int
+    sessions: tuple[str, ...] = ()
+    image: np.ndarray | None = None  # RGB photo of the target, when the user gave one
+    robot_pose: tuple[float, float, float, float] | None = None  # x, y, z, yaw (map)
+
+
+@dataclass(frozen=True)
+class Goal:
+    x: float
+    y: float
+    z: float
+    yaw: float
+    map_epoch: int
+
+
+@dataclass
+class AgentAnswer:
+    kind: str = NONE
+    text: str = ''
+    goal: Goal | None = None
+    time_ns: int | None = None
+    yes: bool | None = None
+    confidence: float = 0.0
+    evidence: list[Hit] = field(default_factory=list)
+    used_fallback: bool = False
+    fallback_reason: str = ''
+    cancelled: bool = False
+    trace_id: str = ''
+    steps: int = 0
+    llm_calls: int = 0
+    retrievals: int = 0
+    verifier_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepEvent:
+    """Reported after each tool the model called (feedback for the Ask action)."""
+
+    step: int
+    tool: str
+    arguments: str
+    hits: int
+    elapsed_s: float
+
+
+class _RejectedError(ValueError):
+    """A final answer that does not stand against what the model was shown."""
+
+
+class _Run:
+    """The state of one question: conversation, what was shown, counts, trace."""
+
+    def __init__(self, question: AgentQuestion, config: AgentConfig) -> None:
+        self.question = question
+        self.trace_id = uuid.uuid4().hex
+        self.started = time.monotonic()
+        self.deadline = self.started + config.deadline_s
+        self.messages: list[dict[str, Any]] = []
+        self.shown: dict[str, Hit] = {}
+        self.verified: list[Hit] = []
+        self.steps: list[dict[str, Any]] = []
+        self.answer = AgentAnswer(trace_id=self.trace_id)
+        # What the model last searched for by description: lock-on-Y's Z.
+        self.last_query = ''
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def show(self, hits: Sequence[Hit]) -> None:
+        for hit in hits:
+            self.shown.setdefault(hit.record.id, hit)
+
+    def count(self, reply: ChatReply) -> None:
+        self.answer.llm_calls += 1
+        self.answer.prompt_tokens += reply.prompt_tokens
+        self.answer.completion_tokens += reply.completion_tokens
+
+
+class Agent:
+    """Answers questions about memory; see the module docstring.
+
+    `chat` None means no LLM is configured: every answer is the fallback. Thread-safe as
+    long as `memory`, `chat` and `verifier` are (each question has its own state).
+    """
+
+    def __init__(
+        self,
+        chat: ChatClient | None,
+        memory: MemoryBackend,
+        images: ImageLoader,
+        config: AgentConfig | None = None,
+        verifier: Verifier | None = None,
+        traces: TraceWriter | None = None,
+    ) -> None:
+        self.chat = chat
+        self.memory = memory
+        self.images = images
+        self.config = config or AgentConfig()
+        self.verifier = verifier
+        self.traces = traces
+        self.route = RouteSearch(memory, images, verifier, self.config.bintrack)
+
+    def ask(
+        self,
+        question: AgentQuestion,
+        on_step: Callable[[StepEvent], None] | None = None,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> AgentAnswer:
+        if not question.question.strip():
+            raise ValueError('empty question')
+        run = _Run(question, self.config)
+        try:
+            self._loop(run, on_step or (lambda event: None), cancelled)
+        except MemoryUnavailableError as error:
+            run.answer = AgentAnswer(
+                trace_id=run.trace_id,
+                fallback_reason=f'memory unavailable: {error}',
+                **{key: getattr(run.answer, key) for key in _COUNTS},
+            )
+            run.answer.text = run.answer.fallback_reason
+        run.answer.latency_s = run.elapsed()
+        run.answer.steps = len(run.steps)
+        self._write_trace(run)
+        return run.answer
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _loop(self, run: _Run, on_step: Callable, cancelled: Callable[[], bool]) -> None:
+        config = self.config
+        if self.chat is None:
+            return self._fallback(run, 'no LLM configured')
+        tools = [
+            name
+            for name in TOOLS
+            if (name != 'retrieve_from_image' or _has_photo(run))
+            and (name != 'search_between' or config.search_between)
+        ]
+        run.messages = [
+            {'role': 'system', 'content': prompts.SYSTEM.format(max_steps=config.max_steps)},
+            {'role': 'user', 'content': self._question_text(run.question)},
+        ]
+        searches, refusals, told = 0, 0, False
+        # Searches, the forced final call, one re-ask and one nudge; nothing beyond.
+        for _ in range(config.max_steps + 3):
+            if cancelled():
+                run.answer.cancelled = True
+                run.answer.fallback_reason = 'cancelled'
+                return None
+            if time.monotonic() >= run.deadline:
+                return self._fallback(run, f'deadline of {config.deadline_s:g} s reached')
+            offered = tools if searches < config.max_steps else [FINAL]
+            if offered == [FINAL] and not told:  # however the steps were spent
+                run.messages.append({'role': 'user', 'content': prompts.BUDGET_SPENT})
+                told = True
+            try:
+                reply = self.chat.complete(run.messages, tool_specs(offered), run.deadline)
+            except LLMUnavailableError as error:
+                return self._fallback(run, f'LLM unreachable: {error}')
+            except LLMError as error:
+                return self._fallback(run, f'LLM reply unusable: {error}')
+            run.count(reply)
+            run.messages.append(_assistant_message(reply))
+            if not reply.tool_calls:
+                run.messages.append({'role': 'user', 'content': prompts.NO_TOOL})
+                searches += 1
+                continue
+            call, *extra = reply.tool_calls
+            for ignored in extra:
+                run.messages.append(_tool_message(ignored.id, prompts.ONE_TOOL))
+            started = time.monotonic()
+            try:
+                arguments = parse_call(call.name, call.arguments, offered)
+            except ToolArgumentError as error:
+                self._record(run, on_step, call.name, call.arguments, [], started, str(error))
+                if call.name == FINAL:  # an answer that cannot be read is refused
+                    refusals += 1
+                    if refusals > 1:
+                        return self._fallback(run, f'final answer refused twice: {error}')
+                else:
+                    searches += 1
+                run.messages.append(_tool_message(call.id, f'Error: {error}'))
+                continue
+            if isinstance(arguments, FinalAnswer):
+                try:
+                    self._accept(run, arguments)
+                    self._record(run, on_step, FINAL, call.arguments, [], started)
+                    return None
+                except _RejectedError as why:
+                    self._record(run, on_step, FINAL, call.arguments, [], started, str(why))
+                    refusals += 1
+                    if refusals > 1:
+                        return self._fallback(run, f'final answer refused twice: {why}')
+                    run.messages.append(
+                        _tool_message(call.id, prompts.REJECTED_ANSWER.format(why=why))
+                    )
+                    continue
+            try:
+                hits = self._search(run, arguments)
+                content = describe_hits(hits, run.question.now_ns)
+                error = ''
+            except ValueError as problem:  # memory refused the request as asked
+                hits, content, error = [], f'Error: {problem}', str(problem)
+            except LLMUnavailableError as problem:  # the verifier inside search_between
+                return self._fallback(run, f'verifier unreachable: {problem}')
+            except LLMError as problem:  # the verifier answered, unusably
+                hits, error = [], f'verification failed: {problem}'
+                content = f'Error: {error}'
+            run.show(hits)
+            run.messages.append(_tool_message(call.id, content))
+            self._show_pictures(run, hits)
+            self._record(run, on_step, call.name, call.arguments, hits, started, error)
+            searches += 1
+        return self._fallback(run, f'no usable answer within {config.max_steps} searches')
+
+    def _question_text(self, question: AgentQuestion) -> str:
+        pose = ''
+        if question.robot_pose is not None:
+            x, y, z, yaw = question.robot_pose
+            pose = (
+                f'The robot is at x={x:.2f} y={y:.2f} z={z:.2f} m, heading '
+                f'{math.degrees(yaw):.0f} deg.\n'
+            )
+        photo = ''
+        if question.image is not None:
+            photo = 'A photo of the target comes with the question.\n'
+        sessions = (
+            f'Search only the recordings: {", ".join(question.sessions)}.\n'
+            if question.sessions
+            else ''
+        )
+        return prompts.QUESTION.format(
+            question=' '.join(question.question.split()),
+            now=clock(question.now_ns),
+            pose=pose,
+            photo=photo,
+            sessions=sessions,
+        ).strip()
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _search(self, run: _Run, arguments: Any) -> list[Hit]:
+        config, question = self.config, run.question
+        sessions = list(question.sessions) or None
+        k, level = config.top_k, config.level
+        if isinstance(arguments, SearchBetween):  # counts its own retrievals
+            return self._search_between(run, arguments, sessions)
+        if isinstance(arguments, TextSearch):
+            run.last_query = arguments.query
+        stamp = 0
+        if isinstance(arguments, TimeSearch):  # a time that cannot be read costs no retrieval
+            stamp = parse_time(arguments.time, question.now_ns)
+        run.answer.retrievals += 1
+        if isinstance(arguments, TextSearch):
+            return self.memory.search_text(arguments.query, k, sessions, level)
+        if isinstance(arguments, ImageSearch):
+            return self.memory.search_image(question.image, k, sessions, level)
+        if isinstance(arguments, TimeSearch):
+            return self.memory.search_time(stamp, k, sessions, level)
+        if isinstance(arguments, PositionSearch):
+            return self.memory.search_position(
+                arguments.x, arguments.y, arguments.z, k, sessions, level
+            )
+        if isinstance(arguments, RangeSearch):
+            return self.memory.search_range(
+                arguments.x, arguments.y, arguments.radius, sessions, k, level
+            )
+        raise TypeError(f'no search for {type(arguments).__name__}')
+
+    def _search_between(
+        self, run: _Run, arguments: SearchBetween, sessions: list[str] | None
+    ) -> list[Hit]:
+        run.last_query = arguments.target
+        start = arguments.from_place or (arguments.from_position.x, arguments.from_position.y)
+        end = arguments.to_place or (arguments.to_position.x, arguments.to_position.y)
+        result = self.route.run(arguments.target, start, end, sessions, run.deadline)
+        run.answer.retrievals += result.retrievals
+        run.answer.verifier_calls += result.verifier_calls
+        if result.chosen is None:
+            raise ValueError(result.message or 'nothing found between the anchors')
+        if result.verified:
+            run.verified.append(result.chosen)
+        pool = result.track.candidates if result.track else []
+        others = [hit for hit in pool if hit is not result.chosen]
+        return [result.chosen, *others][: self.config.top_k]
+
+    def _show_pictures(self, run: _Run, hits: Sequence[Hit]) -> None:
+        if self.chat is None or not self.chat.config.accepts_images:
+            return
+        parts: list[dict[str, Any]] = [{'type': 'text', 'text': prompts.IMAGES}]
+        for hit in hits[: self.config.max_images_per_step]:
+            jpeg = self.images(hit.record)
+            if jpeg:
+                parts += [{'type': 'text', 'text': f'[{hit.record.id}]'}, image_part(jpeg)]
+        if len(parts) > 1:
+            run.messages.append({'role': 'user', 'content': parts})
+
+    def _record(
+        self,
+        run: _Run,
+        on_step: Callable,
+        tool: str,
+        arguments: str,
+        hits: Sequence[Hit],
+        started: float,
+        error: str = '',
+    ) -> None:
+        run.steps.append(
+            {
+                'tool': tool,
+                'arguments': arguments,
+                'error': error,
+                'hits': [[hit.record.id, round(float(hit.score), 4), hit.view] for hit in hits],
+                'seconds': round(time.monotonic() - started, 4),
+            }
+        )
+        on_step(StepEvent(len(run.steps), tool, arguments, len(hits), run.elapsed()))
+
+    # -- answers -------------------------------------------------------------------------
+
+    def _accept(self, run: _Run, final: FinalAnswer) -> None:
+        """Check the model's answer against what it was shown; _RejectedError says why not."""
+        unknown = [key for key in final.evidence_ids if key not in run.shown]
+        if unknown:
+            raise _RejectedError(f'ids never shown: {", ".join(unknown[:5])}')
+        cited = [run.shown[key] for key in dict.fromkeys(final.evidence_ids)]
+        # Checked in full before anything is kept, so a refused answer leaves no trace in
+        # the answer (a cancelled or failed run must not report half of it).
+        goal, time_ns, yes = None, None, None
+        if final.kind == POSITION:
+            goal = self._goal(final, cited, list(run.shown.values()))
+        elif final.kind == TIME:
+            if final.time:
+                try:
+                    time_ns = parse_time(final.time, run.question.now_ns)
+                except ValueError as error:
+                    raise _RejectedError(str(error)) from error
+            elif not cited:
+                raise _RejectedError('a time answer needs a time or a cited memory')
+        elif final.kind == YES_NO:
+            if final.yes is None:
+                raise _RejectedError('a yes/no answer needs yes set to true or false')
+            yes = final.yes
+        if cited and time_ns is None:
+            time_ns = cited[0].record.stamp_ns
+        answer = run.answer
+        answer.kind, answer.text = final.kind, final.text.strip()
+        answer.confidence, answer.evidence = float(final.confidence), cited
+        answer.goal, answer.time_ns, answer.yes = goal, time_ns, yes
+
+    def _goal(self, final: FinalAnswer, cited: list[Hit], shown: list[Hit]) -> Goal:
+        """The pose of real evidence, or a position within reach of cited evidence."""
+        placed = [hit for hit in cited if hit.record.pose_valid]
+        if final.goal is None:
+            if not placed:
+                raise _RejectedError('a position answer needs a goal or a cited memory with a pose')
+            return _goal_of(placed[0])
+        g = final.goal
+        if not (math.isfinite(g.x) and math.isfinite(g.y)):
+            raise _RejectedError('the goal is not a finite position')
+        candidates = [hit for hit in shown if hit.record.pose_valid]
+        nearest = min(candidates, key=lambda h: _distance(h, g.x, g.y), default=None)
+        if nearest is not None and _distance(nearest, g.x, g.y) <= self.config.evidence_match_m:
+            return _goal_of(nearest)
+        support = min(placed, key=lambda h: _distance(h, g.x, g.y), default=None)
+        if support is not None and _distance(support, g.x, g.y) <= self.config.justified_radius_m:
+            return Goal(g.x, g.y, g.z, g.yaw, support.record.map_epoch)
+        if support is None:
+            raise _RejectedError('the goal is not the pose of any memory shown, and none is cited')
+        raise _RejectedError(
+            f'the goal is {_distance(support, g.x, g.y):.1f} m from the nearest cited memory'
+        )
+
+    def _fallback(self, run: _Run, reason: str) -> None:
+        """Best verified candidate, else lock-on-Y, else the question's top similarity hit."""
+        answer = AgentAnswer(
+            trace_id=run.trace_id,
+            used_fallback=True,
+            fallback_reason=reason,
+            **{key: getattr(run.answer, key) for key in _COUNTS},
+        )
+        run.answer = answer
+        best = run.verified[0] if run.verified else self._lock_on(run)
+        if best is None:
+            hits = self._similar(run)
+            best = next((hit for hit in hits if hit.record.pose_valid), None)
+            answer.evidence = hits
+        else:
+            answer.evidence = [best]
+        if best is None:
+            answer.text = f'No memory with a position matches the question ({reason}).'
+            return None
+        record = best.record
+        answer.kind = POSITION
+        answer.goal = _goal_of(best)
+        answer.time_ns = record.stamp_ns
+        answer.confidence = max(0.0, min(1.0, float(best.score))) if _similarity(best) else 0.0
+        seen = f' (text read there: "{record.text}")' if record.text else ''
+        answer.text = (
+            f'Best match in memory: seen from x={record.x:.2f}, y={record.y:.2f} at '
+            f'{clock(record.stamp_ns)}{seen}.'
+        )
+        return None
+
+    def _similar(self, run: _Run) -> list[Hit]:
+        """The embedder-only answer's hits: the photo when given, else the question."""
+        question = run.question
+        sessions = list(question.sessions) or None
+        k, level = self.config.fallback_top_k, self.config.level
+        run.answer.retrievals += 1
+        try:
+            if question.image is not None:
+                return self.memory.search_image(question.image, k, sessions, level)
+            return self.memory.search_text(question.question, k, sessions, level)
+        except ValueError:
+            return []
+
+    def _lock_on(self, run: _Run) -> Hit | None:
+        """Lock-on-Y for "Z near Y" questions: the candidates found for Z that the verifier
+        confirms, reordered by distance to the nearest verified Y, when the paper's
+        activation rule holds (at least two distinct Y poses pass, and the top-1 changes).
+
+        Z's candidates are the hits shown by similarity searches (a time or position hit's
+        score is no similarity), verified against what the model last searched for. Both
+        sides need the verifier: without it every retrieved look-alike would count as a Z
+        or a Y, and the rerank would follow noise, so it is not attempted.
+        """
+        anchor = secondary_anchor(run.question.question)
+        pool = self.config.bintrack.verifier_pool
+        z_ranked = sorted(
+            (hit for hit in run.shown.values() if _similarity(hit)), key=lambda h: -h.score
+        )[:pool]
+        if anchor is None or not z_ranked:
+            return None
+        step: dict[str, Any] = {'tool': 'lock_on_y', 'anchor': anchor, 'applied': False}
+        run.steps.append(step)
+        if self.verifier is None:
+            step['why'] = 'no verifier'
+            return None
+        sessions = list(run.question.sessions) or None
+        run.answer.retrievals += 1
+        try:
+            y_hits = self.memory.search_text(anchor, pool, sessions, self.config.level)
+        except ValueError as error:
+            step['why'] = f'no search for {anchor!r}: {error}'
+            return None
+        target = run.last_query or run.question.question
+        z_confirmed = self._verified(run, target, z_ranked)
+        y_verified = self._verified(run, anchor, y_hits) if z_confirmed is not None else None
+        if z_confirmed is None or y_verified is None:
+            step['why'] = 'the verifier could not be asked'
+            return None
+        confirmed = {hit.record.id for hit in z_confirmed}
+        z_verified = [hit for hit in z_ranked if hit.record.id in confirmed]
+        reranked, applied = lock_on_rerank(z_verified, y_verified)
+        step.update(
+            target=target,
+            z_verified=[hit.record.id for hit in z_verified],
+            y_verified=[hit.record.id for hit in y_verified],
+            applied=applied,
+        )
+        return reranked[0] if applied else None
+
+    def _verified(self, run: _Run, target: str, hits: list[Hit]) -> list[Hit] | None:
+        """The hits the verifier confirms, best first; None when it cannot be asked."""
+        assert self.verifier is not None
+        pictures = [(hit.record.id, self.images(hit.record) or b'') for hit in hits]
+        try:
+            verdict = self.verifier.verify(target, pictures, run.deadline)
+        except (LLMError, ValueError):
+            return None
+        run.answer.verifier_calls += verdict.calls
+        by_id = {hit.record.id: hit for hit in hits}
+        return [by_id[key] for key in verdict.matches if key in by_id]
+
+    # -- traces --------------------------------------------------------------------------
+
+    def _write_trace(self, run: _Run) -> None:
+        if self.traces is None:
+            return
+        answer = run.answer
+        trace = {
+            'trace_id': run.trace_id,
+            'question': run.question.question,
+            'now': clock(run.question.now_ns),
+            'sessions': list(run.question.sessions),
+            'photo': run.question.image is not None,
+            'config': asdict(self.config),
+            'model': self.chat.config.model if self.chat else None,
+            'steps': run.steps,
+            'messages': redact_images(run.messages),
+            'answer': {
+                'kind': answer.kind,
+                'text': answer.text,
+                'goal': asdict(answer.goal) if answer.goal else None,
+                'time': clock(answer.time_ns) if answer.time_ns is not None else None,
+                'yes': answer.yes,
+                'confidence': answer.confidence,
+                'evidence': [hit.record.id for hit in answer.evidence],
+            },
+            'used_fallback': answer.used_fallback,
+            'fallback_reason': answer.fallback_reason,
+            'cancelled': answer.cancelled,
+            **{key: getattr(answer, key) for key in _COUNTS},
+            'latency_s': answer.latency_s,
+        }
+        self.traces.write(trace)
+
+
+_COUNTS = ('llm_calls', 'retrievals', 'verifier_calls', 'prompt_tokens', 'completion_tokens')
+
+
+def _similarity(hit: Hit) -> bool:
+    """Whether a hit's score is a similarity (not seconds, metres or route order)."""
+    return hit.view not in ('time', 'position', 'index')
+
+
+def _has_photo(run: _Run) -> bool:
+    return run.question.image is not None
+
+
+def _goal_of(hit: Hit) -> Goal:
+    r = hit.record
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+
+
+def _distance(hit: Hit, x: float, y: float) -> float:
+    return math.hypot(hit.record.x - x, hit.record.y - y)
+
+
+def _assistant_message(reply: ChatReply) -> dict[str, Any]:
+    message: dict[str, Any] = {'role': 'assistant', 'content': reply.content or None}
+    if reply.tool_calls:
+        message['tool_calls'] = [
+            {
+                'id': call.id,
+                'type': 'function',
+                'function': {'name': call.name, 'arguments': call.arguments},
+            }
+            for call in reply.tool_calls
+        ]
+    return message
+
+
+def _tool_message(call_id: str, content: str) -> dict[str, Any]:
+    return {'role': 'tool', 'tool_call_id': call_id, 'content': content}

@@ -1,0 +1,116 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""How memory hits are shown to the model, and how the model's times are read.
+
+Every hit carries what the model needs to reason and to cite it: its id, the similarity
+score (a confidence cue: RAVEN found showing it helps), when it was recorded (the clock
+time and how long ago), and where (map position and heading). Time searches are shown in
+recording order, as returned.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from waymark.memory.entries import SEGMENT, Hit
+
+NS_PER_S = 1_000_000_000
+MAX_HIT_TEXT_CHARS = 200
+_CLOCK = re.compile(r'(\d{1,2}):(\d{2})(?::(\d{2}))?')
+# "Z" or "UTC" (any case) at the end, with or without a space before it.
+_UTC_SUFFIX = re.compile(r'\s*(?:Z|UTC)$', re.I)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def clock(stamp_ns: int) -> str:
+    """'2026-11-30 19:04:02 UTC'."""
+    return datetime.fromtimestamp(stamp_ns / NS_PER_S, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')
+
+
+def ago(stamp_ns: int, now_ns: int) -> str:
+    """'12 min ago', '3 h 5 min ago', 'in 2 min' (a clock ahead of now)."""
+    seconds = (now_ns - stamp_ns) / NS_PER_S
+    future = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 60:
+        span = f'{seconds:.0f} s'
+    elif seconds < 3600:
+        span = f'{seconds / 60:.0f} min'
+    elif seconds < 86400 * 2:
+        hours, minutes = divmod(int(seconds // 60), 60)
+        span = f'{hours} h {minutes} min'
+    else:
+        span = f'{seconds / 86400:.1f} days'
+    return f'in {span}' if future else f'{span} ago'
+
+
+def describe_hit(hit: Hit, now_ns: int) -> str:
+    """One line per hit, with everything the model may cite."""
+    record = hit.record
+    if record.pose_valid:
+        where = (
+            f'at x={record.x:.2f} y={record.y:.2f} z={record.z:.2f} m, '
+            f'heading {math.degrees(record.yaw):.0f} deg (map epoch {record.map_epoch})'
+        )
+    else:
+        where = 'position unknown (tracking was lost)'
+    when = f'{clock(record.stamp_ns)} ({ago(record.stamp_ns, now_ns)})'
+    if record.kind == SEGMENT:
+        when += f' for {(record.end_stamp_ns - record.stamp_ns) / NS_PER_S:.1f} s'
+    line = f'[{record.id}] {_score(hit)}; seen {when}; {where}'
+    text = ' '.join(record.text.split())
+    if text:
+        if len(text) > MAX_HIT_TEXT_CHARS:
+            text = text[: MAX_HIT_TEXT_CHARS - 3] + '...'
+        line += f'; {"caption" if hit.view.startswith("caption") else "text read"}: "{text}"'
+    return line
+
+
+def describe_hits(hits: Sequence[Hit], now_ns: int) -> str:
+    if not hits:
+        return 'No memories found.'
+    return '\n'.join(describe_hit(hit, now_ns) for hit in hits)
+
+
+def _score(hit: Hit) -> str:
+    if hit.view == 'time':
+        return f'{hit.score:.1f} s after the requested time'
+    if hit.view == 'position':
+        return f'{hit.score:.2f} m from the requested point'
+    if hit.view == 'index':
+        return 'in route order'
+    return f'similarity {hit.score:.3f} ({hit.view})'
+
+
+def parse_time(text: str, now_ns: int) -> int:
+    """UTC nanoseconds of an ISO 8601 time, or of a clock time's latest occurrence at or
+    before now. ValueError, with a reason for the model, otherwise."""
+    text = text.strip()
+    match = _CLOCK.fullmatch(_UTC_SUFFIX.sub('', text))
+    if match:
+        hour, minute, second = (int(part or 0) for part in match.groups())
+        if hour > 23 or minute > 59 or second > 59:
+            raise ValueError(f'{text!r} is not a clock time')
+        now = datetime.fromtimestamp(now_ns // NS_PER_S, UTC)
+        moment = now.replace(hour=hour, minute=minute, second=second)
+        if _ns(moment) > now_ns:
+            moment -= timedelta(days=1)
+        return _ns(moment)
+    try:
+        moment = datetime.fromisoformat(_UTC_SUFFIX.sub('+00:00', text))
+    except ValueError as error:
+        raise ValueError(
+            f'{text!r} is not a time: use ISO 8601 (2026-11-30T19:04:02) or HH:MM:SS'
+        ) from error
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return _ns(moment)
+
+
+def _ns(moment: datetime) -> int:
+    """Nanoseconds since the epoch, exactly (a float timestamp is off by up to ~100 ns,
+    enough to skip the frame stamped at the very time asked for)."""
+    since = moment - _EPOCH
+    return (since.days * 86400 + since.seconds) * NS_PER_S + since.microseconds * 1000

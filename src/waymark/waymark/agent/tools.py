@@ -1,0 +1,177 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The agent's tools: argument schemas the model's calls are checked against.
+
+A tool call is untrusted input. Its arguments are parsed as JSON and validated by a
+strict pydantic model (no extra keys, bounded strings and numbers); anything else is
+refused with a short reason the model can act on. The JSON schemas sent to the server
+are generated from the same models, so what the model is told and what is accepted
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+MAX_QUERY_CHARS = 300
+MAX_ANSWER_CHARS = 1000
+MAX_EVIDENCE_IDS = 20
+MAX_ARGUMENT_CHARS = 20_000
+MAX_COORDINATE = 1e6  # metres; a map is never this large
+
+Coordinate = Annotated[float, Field(ge=-MAX_COORDINATE, le=MAX_COORDINATE)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+
+
+class _Arguments(BaseModel):
+    # Strict: a value must have the JSON type the schema gives (no "1.5" or true for a
+    # number, no "yes" for a boolean), so what is accepted is what the model was told.
+    model_config = ConfigDict(extra='forbid', allow_inf_nan=False, strict=True)
+
+
+class TextSearch(_Arguments):
+    """Find memories matching a description: things, signs, places, text on them."""
+
+    query: Query = Field(description='What to look for, in your own words.')
+
+
+class ImageSearch(_Arguments):
+    """Find memories that look like the photo given with the question."""
+
+
+class TimeSearch(_Arguments):
+    """Memories recorded from a moment on, in the order they were recorded."""
+
+    time: Query = Field(
+        description='ISO 8601 date and time (UTC unless it has an offset), or a clock time '
+        'HH:MM[:SS] in UTC meaning its latest occurrence before now.'
+    )
+
+
+class PositionSearch(_Arguments):
+    """Memories recorded nearest to a point of the map, nearest first."""
+
+    x: Coordinate
+    y: Coordinate
+    z: Coordinate = 0.0
+
+
+class RangeSearch(_Arguments):
+    """Memories recorded within a radius of a point of the map."""
+
+    x: Coordinate
+    y: Coordinate
+    radius: float = Field(gt=0.0, le=100.0, description='Metres.')
+
+
+class Point(_Arguments):
+    x: Coordinate
+    y: Coordinate
+
+
+class SearchBetween(_Arguments):
+    """Find the target along the route from one place to another (Binary Tracking)."""
+
+    target: Query = Field(description='What to find on the way.')
+    from_place: Query | None = Field(None, description='Where the route starts, by name.')
+    to_place: Query | None = Field(None, description='Where the route ends, by name.')
+    from_position: Point | None = Field(None, description='Where the route starts, on the map.')
+    to_position: Point | None = Field(None, description='Where the route ends, on the map.')
+
+    @model_validator(mode='after')
+    def _one_of_each(self) -> SearchBetween:
+        if (self.from_place is None) == (self.from_position is None):
+            raise ValueError('give exactly one of from_place and from_position')
+        if (self.to_place is None) == (self.to_position is None):
+            raise ValueError('give exactly one of to_place and to_position')
+        return self
+
+
+class Goal(_Arguments):
+    x: Coordinate
+    y: Coordinate
+    z: Coordinate = 0.0
+    yaw: float = Field(0.0, ge=-2 * math.pi, le=2 * math.pi, description='Radians.')
+
+
+class FinalAnswer(_Arguments):
+    """Answer the question and stop. Cite the memories the answer rests on."""
+
+    kind: Literal['position', 'text', 'time', 'yes_no']
+    text: str = Field(max_length=MAX_ANSWER_CHARS, description='The answer in words.')
+    evidence_ids: list[Annotated[str, Field(max_length=100)]] = Field(
+        default_factory=list,
+        max_length=MAX_EVIDENCE_IDS,
+        description='Ids of the memories that support the answer, best first.',
+    )
+    goal: Goal | None = Field(
+        None,
+        description='For a position: where the robot should go, normally the pose of the '
+        'best evidence (the place it was seen from).',
+    )
+    time: Query | None = Field(None, description='For a time: ISO 8601 date and time.')
+    yes: bool | None = Field(None, description='For a yes/no question.')
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+
+
+TOOLS: dict[str, type[_Arguments]] = {
+    'retrieve_from_text': TextSearch,
+    'retrieve_from_image': ImageSearch,
+    'retrieve_from_time': TimeSearch,
+    'retrieve_from_position': PositionSearch,
+    'retrieve_in_range': RangeSearch,
+    'search_between': SearchBetween,
+    'final_answer': FinalAnswer,
+}
+FINAL = 'final_answer'
+
+
+class ToolArgumentError(ValueError):
+    """A tool call that cannot be run as it stands; the message is shown to the model."""
+
+
+def tool_specs(names: list[str]) -> list[dict[str, Any]]:
+    """OpenAI `tools` entries for these tools, in this order."""
+    specs = []
+    for name in names:
+        model = TOOLS[name]
+        schema = model.model_json_schema()
+        schema.pop('title', None)
+        specs.append(
+            {
+                'type': 'function',
+                'function': {
+                    'name': name,
+                    'description': ' '.join((model.__doc__ or '').split()),
+                    'parameters': schema,
+                },
+            }
+        )
+    return specs
+
+
+def parse_call(name: str, arguments: str, allowed: list[str]) -> _Arguments:
+    """The validated arguments of a tool call, or ToolArgumentError saying what is wrong."""
+    if name not in allowed:
+        raise ToolArgumentError(
+            f'there is no tool {name[:60]!r} here; use one of: {", ".join(allowed)}'
+        )
+    if len(arguments) > MAX_ARGUMENT_CHARS:
+        raise ToolArgumentError(f'arguments are too long ({len(arguments)} characters)')
+    try:
+        value = json.loads(arguments or '{}')
+    except json.JSONDecodeError as error:
+        raise ToolArgumentError(f'arguments are not valid JSON: {error.msg}') from error
+    if not isinstance(value, dict):
+        raise ToolArgumentError('arguments must be a JSON object')
+    try:
+        return TOOLS[name].model_validate(value)
+    except ValidationError as error:
+        problems = '; '.join(
+            f'{".".join(str(part) for part in item["loc"]) or "arguments"}: {item["msg"]}'
+            for item in error.errors()[:5]
+        )
+        raise ToolArgumentError(f'invalid arguments for {name}: {problems}') from error

@@ -1,0 +1,201 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Looking at the candidates: a VLM says which retrieved pictures really show the target.
+
+Retrieval ranks by embedding similarity, which confuses look-alikes (a red door for the
+red door). Before the agent commits to an answer it shows the best candidates' pictures
+to a VLM and keeps those the model says show the target (BinTrack's VERIFY step).
+
+All candidates go in one request, each picture after its own "Candidate N:" label, so a
+verification costs one call however many candidates there are (up to `max_images`). The
+model is asked for a small JSON object; its answer is untrusted text, so it is only
+searched for the first JSON object, validated strictly, and never evaluated. An answer
+that cannot be read is a verdict with no choice and a `parse_error`, not an exception:
+the agent can go on without it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from waymark.agent.llm import ChatClient, LLMConfig, image_part
+
+# Enough for any description of a thing to look for; longer targets are cut.
+MAX_TARGET_CHARS = 300
+# Only this much of an answer is searched for JSON (max_tokens bounds it anyway).
+_MAX_ANSWER_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class VerifierConfig:
+    """The VLM to verify with and how much to show it; see `Verifier`."""
+
+    llm: LLMConfig
+    max_images: int = 12  # pictures per call; lower-ranked candidates beyond it are dropped
+    max_tokens: int = 200
+
+    def __post_init__(self) -> None:
+        if not self.llm.accepts_images:
+            raise ValueError(f'the verifier needs a model that accepts images: {self.llm.model}')
+        if self.max_images < 1 or self.max_tokens < 1:
+            raise ValueError(
+                f'max_images and max_tokens must be at least 1: {self.max_images}, '
+                f'{self.max_tokens}'
+            )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Which candidates show the target.
+
+    `matches` are candidate ids, best first; `chosen` is the first of them, or None.
+    `rejected` counts numbers the model gave that name no candidate; `dropped` counts
+    candidates beyond `max_images` and `skipped` those without a picture, neither shown.
+    """
+
+    chosen: str | None
+    matches: list[str] = field(default_factory=list)
+    rejected: int = 0
+    parse_error: str = ''
+    calls: int = 0
+    images: int = 0
+    dropped: int = 0
+    skipped: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class _Answer(BaseModel):
+    """The answer's shape; strict, so that "2", 2.0 and true are not taken for 2."""
+
+    model_config = ConfigDict(strict=True, extra='ignore')
+
+    matches: list[int]
+    best: int | None = None
+
+
+class Verifier:
+    """Asks the VLM which candidates show a target, in one call per verification."""
+
+    def __init__(self, chat: ChatClient, config: VerifierConfig) -> None:
+        self.chat = chat
+        self.config = config
+
+    def verify(
+        self, target: str, candidates: Sequence[tuple[str, bytes]], deadline: float | None = None
+    ) -> Verdict:
+        """Which of `candidates` ((id, JPEG) pairs, best ranked first) show `target`.
+
+        Raises LLMUnavailableError when the model cannot be asked (the caller falls back
+        to the ranking) and LLMError when its reply is unusable; an answer that cannot be
+        read gives a verdict with `parse_error` instead.
+        """
+        target = ' '.join(target.split())[:MAX_TARGET_CHARS]
+        if not target:
+            raise ValueError('nothing to verify: the target is empty')
+        pictured = [(key, jpeg) for key, jpeg in candidates if jpeg]
+        shown = pictured[: self.config.max_images]
+        counts = {'dropped': len(pictured) - len(shown), 'skipped': len(candidates) - len(pictured)}
+        if not shown:
+            return Verdict(chosen=None, **counts)
+        reply = self.chat.complete(
+            [{'role': 'user', 'content': _request_content(target, [jpeg for _, jpeg in shown])}],
+            deadline=deadline,
+            max_tokens=self.config.max_tokens,
+        )
+        numbers, rejected, parse_error = parse_answer(reply.content, len(shown))
+        matches = [shown[number - 1][0] for number in numbers]
+        return Verdict(
+            chosen=matches[0] if matches else None,
+            matches=matches,
+            rejected=rejected,
+            parse_error=parse_error,
+            calls=1,
+            images=len(shown),
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency_s=reply.latency_s,
+            **counts,
+        )
+
+
+def _request_content(target: str, pictures: list[bytes]) -> list[dict[str, Any]]:
+    """The user message: the task, each picture after its label, then the answer format."""
+    quoted = json.dumps(target, ensure_ascii=False)
+    content: list[dict[str, Any]] = [
+        {
+            'type': 'text',
+            'text': (
+                f'A robot is looking for this: {quoted}. Its memory returned the '
+                f'{len(pictures)} numbered photos below as candidates. Some may show '
+                'something only similar, or nothing relevant at all.'
+            ),
+        }
+    ]
+    for number, jpeg in enumerate(pictures, start=1):
+        content.append({'type': 'text', 'text': f'Candidate {number}:'})
+        content.append(image_part(jpeg))
+    content.append(
+        {
+            'type': 'text',
+            'text': (
+                f'Which candidates clearly show {quoted}? Judge each photo by itself, and do '
+                'not count a look-alike of a different kind or with different text. Answer '
+                'with one JSON object and nothing else: {"matches": [numbers of the '
+                'candidates that show it, surest first], "best": the number of the one that '
+                'shows it most clearly, or null when none does}.'
+            ),
+        }
+    )
+    return content
+
+
+def parse_answer(text: str, count: int) -> tuple[list[int], int, str]:
+    """Candidate numbers (1..count) from the model's answer, best first, without repeats.
+
+    Returns (numbers, how many distinct out-of-range numbers were dropped, parse error or
+    ''). The first JSON object in the text is used, so a code fence or prose around it
+    does no harm.
+    """
+    found = _first_json_object(text[:_MAX_ANSWER_CHARS])
+    if found is None:
+        return [], 0, f'no JSON object in the answer: {_clip(text)!r}'
+    try:
+        answer = _Answer.model_validate(found)
+    except ValidationError as error:
+        problems = '; '.join(
+            f'{".".join(map(str, e["loc"])) or "answer"}: {e["msg"]}' for e in error.errors()
+        )
+        return [], 0, _clip(f'the answer does not fit the format: {problems}')
+    ordered = ([answer.best] if answer.best is not None else []) + answer.matches
+    numbers: list[int] = []
+    rejected: set[int] = set()
+    for number in ordered:
+        if not 1 <= number <= count:
+            rejected.add(number)
+        elif number not in numbers:
+            numbers.append(number)
+    return numbers, len(rejected), ''
+
+
+def _first_json_object(text: str) -> dict[str, Any] | None:
+    decoder = json.JSONDecoder()
+    start = text.find('{')
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find('{', start + 1)
+    return None
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + '...'
