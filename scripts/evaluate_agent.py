@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The reasoning agent on cached suite worlds, with the scripted planner as its model.
+"""The reasoning agent on cached suite worlds, with the scripted planner or a real model.
 
 For each world already run by `make suite` (its bag, questions and built memory are only
 read), this evaluates the agent with and without Binary Tracking next to the
@@ -9,6 +9,10 @@ so the suite's own output is never written.
 
     source scripts/env.sh
     python scripts/evaluate_agent.py --worlds small-0 small-1 [--out eval_output/agent]
+
+With `--real`, the model is a real one instead (see test/support/local_llm.py: the server
+named by WAYMARK_LLM_URL, else SmolLM2 on llama.cpp, installed by `make test-llm`), its
+rows labelled with the model's name; the sweep is left to the scripted planner.
 
 Tables go to stdout and to <out>/agent_eval.md; everything to <out>/agent_eval.json.
 """
@@ -29,6 +33,7 @@ os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'test'))
 
+from support.local_llm import real_model  # noqa: E402
 from support.scripted_planner import planner_server  # noqa: E402
 
 from waymark.agent.agent import AgentConfig  # noqa: E402
@@ -48,7 +53,7 @@ K_LEAVES = (16, 4)
 TAUS = [f'{t:g}' for t in THRESHOLDS_M]
 
 
-def prepare(suite: Path, out: Path) -> EvaluationConfig:
+def prepare(suite: Path, out: Path, label: str) -> EvaluationConfig:
     """The world's evaluation settings, with memory copied from the suite's run."""
     source = suite / 'eval' / 'memory'
     if not (source / INGESTED).is_file():
@@ -56,16 +61,16 @@ def prepare(suite: Path, out: Path) -> EvaluationConfig:
     if not (out / 'memory' / INGESTED).is_file():
         shutil.rmtree(out / 'memory', ignore_errors=True)
         shutil.copytree(source, out / 'memory')
-    # The planner's rules may have changed since the last run, and its rows are cheap.
-    for old in out.glob('predictions-agent*'):
-        old.unlink()
+    if label == LABEL:  # the planner's rules may have changed, and its rows are cheap
+        for old in out.glob('predictions-agent*'):
+            old.unlink()
     return EvaluationConfig(suite / 'bag', suite / 'questions.json', out, progress=False)
 
 
-def evaluate_world(config: EvaluationConfig, base_url: str, model: str) -> dict:
-    rows = (*BASELINES, agent_name(True, LABEL), agent_name(False, LABEL))
+def evaluate_world(config: EvaluationConfig, base_url: str, model: str, label: str) -> dict:
+    rows = (*BASELINES, agent_name(True, label), agent_name(False, label))
     settings = dataclasses.replace(
-        config, answerers=rows, llm_url=base_url, llm_model=model, agent_label=LABEL
+        config, answerers=rows, llm_url=base_url, llm_model=model, agent_label=label
     )
     return run(settings)
 
@@ -177,21 +182,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--suite', type=Path, default=Path('suite_output'))
     parser.add_argument('--worlds', nargs='+', default=['small-0', 'small-1'])
-    parser.add_argument('--out', type=Path, default=Path('eval_output/agent'))
+    parser.add_argument('--out', type=Path, help='default eval_output/agent[-real]')
     parser.add_argument('--no-sweep', action='store_true')
+    parser.add_argument('--real', action='store_true', help='a real model (see above)')
     args = parser.parse_args(argv)
+    out = args.out or Path('eval_output/agent-real' if args.real else 'eval_output/agent')
     reports, sweeps, walls = {}, {}, {}
-    with planner_server() as server:
+    model_server = real_model(out / 'logs') if args.real else planner_server()
+    with model_server as server:
+        label = server.model if args.real else LABEL
         for world in args.worlds:
             started = time.monotonic()
-            config = prepare(args.suite / world, args.out / world)
+            config = prepare(args.suite / world, out / world, label)
             print(f'[{world}] evaluating...', flush=True)
-            reports[world] = evaluate_world(config, server.base_url, server.model)
-            if not args.no_sweep:
+            reports[world] = evaluate_world(config, server.base_url, server.model, label)
+            if not (args.no_sweep or args.real):
                 print(f'[{world}] sweeping α, β and k_leaf on the route questions...', flush=True)
                 sweeps[world] = sweep_world(config, server.base_url, server.model)
             walls[world] = time.monotonic() - started
-    lines = ['# The agent (scripted planner) on the suite worlds', '']
+        model = server.description if args.real else 'scripted planner'
+    lines = [f'# The agent ({model}) on the suite worlds', '']
     for world, report in reports.items():
         memory = report['memory']
         lines += [
@@ -205,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         lines += ['## Binary Tracking weights on the route questions (β = 1 - α)', '']
         lines += [*sweep_table(sweeps, reports), '']
     text = '\n'.join(lines)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / 'agent_eval.md').write_text(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'agent_eval.md').write_text(text)
     write_json_atomically(
-        args.out / 'agent_eval.json',
+        out / 'agent_eval.json',
         {
             'worlds': {
                 w: {

@@ -230,6 +230,9 @@ def test_the_context_grows_by_every_search_result(memory):
     # R(t+1) = R(t) + hits: each request extends the one before.
     for before, after in itertools.pairwise(requests):
         assert after['messages'][: len(before['messages'])] == before['messages']
+    # A reply that only calls tools goes back with empty content, which every server takes.
+    calls = [m for m in requests[2]['messages'] if m['role'] == 'assistant']
+    assert [m['content'] for m in calls] == ['', ''] and all(m['tool_calls'] for m in calls)
     results = tool_results(requests[2])
     assert len(results) == 2
     hits = [shown_hits(content) for content in results]
@@ -367,6 +370,26 @@ def test_steps_spent_on_bad_calls_also_end_the_searches(memory):
     assert (answer.kind, answer.text, answer.confidence) == ('text', 'I could not find it.', 0.1)
     assert not answer.used_fallback and answer.goal is None and answer.evidence == []
     assert answer.retrievals == 0 and answer.llm_calls == 4
+
+
+def test_an_answer_before_any_search_is_sent_back_to_search(memory):
+    script = scripted(
+        final(kind='yes_no', yes=True, text='Yes, I saw it.'),
+        search('bakery'),
+        answer_with_first_hit(),
+    )
+    with ScriptedLLMServer(script) as server:
+        answer, events = ask(agent(server, memory))
+        requests = server.requests
+    assert tool_results(requests[1]) == [
+        prompts.REJECTED_ANSWER.format(
+            why='nothing was searched yet: search memory before answering'
+        )
+    ]
+    tools = [event.tool for event in events]
+    assert tools == ['final_answer', 'retrieve_from_text', 'final_answer']
+    assert not answer.used_fallback and answer.goal == goal_of(memory, BAKERY)
+    assert answer.retrievals == 1 and answer.llm_calls == 3
 
 
 def test_a_goal_far_from_the_evidence_is_refused_then_a_second_refusal_falls_back(memory):

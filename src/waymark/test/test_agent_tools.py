@@ -199,6 +199,10 @@ def test_malformed_json_is_refused(arguments):
     assert refused('retrieve_from_text', arguments).startswith('arguments are not valid JSON: ')
 
 
+def test_a_raw_line_break_inside_a_string_is_read_as_one():
+    assert call('retrieve_from_text', '{"query": "red\nmug"}').query == 'red\nmug'
+
+
 @pytest.mark.parametrize(
     'arguments, problem',
     [

@@ -277,7 +277,7 @@ class Agent:
                 continue
             if isinstance(arguments, FinalAnswer):
                 try:
-                    self._accept(run, arguments)
+                    self._accept(run, arguments, searches < config.max_steps)
                     self._record(run, on_step, FINAL, call.arguments, [], started)
                     return None
                 except _RejectedError as why:
@@ -412,8 +412,11 @@ class Agent:
 
     # -- answers -------------------------------------------------------------------------
 
-    def _accept(self, run: _Run, final: FinalAnswer) -> None:
+    def _accept(self, run: _Run, final: FinalAnswer, may_search: bool) -> None:
         """Check the model's answer against what it was shown; _RejectedError says why not."""
+        if final.kind != NONE and run.answer.retrievals == 0 and may_search:
+            # Small models answer from their own imagination if let; memory must speak first.
+            raise _RejectedError('nothing was searched yet: search memory before answering')
         unknown = [key for key in final.evidence_ids if key not in run.shown]
         if unknown:
             raise _RejectedError(f'ids never shown: {", ".join(unknown[:5])}')
@@ -623,7 +626,9 @@ def _distance(hit: Hit, x: float, y: float) -> float:
 
 
 def _assistant_message(reply: ChatReply) -> dict[str, Any]:
-    message: dict[str, Any] = {'role': 'assistant', 'content': reply.content or None}
+    # An empty string, not null, for a reply that only calls tools: the OpenAI API takes
+    # both, llama.cpp's server only the string.
+    message: dict[str, Any] = {'role': 'assistant', 'content': reply.content or ''}
     if reply.tool_calls:
         message['tool_calls'] = [
             {

@@ -162,7 +162,9 @@ def parse_call(name: str, arguments: str, allowed: list[str]) -> _Arguments:
     if len(arguments) > MAX_ARGUMENT_CHARS:
         raise ToolArgumentError(f'arguments are too long ({len(arguments)} characters)')
     try:
-        value = json.loads(arguments or '{}')
+        # strict=False lets a raw newline inside a string through, as small models write
+        # them; the schema below still decides what the value may be.
+        value = json.loads(arguments or '{}', strict=False)
     except json.JSONDecodeError as error:
         raise ToolArgumentError(f'arguments are not valid JSON: {error.msg}') from error
     if not isinstance(value, dict):
