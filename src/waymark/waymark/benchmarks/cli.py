@@ -1,6 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""`python -m waymark bench {ingest,search,storage,all}`: run benchmarks, print their
-tables, write `<out>/<benchmark>.json`."""
+"""`python -m waymark bench {ingest,search,storage,planner,all}`: run benchmarks, print
+their tables, write `<out>/<benchmark>.json`."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from pathlib import Path
 
 from waymark.benchmarks.common import write_json
 
-BENCHMARKS = ('ingest', 'search', 'storage')
+BENCHMARKS = ('ingest', 'search', 'storage', 'planner')
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog='python -m waymark bench',
-        description='Measure ingest rate, search latency and recall, and storage of memory.',
+        description='Measure ingest rate, search latency and recall, and storage of memory, '
+        'and the navigation planner.',
     )
     parser.add_argument('benchmark', choices=[*BENCHMARKS, 'all'])
     parser.add_argument(
