@@ -1,44 +1,117 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""navigator_node over real DDS: refuses bad targets, forwards good ones, tracks arrival."""
+"""navigator_node over real DDS, closed loop: a simulated robot driven by its cmd_vel.
+
+The test process plays the robot: a unicycle that integrates the latest `cmd_vel` at
+50 Hz and publishes its pose as odometry. The map is a room with a wall across it; goals
+behind the wall must be reached around it without the robot ever entering an obstacle,
+and unsafe goals must be refused with nothing sent.
+"""
 
 from __future__ import annotations
 
 import math
+import threading
 
+import numpy as np
 import pytest
-from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import Odometry
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.action import ActionClient
 from support.ros_harness import wait_until
+from support.unicycle import Unicycle
 
+from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 from waymark_ros import qos
+from waymark_ros.navigation_msgs import cloud_msg
 
 pytestmark = pytest.mark.dds
 
+RESOLUTION = 0.05
+WIDTH, HEIGHT = 200, 120  # a 10 m x 6 m room
+START = (2.0, 2.0)
+BEHIND_WALL = (8.0, 2.0)
+SIM_RATE_HZ = 50.0
 
-def target(x: float, y: float, frame='map') -> GoTo.Goal:
+
+def room() -> np.ndarray:
+    """Walls around, one across the room at x = 5 m from y = 0 to 4 m, and a closed box
+    (a pocket of free space nothing can reach) around (8, 5)."""
+    cells = np.zeros((HEIGHT, WIDTH), dtype=np.int8)
+    cells[:2, :] = cells[-2:, :] = cells[:, :2] = cells[:, -2:] = 100
+    cells[:80, 99:101] = 100  # x 4.95..5.05, y 0..4
+    cells[90:111, 150:171] = 100
+    cells[93:108, 153:168] = 0  # free inside the box
+    return cells
+
+
+def grid_msg(cells: np.ndarray, frame: str = 'map') -> OccupancyGrid:
+    msg = OccupancyGrid()
+    msg.header.frame_id = frame
+    msg.info.resolution = RESOLUTION
+    msg.info.height, msg.info.width = cells.shape
+    msg.info.origin.orientation.w = 1.0
+    msg.data = cells.ravel().tolist()
+    return msg
+
+
+def cell_of(x: float, y: float) -> tuple[int, int]:
+    return math.floor(y / RESOLUTION), math.floor(x / RESOLUTION)
+
+
+class SimulatedRobot:
+    """A unicycle on DDS: cmd_vel in, odometry out, its path recorded."""
+
+    def __init__(self, node, x: float, y: float, yaw: float = 0.0) -> None:
+        self.node = node
+        self.body = Unicycle(x, y, yaw)
+        self.command = (0.0, 0.0)
+        self.commands: list[tuple[float, float]] = []
+        self.trail: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+        node.create_subscription(Twist, 'cmd_vel', self._on_command, 10)
+        self.odom = node.create_publisher(Odometry, '/odom', qos.sensor_input(True, 10))
+        self.timer = node.create_timer(1.0 / SIM_RATE_HZ, self._tick)
+
+    def _on_command(self, msg: Twist) -> None:
+        with self._lock:
+            self.command = (msg.linear.x, msg.angular.z)
+            self.commands.append(self.command)
+
+    def _tick(self) -> None:
+        with self._lock:
+            self.body.step(*self.command, 1.0 / SIM_RATE_HZ)
+            x, y, yaw = self.body.pose
+            self.trail.append((x, y))
+        msg = Odometry()
+        msg.header.frame_id = 'map'
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+        q = quaternion_from_yaw(yaw)
+        o = msg.pose.pose.orientation
+        o.x, o.y, o.z, o.w = q
+        self.odom.publish(msg)
+
+    def stop(self) -> None:
+        self.timer.cancel()
+
+
+def target(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal:
     goal = GoTo.Goal()
     goal.target.header.frame_id = frame
     goal.target.pose.position.x, goal.target.pose.position.y = x, y
-    goal.target.pose.orientation.w = 1.0
+    q = quaternion_from_yaw(yaw)
+    o = goal.target.pose.orientation
+    o.x, o.y, o.z, o.w = q
     return goal
-
-
-@pytest.fixture
-def navigator(ros, launch):
-    launch('navigator_node', reliable_input=True, goal_tolerance_m=0.3, goal_timeout_s=20.0)
-    client = ActionClient(ros.node, GoTo, 'go_to')
-    assert client.wait_for_server(timeout_sec=30)
-    odom = ros.node.create_publisher(Odometry, '/odom', qos.sensor_input(True, 10))
-    wait_until(lambda: odom.get_subscription_count() > 0, 60, 'navigator not subscribed to /odom')
-    return client, odom
 
 
 def send(client, goal, feedback=None):
     future = client.send_goal_async(goal, feedback_callback=feedback)
     wait_until(future.done, 10, 'goal not answered')
-    return future.result()
+    handle = future.result()
+    assert handle.accepted
+    return handle
 
 
 def result_of(handle, timeout=30):
@@ -47,44 +120,149 @@ def result_of(handle, timeout=30):
     return future.result().result
 
 
+def latched_map(ros, msg, topic='/map', msg_type=OccupancyGrid):
+    publisher = ros.node.create_publisher(msg_type, topic, qos.latched())
+    publisher.publish(msg)
+    return publisher
+
+
+@pytest.fixture
+def robot(ros):
+    simulated = SimulatedRobot(ros.node, *START)
+    yield simulated
+    simulated.stop()
+
+
+def start_navigator(ros, launch, **parameters):
+    settings = {
+        'reliable_input': True,
+        'goal_timeout_s': 90.0,
+        'follower.max_linear': 0.8,
+        'follower.max_linear_accel': 1.0,
+        'robot_radius_m': 0.3,
+        'snap_radius_m': 0.5,
+        **parameters,
+    }
+    launch('navigator_node', **settings)
+    client = ActionClient(ros.node, GoTo, 'go_to')
+    assert client.wait_for_server(timeout_sec=30)
+    return client
+
+
+def test_drives_around_the_wall_to_a_goal_behind_it_without_touching_anything(ros, launch, robot):
+    cells = room()
+    latched_map(ros, grid_msg(cells))
+    plans = ros.collect(Path, 'plan', qos.latched())
+    client = start_navigator(ros, launch)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    distances: list[float] = []
+    handle = send(
+        client,
+        target(*BEHIND_WALL, yaw=math.pi / 2),
+        lambda fb: distances.append(fb.feedback.distance_remaining),
+    )
+    result = result_of(handle, timeout=120)
+    assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+    final = result.final_pose.pose
+    assert math.dist((final.position.x, final.position.y), BEHIND_WALL) <= 0.25
+    assert plans and max(p.pose.position.y for p in plans[-1].poses) > 4.0  # around the end
+    # The path length left shrank from about the length of the detour to nothing.
+    assert distances[0] > math.dist(START, BEHIND_WALL) + 1.0 and distances[-1] < 0.5
+    occupied = cells >= 65
+    for x, y in robot.trail:
+        assert not occupied[cell_of(x, y)], f'robot entered an obstacle at ({x:.2f}, {y:.2f})'
+    walls = np.argwhere(occupied) * RESOLUTION + RESOLUTION / 2  # (row, col) -> (y, x)
+    trail = np.array(robot.trail)[:, ::-1]
+    nearest = np.min(np.linalg.norm(trail[:, None, :] - walls[None, :, :], axis=2))
+    assert nearest > 0.15, f'came within {nearest:.2f} m of a wall'
+    limit = 0.8 + 1e-6
+    assert all(abs(v) <= limit and abs(w) <= 1.0 + 1e-6 for v, w in robot.commands)
+    assert robot.commands[-1] == (0.0, 0.0)  # stopped at the end
+
+
 @pytest.mark.parametrize(
     ('goal', 'reason'),
-    [(target(1, 1, frame='odom'), 'not the map frame'), (target(math.nan, 1), 'non-finite')],
+    [
+        (target(1.0, 1.0, frame='odom'), "frame 'odom'"),
+        (target(math.nan, 1.0), 'non-finite'),
+        (target(25.0, 2.0), 'outside'),
+        (target(8.0, 5.0), 'not connected'),  # inside the closed box
+        (target(5.0, 2.0), 'no traversable cell'),  # in the middle of the wall
+    ],
 )
-def test_refuses_targets_it_must_not_send(ros, navigator, goal, reason):
-    client, _ = navigator
-    goals = ros.collect(PoseStamped, 'goal_pose')
+def test_refuses_goals_it_must_not_drive_to_and_sends_nothing(ros, launch, robot, goal, reason):
+    latched_map(ros, grid_msg(room()))
+    client = start_navigator(ros, launch, snap_radius_m=0.2)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    wait_until(lambda: len(robot.trail) > 10, 10, 'simulation not running')
     result = result_of(send(client, goal))
     assert result.outcome == GoTo.Result.OUTCOME_REFUSED
     assert reason in result.message
-    assert goals == []
+    assert all(command == (0.0, 0.0) for command in robot.commands)
 
 
-def test_forwards_the_goal_and_reports_arrival_from_odometry(ros, navigator):
-    client, odom = navigator
+def test_refuses_every_goal_until_a_map_arrives(ros, launch, robot):
+    client = start_navigator(ros, launch, input_wait_s=1.0)
+    result = result_of(send(client, target(3.0, 2.0)))
+    assert result.outcome == GoTo.Result.OUTCOME_REFUSED
+    assert 'no map' in result.message
+
+
+def test_a_goal_in_a_walls_inflation_is_moved_out_and_forwarded(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
     goals = ros.collect(PoseStamped, 'goal_pose')
-    distances = []
-    handle = send(
-        client, target(2.0, 0.0), lambda fb: distances.append(fb.feedback.distance_remaining)
-    )
-    assert handle.accepted
-    wait_until(lambda: len(goals) == 1, 10, 'goal not forwarded on goal_pose')
-    for x in (0.0, 0.5, 1.0, 1.5, 1.9):
-        msg = Odometry()
-        msg.header.frame_id = 'map'
-        msg.pose.pose.position.x = x
-        msg.pose.pose.orientation.w = 1.0
-        odom.publish(msg)
-        wait_until(lambda x=x: distances and distances[-1] <= 2.0 - x + 1e-6, 10, 'no feedback')
-    result = result_of(handle)
-    assert result.outcome == GoTo.Result.OUTCOME_REACHED
-    assert result.final_pose.pose.position.x == pytest.approx(1.9)
-    assert distances[0] == pytest.approx(2.0)
-
-
-def test_a_goal_can_be_cancelled(ros, navigator):
-    client, _ = navigator
-    handle = send(client, target(5.0, 5.0))
+    client = start_navigator(ros, launch, backend='goal_topic')
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    wait_until(lambda: len(robot.trail) > 10, 10, 'simulation not running')
+    handle = send(client, target(4.8, 2.0))  # 0.15 m from the wall's face
+    wait_until(lambda: goals, 10, 'no goal forwarded')
+    forwarded = goals[0].pose.position
+    assert forwarded.x < 4.95 - 0.3 and abs(forwarded.y - 2.0) < 0.1
     cancel = handle.cancel_goal_async()
     wait_until(cancel.done, 10, 'cancel not answered')
     assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+
+
+def test_a_point_cloud_map_is_projected_and_its_obstacles_respected(ros, launch, robot):
+    # Ground points everywhere in a 6 m x 4 m area, and a pillar of points (in the height
+    # band) at (4, 2) between the robot and the goal; points above the band are a ceiling.
+    xs, ys = np.meshgrid(np.arange(0.0, 6.0, 0.04), np.arange(0.0, 4.0, 0.04))
+    ground = np.column_stack([xs.ravel(), ys.ravel(), np.zeros(xs.size)])
+    px, py, pz = np.meshgrid(np.arange(3.8, 4.2, 0.03), np.arange(1.6, 2.4, 0.03), [0.3, 0.5])
+    pillar = np.column_stack([px.ravel(), py.ravel(), pz.ravel()])
+    ceiling = ground + np.array([0.0, 0.0, 2.5])
+    stamp = ros.node.get_clock().now().to_msg()
+    cloud = cloud_msg(np.concatenate([ground, pillar, ceiling]), 'map', stamp)
+    latched_map(ros, cloud, topic='/cloud_map', msg_type=type(cloud))
+    plans = ros.collect(Path, 'plan', qos.latched())
+    client = start_navigator(ros, launch, map_source='cloud', align_yaw=False)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    result = result_of(send(client, target(5.5, 2.0)), timeout=120)
+    assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+    waypoints = [(p.pose.position.x, p.pose.position.y) for p in plans[-1].poses]
+    assert min(math.dist(w, (4.0, 2.0)) for w in waypoints) > 0.2 + 0.3  # around the pillar
+    for x, y in robot.trail:
+        assert not (3.8 <= x <= 4.2 and 1.6 <= y <= 2.4), 'drove through the pillar'
+
+
+def test_cancel_stops_the_robot(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
+    client = start_navigator(ros, launch)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    handle = send(client, target(*BEHIND_WALL))
+    wait_until(lambda: any(v > 0.1 for v, _ in robot.commands), 30, 'robot never moved')
+    cancel = handle.cancel_goal_async()
+    wait_until(cancel.done, 10, 'cancel not answered')
+    assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+    wait_until(lambda: robot.commands[-1] == (0.0, 0.0), 5, 'robot not stopped')
+
+
+def test_a_robot_that_cannot_move_is_reported_stuck(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
+    robot.body.blocked = True
+    client = start_navigator(ros, launch, **{'follower.progress_window_s': 2.0})
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    result = result_of(send(client, target(3.5, 2.0)), timeout=30)
+    assert result.outcome == GoTo.Result.OUTCOME_FAILED
+    assert 'no progress' in result.message
+    wait_until(lambda: robot.commands[-1] == (0.0, 0.0), 5, 'robot not stopped')

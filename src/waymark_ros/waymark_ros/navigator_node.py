@@ -1,9 +1,21 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""navigator_node: accepts GoTo goals, checks them, hands them to the robot's planner.
+"""navigator_node: drives the robot to GoTo targets, and only where the map allows.
 
-For now the planner is whatever listens on `goal_pose` (Nav2's bt_navigator does);
-this node validates the target, forwards it, and reports arrival from odometry. The
-occupancy-grid check, A* and the path follower come with the navigation work.
+The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
+within a height band. It is inflated by the robot's radius. Every target is checked against
+it before anything moves: a target outside the map, non-finite, in another frame, or with no
+reachable free cell within `snap_radius_m` is refused with the reason; one inside a wall's
+inflation or in unknown space is moved to the nearest reachable cell.
+
+Backends (`backend`):
+- `internal`: A* on the inflated grid, the path smoothed and published on `plan`, and a PD
+  follower driving it on `cmd_vel` (as RAVEN drove its Go1). The path is replanned when the
+  map changes; the robot stops on cancel, preemption, stale pose, no progress or timeout.
+- `goal_topic`: the checked target is published on `goal_pose` for a planner that listens
+  there (Nav2's bt_navigator does), and arrival is judged from the pose.
+
+One goal runs at a time: a new one preempts the one before, which ends FAILED, as in Nav2.
+The pose topic must be in the map frame (a LIO SLAM odometry is).
 """
 
 from __future__ import annotations
@@ -11,30 +23,155 @@ from __future__ import annotations
 import math
 import threading
 import time
+from dataclasses import dataclass
 
+import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import Odometry
-from rclpy.action import ActionServer, CancelResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import OccupancyGrid, Odometry, Path
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import PointCloud2
+from visualization_msgs.msg import MarkerArray
 
-from waymark.geometry import InvalidPoseError
+from waymark.geometry import InvalidPoseError, quaternion_from_yaw, yaw_from_quaternion
+from waymark.navigation.follower import FollowerParams, FollowerStatus, PathFollower
+from waymark.navigation.goals import check_goal
+from waymark.navigation.grid import OccupancyMap, TraversabilityGrid, inflate, project_point_cloud
+from waymark.navigation.planner import GridPlanner, PlanError, PlannerConfig
 from waymark_interfaces.action import GoTo
 from waymark_ros import qos
-from waymark_ros.conversions import pose_from_msg
+from waymark_ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.navigation_msgs import (
+    navigation_markers,
+    occupancy_map_from_msg,
+    path_msg,
+    points_from_cloud,
+    twist_msg,
+)
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
+
+INTERNAL, GOAL_TOPIC = 'internal', 'goal_topic'
+GRID, CLOUD = 'grid', 'cloud'
+_FAILURES = {
+    FollowerStatus.STUCK: 'no progress',
+    FollowerStatus.TIMED_OUT: 'timed out',
+    FollowerStatus.CANCELED: 'canceled',
+}
+
+
+@dataclass(frozen=True)
+class _Map:
+    version: int
+    grid: TraversabilityGrid
+    planner: GridPlanner
+
+
+@dataclass(frozen=True)
+class _Pose:
+    x: float
+    y: float
+    yaw: float
+    stamp_s: float
+
+
+class _RefusedError(Exception):
+    """A target that must not be driven to; the message says why."""
 
 
 class NavigatorNode(Node):
     def __init__(self) -> None:
         super().__init__('navigator_node')
-        self._map_frame = declare(self, 'map_frame', 'map', 'Frame goals must be given in.')
-        self._tolerance = declare(
-            self, 'goal_tolerance_m', 0.5, 'Arrival radius.', low=0.01, high=100.0
+        self._map_frame = declare(self, 'map_frame', 'map', 'Frame of targets, map and pose.')
+        self._backend = declare(
+            self, 'backend', INTERNAL, 'Who drives.', choices=(INTERNAL, GOAL_TOPIC)
         )
-        self._timeout = declare(
+        source = declare(self, 'map_source', GRID, 'Map input.', choices=(GRID, CLOUD))
+        map_topic = declare(self, 'map_topic', '/map', 'nav_msgs/OccupancyGrid (map_source grid).')
+        cloud_topic = declare(
+            self, 'cloud_topic', '/cloud_map', 'sensor_msgs/PointCloud2 map (map_source cloud).'
+        )
+        map_latched = declare(
+            self, 'map_transient_local', True, 'Map publisher is latched (map_server, SLAM).'
+        )
+        self._cloud_resolution = declare(
+            self, 'cloud.resolution', 0.05, 'Cell size of the projected map.', low=0.01, high=2.0
+        )
+        self._h_min = declare(
+            self,
+            'cloud.h_min',
+            0.15,
+            'Points above this height are obstacles.',
+            low=-10.0,
+            high=10.0,
+        )
+        self._h_max = declare(
+            self,
+            'cloud.h_max',
+            0.8,
+            'Points above this height are overhead.',
+            low=-10.0,
+            high=10.0,
+        )
+        if self._h_max <= self._h_min:
+            raise ValueError('cloud.h_max must be above cloud.h_min')
+        self._radius = declare(
+            self, 'robot_radius_m', 0.35, 'Obstacles grow by this much.', low=0.0, high=5.0
+        )
+        self._unknown_is_obstacle = declare(
+            self, 'unknown_is_obstacle', True, 'Unknown space also keeps the robot away.'
+        )
+        self._snap = declare(
+            self,
+            'snap_radius_m',
+            1.0,
+            'Move blocked targets this far at most.',
+            low=0.0,
+            high=20.0,
+        )
+        self._start_snap = declare(
+            self,
+            'start_snap_radius_m',
+            0.3,
+            'Robot may stand this far inside an inflation.',
+            low=0.0,
+            high=5.0,
+        )
+        self._planner_config = PlannerConfig(
+            clearance_weight=declare(
+                self,
+                'planner.clearance_weight',
+                2.0,
+                'Extra cost near walls.',
+                low=0.0,
+                high=100.0,
+            ),
+            clearance_range_m=declare(
+                self,
+                'planner.clearance_range_m',
+                0.5,
+                'Walls cost extra within this.',
+                low=0.01,
+                high=10.0,
+            ),
+            max_expansions=declare(
+                self,
+                'planner.max_expansions',
+                5_000_000,
+                'Cells a plan may settle.',
+                low=1,
+                high=500_000_000,
+            ),
+        )
+        self._align_yaw = declare(self, 'align_yaw', True, "Turn to the target's heading.")
+        self._rate = declare(self, 'control_rate_hz', 20.0, 'Follower rate.', low=1.0, high=200.0)
+        self._tolerance = declare(
+            self, 'goal_tolerance_m', 0.25, 'Arrival radius.', low=0.01, high=100.0
+        )
+        timeout = declare(
             self,
             'goal_timeout_s',
             300.0,
@@ -42,95 +179,351 @@ class NavigatorNode(Node):
             low=1.0,
             high=86400.0,
         )
-        odom_topic = declare(self, 'odom_topic', '/odom', 'Robot pose in the map frame.')
-        reliable = declare(self, 'reliable_input', False, 'Subscribe to odometry reliably.')
-        self._robot: PoseStamped | None = None
-        self._robot_lock = threading.Lock()
-        self._goal_publisher = self.create_publisher(PoseStamped, 'goal_pose', 10)
-        self.create_subscription(
-            Odometry, odom_topic, self._on_odometry, qos.sensor_input(reliable, 10)
+        self._follower_params = FollowerParams(
+            max_linear=declare(self, 'follower.max_linear', 0.5, 'm/s', low=0.01, high=5.0),
+            max_angular=declare(self, 'follower.max_angular', 1.0, 'rad/s', low=0.01, high=10.0),
+            max_linear_accel=declare(
+                self, 'follower.max_linear_accel', 0.5, 'm/s^2', low=0.01, high=20.0
+            ),
+            max_angular_accel=declare(
+                self, 'follower.max_angular_accel', 1.5, 'rad/s^2', low=0.01, high=50.0
+            ),
+            lookahead_m=declare(
+                self, 'follower.lookahead_m', 0.4, 'Carrot distance.', low=0.02, high=10.0
+            ),
+            goal_tolerance_m=self._tolerance,
+            progress_window_s=declare(
+                self,
+                'follower.progress_window_s',
+                10.0,
+                'Stuck after this long without progress.',
+                low=0.5,
+                high=600.0,
+            ),
+            progress_min_m=declare(
+                self,
+                'follower.progress_min_m',
+                0.1,
+                'Progress that counts.',
+                low=0.001,
+                high=10.0,
+            ),
+            timeout_s=timeout,
+            pose_timeout_s=declare(
+                self,
+                'follower.pose_timeout_s',
+                0.5,
+                'Stop when the pose is older.',
+                low=0.01,
+                high=60.0,
+            ),
         )
+        self._input_wait = declare(
+            self,
+            'input_wait_s',
+            5.0,
+            'A goal waits this long for a first map and pose.',
+            low=0.0,
+            high=600.0,
+        )
+        odom_topic = declare(self, 'odom_topic', '/odom', 'Robot pose in the map frame.')
+        reliable = declare(self, 'reliable_input', False, 'Subscribe to the pose reliably.')
+
+        self._lock = threading.Lock()
+        self._map: _Map | None = None
+        self._pose: _Pose | None = None
+        self._active: object | None = None  # the goal handle now driving
+        latched = qos.latched()
+        self._cmd_vel = self.create_publisher(Twist, 'cmd_vel', 10)
+        self._plan_publisher = self.create_publisher(Path, 'plan', latched)
+        self._markers = self.create_publisher(MarkerArray, 'navigation_markers', latched)
+        self._goal_publisher = self.create_publisher(PoseStamped, 'goal_pose', 10)
+        inputs = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(
+            Odometry,
+            odom_topic,
+            self._on_odometry,
+            qos.sensor_input(reliable, 10),
+            callback_group=inputs,
+        )
+        map_qos = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=(
+                DurabilityPolicy.TRANSIENT_LOCAL if map_latched else DurabilityPolicy.VOLATILE
+            ),
+        )
+        maps = MutuallyExclusiveCallbackGroup()
+        if source == GRID:
+            self.create_subscription(
+                OccupancyGrid, map_topic, self._on_grid, map_qos, callback_group=maps
+            )
+        else:
+            self.create_subscription(
+                PointCloud2, cloud_topic, self._on_cloud, map_qos, callback_group=maps
+            )
+        self._map_topic = map_topic if source == GRID else cloud_topic
         self._server = ActionServer(
             self,
             GoTo,
             'go_to',
             execute_callback=self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
 
+    # -- inputs --------------------------------------------------------------------------
+
     def _on_odometry(self, msg: Odometry) -> None:
-        pose = PoseStamped(header=msg.header, pose=msg.pose.pose)
-        with self._robot_lock:
-            self._robot = pose
-
-    def refusal(self, target: PoseStamped) -> str | None:
-        """Why a target must not be sent, or None when it may.
-
-        Every goal is accepted and a refused one is then aborted with this reason, so the
-        caller learns why rather than seeing a bare rejection.
-        """
-        if target.header.frame_id != self._map_frame:
-            return (
-                f'target frame {target.header.frame_id!r} is not the map frame {self._map_frame!r}'
+        if msg.header.frame_id != self._map_frame:
+            self.get_logger().warn(
+                f'pose in frame {msg.header.frame_id!r}, not {self._map_frame!r}: ignored',
+                throttle_duration_sec=5.0,
             )
+            return
         try:
-            pose_from_msg(target.pose)
+            pose = pose_from_msg(msg.pose.pose)
         except InvalidPoseError as error:
-            return str(error)
-        return None
+            self.get_logger().warn(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
+            return
+        x, y, _ = pose.position
+        stamp_s = stamp_to_ns(msg.header.stamp) / NS_PER_S
+        with self._lock:
+            self._pose = _Pose(x, y, yaw_from_quaternion(pose.orientation), stamp_s)
+
+    def _on_grid(self, msg: OccupancyGrid) -> None:
+        try:
+            self._install(occupancy_map_from_msg(msg))
+        except ValueError as error:
+            self.get_logger().error(f'map refused: {error}')
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        try:
+            projection = project_point_cloud(
+                points_from_cloud(msg),
+                self._cloud_resolution,
+                self._h_min,
+                self._h_max,
+                msg.header.frame_id,
+                stamp_ns=stamp_to_ns(msg.header.stamp),
+            )
+        except ValueError as error:
+            self.get_logger().error(f'point-cloud map refused: {error}')
+            return
+        if projection.points_dropped:
+            self.get_logger().warn(f'{projection.points_dropped} non-finite map points dropped')
+        self._install(projection.map)
+
+    def _install(self, occupancy: OccupancyMap) -> None:
+        if occupancy.frame_id != self._map_frame:
+            self.get_logger().error(
+                f'map in frame {occupancy.frame_id!r}, not {self._map_frame!r}: ignored'
+            )
+            return
+        grid = inflate(occupancy, self._radius, self._unknown_is_obstacle)
+        planner = GridPlanner(grid, self._planner_config)
+        with self._lock:
+            version = self._map.version + 1 if self._map else 1
+            self._map = _Map(version, grid, planner)
+        g = occupancy.geometry
+        self.get_logger().info(
+            f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
+            f'{int(grid.traversable.sum())} traversable'
+        )
+
+    # -- goals ---------------------------------------------------------------------------
 
     def _execute(self, handle) -> GoTo.Result:
-        target: PoseStamped = handle.request.target
+        with self._lock:
+            self._active = handle  # any goal still running sees this and stops
         result = GoTo.Result()
-        reason = self.refusal(target)
-        if reason is not None:
-            result.outcome, result.message = GoTo.Result.OUTCOME_REFUSED, reason
+        try:
+            if self._backend == INTERNAL:
+                outcome, message = self._drive(handle)
+            else:
+                outcome, message = self._forward(handle)
+        except _RefusedError as why:
+            outcome, message = GoTo.Result.OUTCOME_REFUSED, str(why)
+        finally:
+            self._cmd_vel.publish(twist_msg(0.0, 0.0))
+            with self._lock:
+                if self._active is handle:
+                    self._active = None
+        if outcome == GoTo.Result.OUTCOME_REACHED:
+            handle.succeed()
+        elif outcome == GoTo.Result.OUTCOME_CANCELED:
+            handle.canceled()
+        else:
             handle.abort()
-            return result
-        self._goal_publisher.publish(target)
-        deadline = time.monotonic() + self._timeout
+        level = (
+            self.get_logger().info
+            if outcome == GoTo.Result.OUTCOME_REACHED
+            else (self.get_logger().warn)
+        )
+        level(f'goal ended: {message}')
+        result.outcome, result.message = outcome, message
+        with self._lock:
+            if self._pose is not None:
+                result.final_pose = self._pose_msg(self._pose)
+        return result
+
+    def _check(self, target: PoseStamped):
+        """The map, the robot's pose and the checked target, or _RefusedError."""
+        try:
+            pose = pose_from_msg(target.pose)
+        except InvalidPoseError as error:
+            raise _RefusedError(str(error)) from None
+        deadline = time.monotonic() + self._input_wait
+        while True:  # a goal sent as the system starts may come before the map does
+            with self._lock:
+                state, robot = self._map, self._pose
+            if (state is not None and robot is not None) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if state is None:
+            raise _RefusedError(f'no map received yet on {self._map_topic}')
+        if robot is None:
+            raise _RefusedError('no robot pose received yet')
+        check = check_goal(
+            state.grid,
+            pose.position[0],
+            pose.position[1],
+            target.header.frame_id,
+            robot.x,
+            robot.y,
+            self._snap,
+            self._start_snap,
+        )
+        if not check.accepted:
+            raise _RefusedError(check.message)
+        return state, robot, check, yaw_from_quaternion(pose.orientation)
+
+    def _plan(self, state: _Map, check) -> np.ndarray:
+        try:
+            plan = state.planner.plan_cells(check.start_cell, check.goal_cell)
+        except PlanError as error:
+            raise _RefusedError(str(error)) from None
+        waypoints = np.array(plan.smoothed, dtype=float)
+        waypoints[-1] = (check.x, check.y)
+        return waypoints
+
+    def _drive(self, handle) -> tuple[int, str]:
+        target: PoseStamped = handle.request.target
+        state, _, check, yaw = self._check(target)
+        waypoints = self._plan(state, check)
+        self._show(target, check, waypoints)
+        follower = PathFollower(self._follower_params)
+        follower.start(
+            [tuple(p) for p in waypoints], yaw if self._align_yaw else None, self._now_s()
+        )
+        feedback = GoTo.Feedback()
+        period = 1.0 / self._rate
+        while rclpy.ok():
+            if handle.is_cancel_requested:
+                follower.cancel()
+                return GoTo.Result.OUTCOME_CANCELED, 'canceled'
+            with self._lock:
+                robot, current, preempted = self._pose, self._map, self._active is not handle
+            if preempted:
+                return GoTo.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+            if current is not None and current.version != state.version:
+                state = current
+                try:  # the goal is checked again: the new map may have closed it off
+                    _, _, check, _ = self._check(target)
+                    waypoints = self._plan(state, check)
+                except _RefusedError as why:
+                    return GoTo.Result.OUTCOME_FAILED, f'map changed: {why}'
+                follower.replace_path([tuple(p) for p in waypoints])
+                self._show(target, check, waypoints)
+            if robot is None:
+                output = follower.update(math.nan, math.nan, math.nan, math.nan, self._now_s())
+            else:
+                output = follower.update(robot.x, robot.y, robot.yaw, robot.stamp_s, self._now_s())
+            self._cmd_vel.publish(twist_msg(output.command.linear, output.command.angular))
+            if output.status == FollowerStatus.ARRIVED:
+                return GoTo.Result.OUTCOME_REACHED, (
+                    'reached'
+                    + (
+                        f' (target moved {check.snap_distance_m:.2f} m to free space)'
+                        if check.snapped
+                        else ''
+                    )
+                )
+            if output.status in _FAILURES:
+                return GoTo.Result.OUTCOME_FAILED, (
+                    f'{_FAILURES[output.status]}, {output.distance_remaining_m:.2f} m from the goal'
+                )
+            feedback.distance_remaining = float(output.distance_remaining_m)
+            handle.publish_feedback(feedback)
+            time.sleep(period)
+        return GoTo.Result.OUTCOME_FAILED, 'shutting down'
+
+    def _forward(self, handle) -> tuple[int, str]:
+        target: PoseStamped = handle.request.target
+        _, _, check, _ = self._check(target)
+        goal = PoseStamped()
+        goal.header.frame_id = self._map_frame
+        goal.header.stamp = self.get_clock().now().to_msg()
+        goal.pose = target.pose
+        goal.pose.position.x, goal.pose.position.y = check.x, check.y
+        self._show(target, check, None)
+        self._goal_publisher.publish(goal)
+        deadline = time.monotonic() + self._follower_params.timeout_s
         feedback = GoTo.Feedback()
         while rclpy.ok():
             if handle.is_cancel_requested:
-                handle.canceled()
-                result.outcome, result.message = GoTo.Result.OUTCOME_CANCELED, 'canceled'
-                return self._with_final_pose(result)
-            distance = self._distance_to(target)
-            if distance is not None:
+                return GoTo.Result.OUTCOME_CANCELED, 'canceled'
+            with self._lock:
+                robot, preempted = self._pose, self._active is not handle
+            if preempted:
+                return GoTo.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+            if robot is not None:
+                distance = math.hypot(robot.x - check.x, robot.y - check.y)
                 feedback.distance_remaining = float(distance)
                 handle.publish_feedback(feedback)
                 if distance <= self._tolerance:
-                    handle.succeed()
-                    result.outcome, result.message = GoTo.Result.OUTCOME_REACHED, 'reached'
-                    return self._with_final_pose(result)
+                    return GoTo.Result.OUTCOME_REACHED, 'reached'
             if time.monotonic() > deadline:
-                handle.abort()
-                result.outcome = GoTo.Result.OUTCOME_FAILED
-                result.message = f'not within {self._tolerance} m after {self._timeout:.0f} s'
-                return self._with_final_pose(result)
+                return GoTo.Result.OUTCOME_FAILED, (
+                    f'not within {self._tolerance} m after {self._follower_params.timeout_s:.0f} s'
+                )
             time.sleep(0.1)
-        handle.abort()
-        result.outcome, result.message = GoTo.Result.OUTCOME_FAILED, 'shutting down'
-        return result
+        return GoTo.Result.OUTCOME_FAILED, 'shutting down'
 
-    def _distance_to(self, target: PoseStamped) -> float | None:
-        with self._robot_lock:
-            robot = self._robot
-        if robot is None:
-            return None
-        a, b = robot.pose.position, target.pose.position
-        return math.hypot(a.x - b.x, a.y - b.y)
+    # -- output --------------------------------------------------------------------------
 
-    def _with_final_pose(self, result: GoTo.Result) -> GoTo.Result:
-        with self._robot_lock:
-            if self._robot is not None:
-                result.final_pose = self._robot
-        return result
+    def _show(self, target: PoseStamped, check, waypoints: np.ndarray | None) -> None:
+        stamp = self.get_clock().now().to_msg()
+        requested = (target.pose.position.x, target.pose.position.y)
+        if waypoints is not None:
+            self._plan_publisher.publish(path_msg(waypoints, self._map_frame, stamp))
+        self._markers.publish(
+            navigation_markers(
+                self._map_frame,
+                stamp,
+                goal=requested,
+                snapped_goal=(check.x, check.y),
+                path=waypoints,
+                robot_radius_m=self._radius,
+            )
+        )
+
+    def _now_s(self) -> float:
+        return self.get_clock().now().nanoseconds / NS_PER_S
+
+    def _pose_msg(self, pose: _Pose) -> PoseStamped:
+        msg = PoseStamped()
+        msg.header.frame_id = self._map_frame
+        msg.pose.position.x, msg.pose.position.y = pose.x, pose.y
+        q = quaternion_from_yaw(pose.yaw)
+        msg.pose.orientation.x, msg.pose.orientation.y = q[0], q[1]
+        msg.pose.orientation.z, msg.pose.orientation.w = q[2], q[3]
+        return msg
 
 
 def main(args=None) -> None:
-    run_node(NavigatorNode, 'navigator_node', args, threads=3)
+    run_node(NavigatorNode, 'navigator_node', args, threads=4)
 
 
 if __name__ == '__main__':
