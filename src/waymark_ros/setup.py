@@ -24,6 +24,7 @@ setup(
             'memory_node = waymark_ros.memory_node:main',
             'reasoner_node = waymark_ros.reasoner_node:main',
             'navigator_node = waymark_ros.navigator_node:main',
+            'sim_base_node = waymark_ros.sim_base_node:main',
             'replay = waymark_ros.replay:main',
             'demo = waymark_ros.demo:main',
             'evaluate = waymark_ros.evaluate:main',

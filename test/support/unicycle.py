@@ -1,17 +1,17 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """A kinematic unicycle standing in for the legged base in closed-loop follower tests.
 
-Commands are integrated exactly along arcs, so the only error in a noise-free run is the
-controller's. Optional Gaussian noise on the executed velocities (seeded) imitates a gait
-that does not do quite what it is told; `blocked` makes the robot ignore every command, as
-if it were pushing against an obstacle.
+Commands are integrated exactly along arcs (waymark.sim.kinematics, as sim_base_node does),
+so the only error in a noise-free run is the controller's. Optional Gaussian noise on the
+executed velocities (seeded) imitates a gait that does not do quite what it is told;
+`blocked` makes the robot ignore every command, as if it were pushing against an obstacle.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from waymark.sim.kinematics import integrate_arc
 
 
 class Unicycle:
@@ -39,12 +39,4 @@ class Unicycle:
         if self.velocity_noise:
             v *= 1.0 + self.velocity_noise * self._rng.standard_normal()
             w *= 1.0 + self.velocity_noise * self._rng.standard_normal()
-        turn = w * dt
-        if abs(turn) < 1e-9:
-            self.x += v * dt * math.cos(self.yaw)
-            self.y += v * dt * math.sin(self.yaw)
-        else:
-            radius = v / w
-            self.x += radius * (math.sin(self.yaw + turn) - math.sin(self.yaw))
-            self.y -= radius * (math.cos(self.yaw + turn) - math.cos(self.yaw))
-        self.yaw = math.remainder(self.yaw + turn, math.tau)
+        self.x, self.y, self.yaw = integrate_arc(self.x, self.y, self.yaw, v, w, dt)

@@ -1,0 +1,214 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""sim_base_node over real DDS: odometry out, cmd_vel in, limits, timeout, walls, reset.
+
+Where the robot ends up depends on when commands arrive, so distances are checked with a
+tolerance for timing; the shape of its path does not, and is checked exactly (an arc stays
+on its circle, a clamped command reports exactly the limit).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import OccupancyGrid, Odometry
+from std_srvs.srv import Empty
+from support.ros_harness import wait_until
+
+from waymark.geometry import yaw_from_quaternion
+from waymark_ros import qos
+
+pytestmark = pytest.mark.dds
+
+COMMAND_RATE_HZ = 20.0
+
+
+@dataclass
+class Base:
+    odometry: list
+    stats: dict
+    commands: object  # the test's cmd_vel publisher
+
+    def pose(self) -> tuple[float, float, float]:
+        return pose_of(self.odometry[-1])
+
+    def hold(self, v: float, w: float, seconds: float) -> float:
+        """Send (v, w) as a controller does, repeatedly; returns how long it was sent."""
+        start = time.monotonic()
+        while time.monotonic() - start < seconds:
+            self.send(v, w)
+            time.sleep(1.0 / COMMAND_RATE_HZ)
+        return time.monotonic() - start
+
+    def send(self, v: float, w: float) -> None:
+        msg = Twist()
+        msg.linear.x, msg.angular.z = v, w
+        self.commands.publish(msg)
+
+    def wait_stopped(self, timeout_s: float = 10.0) -> None:
+        """Until odometry shows zero velocity for a few messages in a row."""
+
+        def stopped() -> bool:
+            last = self.odometry[-5:]
+            return len(last) == 5 and all(velocity_of(m) == (0.0, 0.0) for m in last)
+
+        wait_until(stopped, timeout_s, 'base did not stop')
+
+
+def pose_of(msg: Odometry) -> tuple[float, float, float]:
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    return p.x, p.y, yaw_from_quaternion((o.x, o.y, o.z, o.w))
+
+
+def velocity_of(msg: Odometry) -> tuple[float, float]:
+    return msg.twist.twist.linear.x, msg.twist.twist.angular.z
+
+
+def start_base(ros, launch, **parameters) -> Base:
+    odometry = ros.collect(Odometry, '/odom')
+    stats = ros.latest_json('sim_base/stats')
+    launch('sim_base_node', **parameters)
+    commands = ros.node.create_publisher(Twist, 'cmd_vel', 10)
+    wait_until(lambda: 'collisions' in stats, 30, 'no stats from sim_base_node')
+    wait_until(lambda: commands.get_subscription_count() > 0, 30, 'nothing listens on cmd_vel')
+    base = Base(odometry, stats, commands)
+    if parameters.get('publish_while_idle', True):
+        wait_until(lambda: len(odometry) > 2, 10, 'no odometry')
+    return base
+
+
+def test_publishes_odometry_at_the_start_pose_while_idle(ros, launch):
+    base = start_base(ros, launch, initial_pose=[1.5, -2.0, 0.5], child_frame_id='body')
+    count = len(base.odometry)
+    time.sleep(0.5)
+    assert len(base.odometry) >= count + 10  # 50 Hz, standing still
+    msg = base.odometry[-1]
+    assert msg.header.frame_id == 'map' and msg.child_frame_id == 'body'
+    assert base.pose() == pytest.approx((1.5, -2.0, 0.5), abs=1e-9)
+    assert velocity_of(msg) == (0.0, 0.0)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) != (0, 0)
+    assert base.stats['distance_m'] == 0.0 and base.stats['collisions'] == 0
+
+
+def test_a_constant_command_drives_an_exact_arc_for_as_long_as_it_is_sent(ros, launch):
+    base = start_base(ros, launch, initial_pose=[1.0, 2.0, 0.0])
+    sent_s = base.hold(0.5, 0.5, 2.0)  # radius 1 m around (1, 3)
+    base.send(0.0, 0.0)
+    base.wait_stopped()
+    moving = [velocity_of(m) for m in base.odometry if velocity_of(m) != (0.0, 0.0)]
+    assert moving and set(moving) == {(0.5, 0.5)}
+    x, y, yaw = base.pose()
+    assert math.hypot(x - 1.0, y - 3.0) == pytest.approx(1.0, abs=1e-6)  # on the circle
+    assert (x, y) == pytest.approx((1.0 + math.sin(yaw), 3.0 - math.cos(yaw)), abs=1e-6)
+    assert yaw == pytest.approx(0.5 * sent_s, abs=0.1)  # turned for as long as it was told
+    # The arc's length.
+    wait_until(lambda: abs(base.stats['distance_m'] - yaw) < 1e-6, 5, 'distance not the arc')
+
+
+def test_stops_when_commands_stop_coming(ros, launch):
+    base = start_base(ros, launch, command_timeout_s=0.5)
+    base.send(1.0, 0.0)  # once, then nothing: as if the controller died
+    wait_until(lambda: velocity_of(base.odometry[-1]) == (1.0, 0.0), 5, 'not moving')
+    base.wait_stopped()
+    x, y, _ = base.pose()
+    # Driven at 1 m/s for the timeout; less only when the test machine stalls the node.
+    assert 0.4 < x <= 0.5 + 1e-6 and y == pytest.approx(0.0, abs=1e-9)
+    time.sleep(1.0)
+    assert base.pose()[0] == x  # and it stays stopped
+
+
+def test_commands_beyond_the_limits_are_clamped(ros, launch):
+    base = start_base(ros, launch, max_linear=0.5, max_angular=1.0)
+    base.hold(5.0, -10.0, 0.5)
+    base.hold(-5.0, 10.0, 0.5)
+    base.send(0.0, 0.0)
+    base.wait_stopped()
+    moving = {velocity_of(m) for m in base.odometry} - {(0.0, 0.0)}
+    assert moving == {(0.5, -1.0), (-0.5, 1.0)}
+    assert base.stats['ignored_commands'] == 0
+
+
+def test_non_finite_commands_are_ignored_and_do_not_keep_it_moving(ros, launch):
+    base = start_base(ros, launch, command_timeout_s=0.5)
+    base.send(0.5, 0.0)
+    start = time.monotonic()
+    bad = [(math.nan, 0.0), (0.0, math.inf), (-math.inf, math.nan)]
+    while time.monotonic() - start < 1.5:
+        base.send(*bad[int((time.monotonic() - start) * COMMAND_RATE_HZ) % len(bad)])
+        time.sleep(1.0 / COMMAND_RATE_HZ)
+    base.wait_stopped()
+    wait_until(lambda: base.stats['ignored_commands'] >= 20, 5, 'bad commands not seen')
+    assert all(math.isfinite(v) for m in base.odometry for v in (*pose_of(m), *velocity_of(m)))
+    x, y, yaw = base.pose()
+    assert 0.2 < x <= 0.25 + 1e-6 and (y, yaw) == pytest.approx((0.0, 0.0), abs=1e-9)
+    base.hold(0.5, 0.0, 0.3)  # still drives
+    wait_until(lambda: base.pose()[0] > x + 0.05, 5, 'no longer drives after bad commands')
+
+
+def test_publishes_only_while_moving_when_asked(ros, launch):
+    base = start_base(ros, launch, publish_while_idle=False)
+    time.sleep(0.5)
+    assert len(base.odometry) <= 1  # at most the start pose, published once
+    base.hold(0.5, 0.0, 0.4)
+    base.send(0.0, 0.0)
+    wait_until(lambda: base.odometry and velocity_of(base.odometry[-1]) == (0.0, 0.0), 5, 'no stop')
+    count = len(base.odometry)
+    time.sleep(0.5)
+    assert len(base.odometry) == count and count > 5
+
+
+def room_with_a_wall() -> OccupancyGrid:
+    """10 m x 6 m at 5 cm; a wall across it from x = 4.95 m to 5.05 m."""
+    cells = np.zeros((120, 200), dtype=np.int8)
+    cells[:, 99:101] = 100
+    msg = OccupancyGrid()
+    msg.header.frame_id = 'map'
+    msg.info.resolution = 0.05
+    msg.info.height, msg.info.width = cells.shape
+    msg.info.origin.orientation.w = 1.0
+    msg.data = cells.ravel().tolist()
+    return msg
+
+
+def test_driving_into_a_wall_stops_at_it_and_counts_a_collision(ros, launch):
+    publisher = ros.node.create_publisher(OccupancyGrid, '/map', qos.latched())
+    publisher.publish(room_with_a_wall())
+    base = start_base(ros, launch, collision_map=True, initial_pose=[3.0, 2.0, 0.0])
+    wait_until(lambda: base.stats.get('map_loaded'), 30, 'map not received')
+    base.hold(1.0, 0.0, 3.5)  # would reach x = 6.5 m without the wall
+    base.wait_stopped()
+    x, y, yaw = base.pose()
+    face = 99 * float(np.float32(0.05))  # the wall's near face, at the float32 resolution
+    assert face - 0.01 < x < face and (y, yaw) == pytest.approx((2.0, 0.0), abs=1e-9)
+    assert max(pose_of(m)[0] for m in base.odometry) < face
+    wait_until(lambda: base.stats['collisions'] >= 1, 5, 'no collision counted')
+    assert base.stats['collisions'] == 1  # pushing on counts once
+    assert base.stats['in_contact'] and base.stats['distance_m'] == pytest.approx(x - 3.0)
+    base.hold(-0.5, 0.0, 0.4)  # back off, then run into it again
+    base.hold(0.5, 0.0, 1.0)
+    base.send(0.0, 0.0)
+    wait_until(lambda: base.stats['collisions'] == 2, 5, 'second collision not counted')
+
+
+def test_reset_puts_it_back_at_the_initial_pose(ros, launch):
+    base = start_base(ros, launch, initial_pose=[-1.0, 0.5, 1.0])
+    base.hold(1.0, 0.5, 0.5)
+    base.send(0.0, 0.0)
+    base.wait_stopped()
+    assert math.dist(base.pose()[:2], (-1.0, 0.5)) > 0.3
+    ros.call(Empty, 'sim_base/reset', Empty.Request())
+    wait_until(
+        lambda: base.pose() == pytest.approx((-1.0, 0.5, 1.0), abs=1e-9), 5, 'not back at start'
+    )
+    wait_until(lambda: base.stats['distance_m'] == 0.0, 5, 'stats not cleared')
+
+
+def test_a_bad_initial_pose_stops_the_node_at_start(launch):
+    node = launch('sim_base_node', initial_pose=[1.0, 2.0])
+    wait_until(lambda: not node.running(), 30, 'node did not exit')
+    assert node.process.returncode == 2
+    assert 'initial_pose must be 3 finite numbers' in node.log_tail()

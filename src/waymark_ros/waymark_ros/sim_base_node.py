@@ -1,0 +1,269 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""sim_base_node: a simulated robot base for demos and tests, like turtlesim. Not a driver.
+
+A kinematic unicycle: it drives the latest `cmd_vel` (forward speed and yaw rate; the rest of
+the Twist is ignored) exactly along arcs and publishes its pose as nav_msgs/Odometry in the
+map frame, where navigator_node reads it. It has no dynamics, slip, noise or sensors; it
+stands in for the legged base so that the stack runs closed-loop without one. Never start it
+next to a real robot: it talks on the same topics as the robot's driver.
+
+Like a real base it clamps commands to its limits (`max_linear`, `max_angular`) and stops
+when commands stop coming for `command_timeout_s`, so a crashed controller cannot leave it
+driving. Non-finite commands are ignored (they neither move it nor keep it moving). A command
+takes effect when it is received: the robot is first advanced to that moment under the one
+before, so its path does not depend on when the timer fires.
+
+With `collision_map`, the occupied cells of the OccupancyGrid on `map_topic` stop the robot's
+centre at their boundary (unknown cells and space off the map do not). Each time it runs into
+one counts a collision on `sim_base/stats` (latched JSON, with the distance travelled and the
+pose). `sim_base/reset` (std_srvs/Empty) puts it back at `initial_pose` and clears the stats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from std_srvs.srv import Empty
+
+from waymark.geometry import quaternion_from_yaw
+from waymark.navigation.grid import GridGeometry
+from waymark.sim.kinematics import Motion, Pose2D, drive, integrate_arc
+from waymark_ros import qos
+from waymark_ros.conversions import NS_PER_S, ns_to_stamp
+from waymark_ros.navigation_msgs import occupancy_map_from_msg
+from waymark_ros.params import declare
+from waymark_ros.spin import run_node
+
+# Reliable KEEP_LAST, for odometry and commands: reliable and best-effort pose subscribers
+# (navigator_node's reliable_input either way) both match and a slow one never holds the
+# base up; controllers and teleop tools publish commands so (the rclpy default), and the
+# final stop command is not lost.
+_RELIABLE_LATEST = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+_STATS_PERIOD_S = 0.5
+_MAX_STEP_PERIODS = 5  # a stalled process (debugger, loaded machine) must not teleport it
+_SAMPLES_PER_CELL = 4  # collision samples along the path, per map cell
+
+
+@dataclass(frozen=True)
+class _Obstacles:
+    geometry: GridGeometry
+    occupied: np.ndarray  # bool (height, width)
+
+    def is_free(self, x: float, y: float) -> bool:
+        row, col = self.geometry.world_to_cell(x, y)
+        return not (self.geometry.contains_cell(row, col) and bool(self.occupied[row, col]))
+
+
+def _clamp(value: float, limit: float) -> float:
+    return max(-limit, min(limit, value))
+
+
+class SimBaseNode(Node):
+    def __init__(self) -> None:
+        super().__init__('sim_base_node')
+        initial = list(
+            declare(self, 'initial_pose', [0.0, 0.0, 0.0], 'Start pose [x, y, yaw] in frame_id.')
+        )
+        if len(initial) != 3 or not all(math.isfinite(value) for value in initial):
+            raise ValueError(f'initial_pose must be 3 finite numbers [x, y, yaw], got {initial}')
+        x, y, yaw = (float(value) for value in initial)
+        self._initial: Pose2D = (x, y, math.remainder(yaw, math.tau))
+        self._frame = declare(self, 'frame_id', 'map', 'Frame of the pose: the map frame.')
+        self._child_frame = declare(self, 'child_frame_id', 'base_link', 'Frame of the body.')
+        if not (self._frame and self._child_frame):
+            raise ValueError('frame_id and child_frame_id must not be empty')
+        odom_topic = declare(self, 'odom_topic', '/odom', 'nav_msgs/Odometry out.')
+        cmd_vel_topic = declare(self, 'cmd_vel_topic', 'cmd_vel', 'geometry_msgs/Twist in.')
+        rate = declare(self, 'rate_hz', 50.0, 'Update and odometry rate.', low=1.0, high=1000.0)
+        self._max_linear = declare(
+            self, 'max_linear', 2.0, 'Speed limit (m/s); commands are clamped.', low=0.0, high=20.0
+        )
+        self._max_angular = declare(
+            self,
+            'max_angular',
+            3.0,
+            'Yaw rate limit (rad/s); commands are clamped.',
+            low=0.0,
+            high=50.0,
+        )
+        timeout = declare(
+            self,
+            'command_timeout_s',
+            0.5,
+            'Stop when no command came for this long.',
+            low=0.01,
+            high=60.0,
+        )
+        self._timeout_ns = round(timeout * NS_PER_S)
+        self._publish_idle = declare(
+            self, 'publish_while_idle', True, 'Publish odometry while standing still too.'
+        )
+        collision_map = declare(
+            self, 'collision_map', False, 'Stop at the occupied cells of the map.'
+        )
+        map_topic = declare(
+            self, 'map_topic', '/map', 'nav_msgs/OccupancyGrid (latched), for collision_map.'
+        )
+
+        self._max_step_ns = round(_MAX_STEP_PERIODS * NS_PER_S / rate)
+        self._obstacles: _Obstacles | None = None
+        self._odometry = self.create_publisher(Odometry, odom_topic, _RELIABLE_LATEST)
+        self._stats = self.create_publisher(String, 'sim_base/stats', qos.latched())
+        self._restart()
+        self.create_subscription(Twist, cmd_vel_topic, self._on_command, _RELIABLE_LATEST)
+        if collision_map:
+            self.create_subscription(OccupancyGrid, map_topic, self._on_map, qos.latched())
+        self.create_service(Empty, 'sim_base/reset', self._on_reset)
+        self.create_timer(1.0 / rate, self._tick)
+        self.create_timer(_STATS_PERIOD_S, self._publish_stats)
+        self.get_logger().info(
+            f'simulated base at ({x:.2f}, {y:.2f}, {yaw:.2f}) in {self._frame!r}'
+            + (f', obstacles from {map_topic}' if collision_map else '')
+        )
+
+    def _restart(self) -> None:
+        """Stand still at the initial pose with clear stats, and say so."""
+        self._pose = self._initial
+        self._command = (0.0, 0.0)
+        self._command_until_ns = 0
+        self._velocity = (0.0, 0.0)  # executed in the last update, for the odometry twist
+        self._last_ns = self._now_ns()
+        self._distance_m = 0.0
+        self._collisions = 0
+        self._in_contact = False
+        self._ignored = 0
+        self._publish_odometry()
+        self._publish_stats()
+
+    # -- inputs --------------------------------------------------------------------------
+
+    def _on_command(self, msg: Twist) -> None:
+        v, w = msg.linear.x, msg.angular.z
+        if not (math.isfinite(v) and math.isfinite(w)):
+            self._ignored += 1
+            self.get_logger().warn(
+                f'non-finite command ignored: linear {v}, angular {w}', throttle_duration_sec=5.0
+            )
+            return
+        now = self._now_ns()
+        self._advance(now)
+        self._command = (_clamp(v, self._max_linear), _clamp(w, self._max_angular))
+        self._command_until_ns = now + self._timeout_ns
+
+    def _on_map(self, msg: OccupancyGrid) -> None:
+        try:
+            occupancy = occupancy_map_from_msg(msg)
+        except ValueError as error:
+            self.get_logger().error(f'map refused: {error}')
+            return
+        if occupancy.frame_id != self._frame:
+            self.get_logger().error(
+                f'map in frame {occupancy.frame_id!r}, not {self._frame!r}: ignored'
+            )
+            return
+        self._obstacles = _Obstacles(occupancy.geometry, occupancy.occupied_mask())
+        g = occupancy.geometry
+        self.get_logger().info(
+            f'map: {g.width}x{g.height} cells of {g.resolution:g} m, '
+            f'{int(self._obstacles.occupied.sum())} occupied'
+        )
+        self._publish_stats()
+
+    def _on_reset(self, request: Empty.Request, response: Empty.Response) -> Empty.Response:
+        self._restart()
+        self.get_logger().info('reset to the initial pose')
+        return response
+
+    # -- simulation ----------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        was_moving = self._velocity != (0.0, 0.0)
+        self._advance(self._now_ns())
+        if self._publish_idle or was_moving or self._velocity != (0.0, 0.0):
+            self._publish_odometry()  # while moving, and once more when it has stopped
+
+    def _advance(self, now_ns: int) -> None:
+        """Move the robot under the current command from the last update until now_ns."""
+        start_ns, self._last_ns = self._last_ns, now_ns
+        elapsed_ns = now_ns - start_ns
+        if elapsed_ns > self._max_step_ns:
+            self.get_logger().warn(
+                f'{elapsed_ns / NS_PER_S:.2f} s between updates; simulated '
+                f'{self._max_step_ns / NS_PER_S:.2f} s',
+                throttle_duration_sec=5.0,
+            )
+            elapsed_ns = self._max_step_ns
+        driven_ns = min(elapsed_ns, self._command_until_ns - start_ns)
+        v, w = self._command
+        if driven_ns <= 0 or (v == 0.0 and w == 0.0):
+            self._velocity = (0.0, 0.0)
+            return
+        dt = driven_ns / NS_PER_S
+        if self._obstacles is None:
+            motion = Motion(integrate_arc(*self._pose, v, w, dt), dt, blocked=False)
+        else:
+            step_m = self._obstacles.geometry.resolution / _SAMPLES_PER_CELL
+            motion = drive(self._pose, v, w, dt, self._obstacles.is_free, step_m)
+        self._pose = motion.pose
+        self._distance_m += abs(v) * motion.duration_s
+        running = driven_ns == elapsed_ns and not motion.blocked
+        self._velocity = (v, w) if running else (0.0, 0.0)
+        if motion.blocked and not self._in_contact:
+            self._collisions += 1
+            self.get_logger().warn(
+                f'collision at ({self._pose[0]:.2f}, {self._pose[1]:.2f}): stopped at the obstacle'
+            )
+            self._publish_stats()
+        self._in_contact = motion.blocked
+
+    # -- output --------------------------------------------------------------------------
+
+    def _publish_odometry(self) -> None:
+        x, y, yaw = self._pose
+        msg = Odometry()
+        msg.header.frame_id = self._frame
+        msg.header.stamp = ns_to_stamp(self._last_ns)
+        msg.child_frame_id = self._child_frame
+        msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+        o = msg.pose.pose.orientation
+        o.x, o.y, o.z, o.w = quaternion_from_yaw(yaw)
+        msg.twist.twist.linear.x, msg.twist.twist.angular.z = self._velocity
+        self._odometry.publish(msg)
+
+    def _publish_stats(self) -> None:
+        x, y, yaw = self._pose
+        stats = dict(
+            x=x,
+            y=y,
+            yaw=yaw,
+            distance_m=self._distance_m,
+            collisions=self._collisions,
+            in_contact=self._in_contact,
+            ignored_commands=self._ignored,
+            map_loaded=self._obstacles is not None,
+        )
+        self._stats.publish(String(data=json.dumps(stats, sort_keys=True)))
+
+    def _now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+
+def main(args=None) -> None:
+    run_node(SimBaseNode, 'sim_base_node', args)
+
+
+if __name__ == '__main__':
+    main()
