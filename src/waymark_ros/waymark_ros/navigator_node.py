@@ -13,23 +13,35 @@ Backends (`backend`):
   map changes; the robot stops on cancel, preemption, stale pose, no progress or timeout.
 - `goal_topic`: the checked target is published on `goal_pose` for a planner that listens
   there (Nav2's bt_navigator does), and arrival is judged from the pose.
+- `nav2`: the checked target goes to Nav2's NavigateToPose action, whose feedback, result
+  and error are passed on; a GoTo cancel, preemption or timeout cancels the Nav2 goal.
+  Needs nav2_msgs, imported only for this backend.
 
-One goal runs at a time: a new one preempts the one before, which ends FAILED, as in Nav2.
-The pose topic must be in the map frame (a LIO SLAM odometry is).
+The `explore` action (Phase I) drives, with the same backend, to the nearest frontier by
+path, then the next, until none is reachable or its time budget or `explore.max_goals` is
+spent. Frontiers are found on the map inflated with unknown space counted as free (else
+none would border it), but each frontier goal is driven as a GoTo target, with unknown
+space as `unknown_is_obstacle` says. Every goal ended, reached or not, is not tried again.
+
+One goal runs at a time, GoTo or Explore: a new one preempts the one before, which ends
+FAILED, as in Nav2. The pose topic must be in the map frame (a LIO SLAM odometry is).
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import rclpy
+from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -38,10 +50,11 @@ from visualization_msgs.msg import MarkerArray
 
 from waymark.geometry import InvalidPoseError, quaternion_from_yaw, yaw_from_quaternion
 from waymark.navigation.follower import FollowerParams, FollowerStatus, PathFollower
+from waymark.navigation.frontiers import Explorer, ExplorerParams, FinishReason, Frontier
 from waymark.navigation.goals import check_goal
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid, inflate, project_point_cloud
 from waymark.navigation.planner import GridPlanner, PlanError, PlannerConfig
-from waymark_interfaces.action import GoTo
+from waymark_interfaces.action import Explore, GoTo
 from waymark_ros import qos
 from waymark_ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
 from waymark_ros.navigation_msgs import (
@@ -55,7 +68,14 @@ from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
 INTERNAL, GOAL_TOPIC = 'internal', 'goal_topic'
+NAV2 = 'nav2'
 GRID, CLOUD = 'grid', 'cloud'
+_EXPLORE_ENDS = {
+    FinishReason.NO_FRONTIERS: Explore.Result.OUTCOME_COMPLETE,
+    FinishReason.NO_REACHABLE_FRONTIERS: Explore.Result.OUTCOME_COMPLETE,
+    FinishReason.TIME_BUDGET: Explore.Result.OUTCOME_BUDGET_SPENT,
+    FinishReason.MAX_GOALS: Explore.Result.OUTCOME_BUDGET_SPENT,
+}
 _FAILURES = {
     FollowerStatus.STUCK: 'no progress',
     FollowerStatus.TIMED_OUT: 'timed out',
@@ -66,8 +86,19 @@ _FAILURES = {
 @dataclass(frozen=True)
 class _Map:
     version: int
+    occupancy: OccupancyMap
     grid: TraversabilityGrid
     planner: GridPlanner
+
+
+@dataclass(frozen=True)
+class _FrontierMap:
+    """A map as exploration sees it: unknown space is not an obstacle, so frontiers exist."""
+
+    version: int
+    grid: TraversabilityGrid
+    planner: GridPlanner
+    unknown: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -82,12 +113,34 @@ class _RefusedError(Exception):
     """A target that must not be driven to; the message says why."""
 
 
+class _Leg:
+    """One frontier goal of an exploration, driven exactly as a GoTo goal would be.
+
+    It quacks like the GoTo goal handle that the backends read: the request's target, a
+    cancel when the exploration is cancelled or its time budget `expired`, and distance
+    feedback passed up to the exploration's feedback.
+    """
+
+    def __init__(self, explore_handle, target: PoseStamped, expired, on_distance) -> None:
+        self.request = GoTo.Goal(target=target)
+        self._explore_handle = explore_handle
+        self._expired = expired
+        self._on_distance = on_distance
+
+    @property
+    def is_cancel_requested(self) -> bool:
+        return self._explore_handle.is_cancel_requested or self._expired()
+
+    def publish_feedback(self, feedback: GoTo.Feedback) -> None:
+        self._on_distance(feedback.distance_remaining)
+
+
 class NavigatorNode(Node):
     def __init__(self) -> None:
         super().__init__('navigator_node')
         self._map_frame = declare(self, 'map_frame', 'map', 'Frame of targets, map and pose.')
         self._backend = declare(
-            self, 'backend', INTERNAL, 'Who drives.', choices=(INTERNAL, GOAL_TOPIC)
+            self, 'backend', INTERNAL, 'Who drives.', choices=(INTERNAL, GOAL_TOPIC, NAV2)
         )
         source = declare(self, 'map_source', GRID, 'Map input.', choices=(GRID, CLOUD))
         map_topic = declare(self, 'map_topic', '/map', 'nav_msgs/OccupancyGrid (map_source grid).')
@@ -272,6 +325,65 @@ class NavigatorNode(Node):
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
+        self._nav2_action = declare(
+            self, 'nav2.action_name', 'navigate_to_pose', 'NavigateToPose server (backend nav2).'
+        )
+        self._nav2_wait = declare(
+            self,
+            'nav2.server_wait_s',
+            5.0,
+            'Wait this long for the Nav2 server, its answer to a goal, and to a cancel.',
+            low=0.0,
+            high=600.0,
+        )
+        if self._backend == NAV2:
+            self._nav2, self._nav2_goal = self._nav2_client()
+        self._explore_params = ExplorerParams(
+            min_size_cells=declare(
+                self,
+                'explore.min_frontier_cells',
+                8,
+                'Smaller frontiers are noise.',
+                low=1,
+                high=1_000_000,
+            ),
+            blacklist_radius_m=declare(
+                self,
+                'explore.blacklist_radius_m',
+                0.5,
+                'Frontiers this near a visited or failed goal are skipped.',
+                low=0.0,
+                high=100.0,
+            ),
+            time_budget_s=declare(
+                self,
+                'explore.time_budget_s',
+                900.0,
+                'Default time budget of an exploration.',
+                low=1.0,
+                high=86400.0,
+            ),
+            max_goals=declare(
+                self,
+                'explore.max_goals',
+                100,
+                'Frontier goals per exploration.',
+                low=1,
+                high=100_000,
+            ),
+            snap_radius_m=self._start_snap,
+        )
+        self._frontier_map: _FrontierMap | None = None  # cached per map version
+        self._frontiers: tuple[tuple[Frontier, ...], Frontier | None] = ((), None)  # for RViz
+        self._explore_server = ActionServer(
+            self,
+            Explore,
+            'explore',
+            execute_callback=self._explore,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -325,7 +437,7 @@ class NavigatorNode(Node):
         planner = GridPlanner(grid, self._planner_config)
         with self._lock:
             version = self._map.version + 1 if self._map else 1
-            self._map = _Map(version, grid, planner)
+            self._map = _Map(version, occupancy, grid, planner)
         g = occupancy.geometry
         self.get_logger().info(
             f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
@@ -339,12 +451,7 @@ class NavigatorNode(Node):
             self._active = handle  # any goal still running sees this and stops
         result = GoTo.Result()
         try:
-            if self._backend == INTERNAL:
-                outcome, message = self._drive(handle)
-            else:
-                outcome, message = self._forward(handle)
-        except _RefusedError as why:
-            outcome, message = GoTo.Result.OUTCOME_REFUSED, str(why)
+            outcome, message = self._run(handle)
         finally:
             self._cmd_vel.publish(twist_msg(0.0, 0.0))
             with self._lock:
@@ -368,23 +475,24 @@ class NavigatorNode(Node):
                 result.final_pose = self._pose_msg(self._pose)
         return result
 
+    def _run(self, handle) -> tuple[int, str]:
+        """Take a GoTo goal (or an exploration leg) to its end with the configured backend."""
+        try:
+            if self._backend == INTERNAL:
+                return self._drive(handle)
+            if self._backend == NAV2:
+                return self._navigate(handle)
+            return self._forward(handle)
+        except _RefusedError as why:
+            return GoTo.Result.OUTCOME_REFUSED, str(why)
+
     def _check(self, target: PoseStamped):
         """The map, the robot's pose and the checked target, or _RefusedError."""
         try:
             pose = pose_from_msg(target.pose)
         except InvalidPoseError as error:
             raise _RefusedError(str(error)) from None
-        deadline = time.monotonic() + self._input_wait
-        while True:  # a goal sent as the system starts may come before the map does
-            with self._lock:
-                state, robot = self._map, self._pose
-            if (state is not None and robot is not None) or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
-        if state is None:
-            raise _RefusedError(f'no map received yet on {self._map_topic}')
-        if robot is None:
-            raise _RefusedError('no robot pose received yet')
+        state, robot = self._inputs()
         check = check_goal(
             state.grid,
             pose.position[0],
@@ -398,6 +506,21 @@ class NavigatorNode(Node):
         if not check.accepted:
             raise _RefusedError(check.message)
         return state, robot, check, yaw_from_quaternion(pose.orientation)
+
+    def _inputs(self) -> tuple[_Map, _Pose]:
+        """The latest map and pose, waiting input_wait_s for the first; else _RefusedError."""
+        deadline = time.monotonic() + self._input_wait
+        while True:  # a goal sent as the system starts may come before the map does
+            with self._lock:
+                state, robot = self._map, self._pose
+            if (state is not None and robot is not None) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if state is None:
+            raise _RefusedError(f'no map received yet on {self._map_topic}')
+        if robot is None:
+            raise _RefusedError('no robot pose received yet')
+        return state, robot
 
     def _plan(self, state: _Map, check) -> np.ndarray:
         try:
@@ -414,9 +537,8 @@ class NavigatorNode(Node):
         waypoints = self._plan(state, check)
         self._show(target, check, waypoints)
         follower = PathFollower(self._follower_params)
-        follower.start(
-            [tuple(p) for p in waypoints], yaw if self._align_yaw else None, self._now_s()
-        )
+        align = self._align_yaw and not isinstance(handle, _Leg)  # a frontier has no heading
+        follower.start([tuple(p) for p in waypoints], yaw if align else None, self._now_s())
         feedback = GoTo.Feedback()
         period = 1.0 / self._rate
         while rclpy.ok():
@@ -491,6 +613,237 @@ class NavigatorNode(Node):
             time.sleep(0.1)
         return GoTo.Result.OUTCOME_FAILED, 'shutting down'
 
+    # -- exploration ---------------------------------------------------------------------
+
+    def _explore(self, handle) -> Explore.Result:
+        with self._lock:
+            self._active = handle  # preempts any GoTo goal or exploration still running
+        started = time.monotonic()
+        result = Explore.Result()
+        feedback = Explore.Feedback()
+        try:
+            outcome, message = self._explore_until_done(handle, result, feedback, started)
+        finally:
+            self._cmd_vel.publish(twist_msg(0.0, 0.0))
+            with self._lock:
+                if self._active is handle:
+                    self._active = None
+            self._frontiers = ((), None)
+        if outcome == Explore.Result.OUTCOME_CANCELED:
+            handle.canceled()
+        elif outcome == Explore.Result.OUTCOME_FAILED:
+            handle.abort()
+        else:
+            handle.succeed()
+        self.get_logger().info(f'exploration ended: {message}')
+        result.outcome, result.message = outcome, message
+        result.elapsed_s = time.monotonic() - started
+        return result
+
+    def _explore_until_done(self, handle, result, feedback, started: float) -> tuple[int, str]:
+        """Frontier after frontier, nearest by path first; fills in result's counts."""
+        budget = handle.request.time_budget_s or self._explore_params.time_budget_s
+        if not (math.isfinite(budget) and budget > 0):
+            return Explore.Result.OUTCOME_FAILED, f'time_budget_s must be >= 0, got {budget}'
+        explorer = Explorer(replace(self._explore_params, time_budget_s=budget), self._now_s())
+
+        def expired() -> bool:
+            return self._now_s() - explorer.start_s >= budget
+
+        def on_distance(distance: float) -> None:
+            feedback.distance_remaining = float(distance)
+            feedback.elapsed_s = time.monotonic() - started
+            handle.publish_feedback(feedback)
+
+        while rclpy.ok():
+            if handle.is_cancel_requested:
+                return Explore.Result.OUTCOME_CANCELED, 'canceled'
+            try:
+                state, robot = self._inputs()
+            except _RefusedError as why:
+                return Explore.Result.OUTCOME_FAILED, str(why)
+            frontier_map = self._frontier_map_of(state)
+            step = explorer.next_goal(
+                frontier_map.grid,
+                frontier_map.unknown,
+                frontier_map.planner,
+                (robot.x, robot.y),
+                self._now_s(),
+            )
+            result.frontiers_left = len(step.frontiers)
+            if step.finished is not None:
+                return _EXPLORE_ENDS[step.finished], self._explore_summary(step, explorer)
+            self._frontiers = (step.frontiers, step.goal)
+            target = PoseStamped()
+            target.header.frame_id = self._map_frame
+            target.pose.position.x, target.pose.position.y = step.goal.goal
+            target.pose.orientation.w = 1.0
+            feedback.current_goal = target
+            feedback.frontiers = len(step.frontiers)
+            leg = _Leg(handle, target, expired, on_distance)
+            with self._lock:
+                if self._active is not handle:
+                    return Explore.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+                self._active = leg
+            outcome, message = self._run(leg)
+            with self._lock:
+                preempted = self._active is not leg
+                if not preempted:
+                    self._active = handle
+            if preempted:
+                return Explore.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+            if outcome == GoTo.Result.OUTCOME_CANCELED:
+                if handle.is_cancel_requested:
+                    return Explore.Result.OUTCOME_CANCELED, 'canceled'
+                continue  # the budget ran out mid-leg: next_goal says so
+            reached = outcome == GoTo.Result.OUTCOME_REACHED
+            explorer.report(step.goal.goal, reached)
+            result.goals_reached, result.goals_failed = (
+                explorer.goals_reached,
+                explorer.goals_failed,
+            )
+            feedback.goals_reached, feedback.goals_failed = (
+                result.goals_reached,
+                result.goals_failed,
+            )
+            if not reached:
+                self.get_logger().warn(
+                    f'frontier at ({step.goal.goal[0]:.2f}, {step.goal.goal[1]:.2f}) '
+                    f'given up: {message}'
+                )
+        return Explore.Result.OUTCOME_FAILED, 'shutting down'
+
+    def _frontier_map_of(self, state: _Map) -> _FrontierMap:
+        cached = self._frontier_map
+        if cached is None or cached.version != state.version:
+            grid = inflate(state.occupancy, self._radius, unknown_is_obstacle=False)
+            cached = _FrontierMap(
+                state.version,
+                grid,
+                GridPlanner(grid, self._planner_config),
+                state.occupancy.unknown_mask(),
+            )
+            self._frontier_map = cached
+        return cached
+
+    @staticmethod
+    def _explore_summary(step, explorer: Explorer) -> str:
+        done = f'{explorer.goals_reached} frontier goals reached, {explorer.goals_failed} failed'
+        left = len(step.frontiers)
+        why = {
+            FinishReason.NO_FRONTIERS: 'no frontier left',
+            FinishReason.NO_REACHABLE_FRONTIERS: f'{left} frontiers left, none reachable',
+            FinishReason.TIME_BUDGET: f'time budget spent, {left} frontiers left',
+            FinishReason.MAX_GOALS: f'explore.max_goals spent, {left} frontiers left',
+        }[step.finished]
+        return f'{why}; {done}'
+
+    # -- nav2 backend ----------------------------------------------------------------------
+
+    def _nav2_client(self) -> tuple[ActionClient, type]:
+        try:
+            from nav2_msgs.action import NavigateToPose
+        except ImportError:
+            distro = os.environ.get('ROS_DISTRO') or '<distro>'
+            raise RuntimeError(
+                f'backend nav2 needs nav2_msgs (install ros-{distro}-nav2-msgs)'
+            ) from None
+        # Its own group: the client's responses must be handled while _execute blocks.
+        client = ActionClient(
+            self, NavigateToPose, self._nav2_action, callback_group=MutuallyExclusiveCallbackGroup()
+        )
+        return client, NavigateToPose.Goal
+
+    def _navigate(self, handle) -> tuple[int, str]:
+        target: PoseStamped = handle.request.target
+        _, _, check, _ = self._check(target)
+        self._show(target, check, None)
+        if not self._nav2.wait_for_server(timeout_sec=self._nav2_wait):
+            return GoTo.Result.OUTCOME_FAILED, (
+                f'Nav2 action server not available on {self._nav2_action!r} '
+                f'after {self._nav2_wait:g} s'
+            )
+        goal = self._nav2_goal()
+        goal.pose.header.frame_id = self._map_frame
+        goal.pose.header.stamp = self.get_clock().now().to_msg()
+        goal.pose.pose = copy.deepcopy(target.pose)
+        goal.pose.pose.position.x, goal.pose.pose.position.y = check.x, check.y
+        latest = [(0, 0.0)]  # (feedback count, distance); written by the client's callbacks
+
+        def on_feedback(msg) -> None:
+            latest[0] = (latest[0][0] + 1, float(msg.feedback.distance_remaining))
+
+        sent = self._nav2.send_goal_async(goal, feedback_callback=on_feedback)
+        if not self._wait(sent.done, self._nav2_wait):
+            sent.add_done_callback(_cancel_if_accepted)  # nothing may drive unasked
+            return GoTo.Result.OUTCOME_FAILED, (
+                f'Nav2 did not answer the goal within {self._nav2_wait:g} s'
+            )
+        nav = sent.result()
+        if nav is None or not nav.accepted:
+            return GoTo.Result.OUTCOME_FAILED, 'Nav2 rejected the goal'
+        result = nav.get_result_async()
+        deadline = time.monotonic() + self._follower_params.timeout_s
+        feedback, relayed = GoTo.Feedback(), 0
+        while rclpy.ok():
+            if result.done():
+                return self._nav2_outcome(result.result(), check)
+            if handle.is_cancel_requested:
+                if self._cancel_nav2(nav, result):
+                    return GoTo.Result.OUTCOME_CANCELED, 'canceled'
+                return GoTo.Result.OUTCOME_FAILED, (
+                    f'canceled, but Nav2 did not confirm within {self._nav2_wait:g} s'
+                )
+            with self._lock:
+                preempted = self._active is not handle
+            if preempted or time.monotonic() > deadline:
+                message = (
+                    'preempted by a newer goal'
+                    if preempted
+                    else f'Nav2 did not arrive within {self._follower_params.timeout_s:.0f} s'
+                )
+                if not self._cancel_nav2(nav, result):
+                    message += f'; Nav2 did not confirm the cancel within {self._nav2_wait:g} s'
+                return GoTo.Result.OUTCOME_FAILED, message
+            count, distance = latest[0]
+            if count > relayed:
+                relayed, feedback.distance_remaining = count, distance
+                handle.publish_feedback(feedback)
+            time.sleep(0.05)
+        return GoTo.Result.OUTCOME_FAILED, 'shutting down'
+
+    def _cancel_nav2(self, nav, result) -> bool:
+        """Cancel a Nav2 goal; whether Nav2 confirmed its end within nav2.server_wait_s."""
+        nav.cancel_goal_async()
+        return self._wait(result.done, self._nav2_wait)
+
+    @staticmethod
+    def _nav2_outcome(response, check) -> tuple[int, str]:
+        status, result = response.status, response.result
+        if status == GoalStatus.STATUS_SUCCEEDED:
+            return GoTo.Result.OUTCOME_REACHED, (
+                'reached'
+                + (
+                    f' (target moved {check.snap_distance_m:.2f} m to free space)'
+                    if check.snapped
+                    else ''
+                )
+            )
+        if status == GoalStatus.STATUS_ABORTED:
+            return GoTo.Result.OUTCOME_FAILED, (
+                f'Nav2 aborted (error {result.error_code}): {result.error_msg or "no reason given"}'
+            )
+        if status == GoalStatus.STATUS_CANCELED:  # not by this node: it only cancels on request
+            return GoTo.Result.OUTCOME_FAILED, 'Nav2 canceled the goal'
+        return GoTo.Result.OUTCOME_FAILED, f'Nav2 ended the goal with status {status}'
+
+    @staticmethod
+    def _wait(condition, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition() and time.monotonic() < deadline and rclpy.ok():
+            time.sleep(0.02)
+        return condition()
+
     # -- output --------------------------------------------------------------------------
 
     def _show(self, target: PoseStamped, check, waypoints: np.ndarray | None) -> None:
@@ -505,6 +858,8 @@ class NavigatorNode(Node):
                 goal=requested,
                 snapped_goal=(check.x, check.y),
                 path=waypoints,
+                frontiers=self._frontiers[0],
+                chosen_frontier=self._frontiers[1],
                 robot_radius_m=self._radius,
             )
         )
@@ -520,6 +875,13 @@ class NavigatorNode(Node):
         msg.pose.orientation.x, msg.pose.orientation.y = q[0], q[1]
         msg.pose.orientation.z, msg.pose.orientation.w = q[2], q[3]
         return msg
+
+
+def _cancel_if_accepted(sent) -> None:
+    """Cancel a Nav2 goal whose acceptance came after the navigator had given up on it."""
+    nav = sent.result()
+    if nav is not None and nav.accepted:
+        nav.cancel_goal_async()
 
 
 def main(args=None) -> None:

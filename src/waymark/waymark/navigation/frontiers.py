@@ -175,11 +175,11 @@ class ExplorerParams:
 
 @dataclass(frozen=True)
 class ExplorerStep:
-    """Either the next goal or why exploration is over; `frontiers` counts all found."""
+    """Either the next goal or why exploration is over; `frontiers` are all those found."""
 
     goal: Frontier | None = None
     finished: FinishReason | None = None
-    frontiers: int = 0
+    frontiers: tuple[Frontier, ...] = ()
 
 
 class Explorer:
@@ -223,13 +223,13 @@ class Explorer:
             raise ValueError('planner was built for another grid')
         if not all(math.isfinite(v) for v in robot_xy):
             raise ValueError(f'robot position must be finite, got {robot_xy}')
-        if now_s - self.start_s >= self.params.time_budget_s:
-            return ExplorerStep(finished=FinishReason.TIME_BUDGET)
-        if self.goals_done >= self.params.max_goals:
-            return ExplorerStep(finished=FinishReason.MAX_GOALS)
-        found = find_frontiers(grid, unknown, self.params.min_size_cells)
+        found = tuple(find_frontiers(grid, unknown, self.params.min_size_cells))
         if not found:
             return ExplorerStep(finished=FinishReason.NO_FRONTIERS)
+        if now_s - self.start_s >= self.params.time_budget_s:
+            return ExplorerStep(finished=FinishReason.TIME_BUDGET, frontiers=found)
+        if self.goals_done >= self.params.max_goals:
+            return ExplorerStep(finished=FinishReason.MAX_GOALS, frontiers=found)
         x, y = robot_xy
         start = nearest_cell(grid, x, y, self.params.snap_radius_m, grid.traversable)
         ranked = []
@@ -239,8 +239,8 @@ class Explorer:
                 found, distances, self._blacklist, self.params.blacklist_radius_m
             )
         if not ranked:
-            return ExplorerStep(finished=FinishReason.NO_REACHABLE_FRONTIERS, frontiers=len(found))
-        return ExplorerStep(goal=ranked[0], frontiers=len(found))
+            return ExplorerStep(finished=FinishReason.NO_REACHABLE_FRONTIERS, frontiers=found)
+        return ExplorerStep(goal=ranked[0], frontiers=found)
 
     def report(self, goal_xy: tuple[float, float], reached: bool) -> None:
         """End of one goal, reached or not; either way it is blacklisted (see the class)."""
