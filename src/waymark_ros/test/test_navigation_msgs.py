@@ -17,6 +17,7 @@ from waymark.navigation.frontiers import Frontier
 from waymark_ros.navigation_msgs import (
     cloud_msg,
     navigation_markers,
+    occupancy_grid_msg,
     occupancy_map_from_msg,
     path_msg,
     points_from_cloud,
@@ -253,3 +254,14 @@ def test_markers_refuse_non_finite_points():
         navigation_markers('map', STAMP, goal=(math.nan, 0.0))
     with pytest.raises(ValueError, match='path'):
         navigation_markers('map', STAMP, path=np.array([[0.0, 0.0], [math.inf, 0.0]]))
+
+
+def test_a_grid_of_cells_becomes_a_map_that_reads_back_the_same():
+    cells = np.array([[0, 100, -1], [0, 0, 50]], dtype=np.int8)
+    msg = occupancy_grid_msg(cells, 0.1, (-1.0, 2.0), 'map', Time(sec=3))
+    read = occupancy_map_from_msg(msg)
+    assert np.array_equal(read.cells, cells) and read.frame_id == 'map'
+    assert (read.geometry.origin_x, read.geometry.origin_y) == (-1.0, 2.0)
+    assert read.geometry.world_to_cell(-0.85, 2.15) == (1, 1)
+    with pytest.raises(ValueError, match='int8'):
+        occupancy_grid_msg(cells.astype(float), 0.1, (0.0, 0.0), 'map', Time())

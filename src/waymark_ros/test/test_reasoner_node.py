@@ -21,7 +21,8 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
-from rclpy.action import ActionClient
+from rclpy.action import ActionClient, ActionServer
+from std_msgs.msg import String
 from support.ros_harness import RosHarness, wait_until
 from support.scripted_llm import ScriptedLLMServer, delay, tool_call
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
@@ -29,7 +30,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.memory.entries import SEGMENT, FrameRecord, Hit
-from waymark_interfaces.action import Ask
+from waymark_interfaces.action import Ask, GoTo
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
 from waymark_ros import qos
@@ -111,6 +112,25 @@ def assert_bakery_goal(goal: PoseStamped) -> None:
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_yaw(yaw))
 
 
+class StubNavigator:
+    """A GoTo server standing in for navigator_node: records targets, answers `outcome`."""
+
+    def __init__(self, ros, outcome=GoTo.Result.OUTCOME_REACHED, message='reached') -> None:
+        self.targets: list[PoseStamped] = []
+        self.outcome, self.message = outcome, message
+        self.server = ActionServer(ros.node, GoTo, 'go_to', execute_callback=self._execute)
+
+    def _execute(self, handle) -> GoTo.Result:
+        self.targets.append(handle.request.target)
+        if self.outcome == GoTo.Result.OUTCOME_REACHED:
+            handle.succeed()
+        else:
+            handle.abort()
+        return GoTo.Result(
+            outcome=self.outcome, message=self.message, final_pose=handle.request.target
+        )
+
+
 def read_trace(tmp_path, trace_id: str) -> dict:
     path = tmp_path / 'traces' / f'{trace_id}.json'
     assert path.is_file(), f'no trace {path.name}'
@@ -140,7 +160,8 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
         ]
     )
     node = start_reasoner(launch, tmp_path, memory, server, **{'robot.odom_topic': 'odom'})
-    goals = ros.collect(PoseStamped, 'goal_pose')
+    navigator = StubNavigator(ros)
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
     markers = ros.collect(MarkerArray, 'answer/markers', qos.latched())
     answers = ros.collect(Answer, 'answer', qos.latched())
     odometry = ros.node.create_publisher(Odometry, 'odom', 10)
@@ -189,8 +210,16 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     ]
     assert pictures and pictures[0]['image_url']['url'].startswith('data:image/jpeg;base64,')
 
-    wait_until(lambda: len(goals) == 1, 10, 'goal not published on goal_pose')
-    assert_bakery_goal(goals[0])
+    assert response.message.endswith('; goal sent to the navigator')
+    wait_until(lambda: len(navigator.targets) == 1, 10, 'goal not sent to the navigator')
+    assert_bakery_goal(navigator.targets[0])
+    wait_until(lambda: outcomes, 10, 'no navigation outcome')
+    outcome = json.loads(outcomes[-1].data)
+    assert (outcome['outcome'], outcome['message']) == ('reached', 'reached')
+    assert outcome['trace_id'] == answer.trace_id
+    assert outcome['question'] == 'Where did I see the bakery?'
+    x, y, _, yaw = BAKERY_POSE
+    assert outcome['final'] == pytest.approx([x, y, yaw], abs=1e-3)
     wait_until(lambda: answers and markers, 10, 'answer and markers not published')
     assert answers[-1].trace_id == answer.trace_id
     drawn = markers[-1].markers
@@ -283,10 +312,18 @@ def test_ask_reports_each_step_and_cancel_stops_the_loop(
 
 @pytest.mark.dds
 def test_two_queries_are_answered_at_the_same_time(ros, launch, tmp_path, memory, llm_server):
-    reply_s = 2.0
-    server = llm_server(
-        lambda body: delay(reply_s, final_answer(kind='text', text='Nothing to see.'))
-    )
+    reply_s = 1.0
+
+    def search_then_answer(body):  # two slow replies per question
+        searched = any(m['role'] == 'tool' for m in body['messages'])
+        reply = (
+            final_answer(kind='text', text='Nothing to see.')
+            if searched
+            else tool_call('retrieve_from_text', {'query': 'anything'})
+        )
+        return delay(reply_s, reply)
+
+    server = llm_server(search_then_answer)
     start_reasoner(launch, tmp_path, memory, server)
     clients = [ros.node.create_client(Query, 'query') for _ in range(2)]
     for client in clients:
@@ -301,9 +338,9 @@ def test_two_queries_are_answered_at_the_same_time(ros, launch, tmp_path, memory
     for future in futures:
         assert future.result().success, future.result().message
         assert future.result().answer.text == 'Nothing to see.'
-    assert len(server.requests) == 2
-    # One after the other they would take 2 * reply_s at least.
-    assert reply_s <= total < 1.75 * reply_s, f'{total:.2f} s: the questions did not overlap'
+    assert len(server.requests) == 4
+    # One after the other they would take 4 * reply_s at least.
+    assert 2 * reply_s <= total < 3.5 * reply_s, f'{total:.2f} s: the questions did not overlap'
 
 
 @pytest.mark.dds
@@ -331,14 +368,16 @@ def test_unreachable_llm_gives_the_embedder_answer_flagged(ros, launch, tmp_path
 
 @pytest.mark.dds
 def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch, tmp_path, memory):
-    node = start_reasoner(launch, tmp_path, memory)
-    goals = ros.collect(PoseStamped, 'goal_pose')
+    # An action name nobody serves (an earlier test's stub may still be known to DDS).
+    settings = {'navigation.action': 'go_to_nobody', 'navigation.server_wait_s': 0.5}
+    node = start_reasoner(launch, tmp_path, memory, **settings)
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
 
     quiet = query(ros, 'where is the library?', navigate=False)
     assert quiet.success, quiet.message
     assert quiet.answer.goal.pose.position.x == pytest.approx(2.0 * SIGNS.index('LIBRARY'))
     time.sleep(0.5)
-    assert goals == []  # navigate=false: nothing sent
+    assert outcomes == []  # navigate=false: nothing sent
 
     response = query(ros, 'Where did I see the bakery?', navigate=True)
     assert response.success, response.message
@@ -349,8 +388,10 @@ def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch,
     assert answer.evidence[0].text.upper() == 'BAKERY'
     assert 0.0 < answer.confidence <= 1.0
     assert read_trace(tmp_path, answer.trace_id)['fallback_reason'] == 'no LLM configured'
-    wait_until(lambda: len(goals) == 1, 10, 'goal not published on goal_pose')
-    assert_bakery_goal(goals[0])
+    # No navigator is running: the answer says so, and the outcome records it.
+    assert response.message.endswith('; navigator not available on go_to_nobody: goal not sent')
+    wait_until(lambda: outcomes, 10, 'no navigation outcome')
+    assert json.loads(outcomes[-1].data)['outcome'] == 'not_sent'
 
     other = query(ros, 'where is the bakery?', sessions=['another-day'])
     assert not other.success and 'memory is empty' in other.message

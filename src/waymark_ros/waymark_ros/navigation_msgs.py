@@ -70,6 +70,24 @@ def occupancy_map_from_msg(msg: OccupancyGrid) -> OccupancyMap:
     )
 
 
+def occupancy_grid_msg(
+    cells: np.ndarray, resolution: float, origin_xy: tuple[float, float], frame_id: str, stamp: Time
+) -> OccupancyGrid:
+    """An OccupancyGrid of int8 cells (row = y), its corner at `origin_xy`, unrotated."""
+    cells = np.asarray(cells)
+    if cells.ndim != 2 or cells.dtype != np.int8:
+        raise ValueError(f'cells must be a 2-D int8 array, got {cells.dtype} {cells.shape}')
+    msg = OccupancyGrid()
+    msg.header.frame_id, msg.header.stamp = frame_id, stamp
+    msg.info.map_load_time = stamp
+    msg.info.resolution = float(resolution)
+    msg.info.height, msg.info.width = cells.shape
+    msg.info.origin.position.x, msg.info.origin.position.y = map(float, origin_xy)
+    msg.info.origin.orientation.w = 1.0
+    msg.data = cells.ravel().tolist()
+    return msg
+
+
 def points_from_cloud(msg: PointCloud2, *, max_points: int = MAX_CLOUD_POINTS) -> np.ndarray:
     """(N, 3) float64 x, y, z of every point, row by row; non-finite points are kept.
 

@@ -17,9 +17,11 @@ At most `max_concurrent_questions` run at once; the executor keeps threads beyon
 for responses and cancel requests, and a question beyond the limit is refused as busy
 rather than left waiting behind the others.
 
-A goal is published on `goal_pose` only when the request asks to navigate and the answer
-has one. Its map epoch is given in the response message and in the trace; whether a pose
-of that epoch can be reached is the navigator's call.
+A goal is sent to navigator_node (GoTo on `navigation.action`) only when the request asks
+to navigate and the answer has one; the answer does not wait for the robot to get there,
+and how the drive ended is published on `navigation/outcome` (see navigation_client.py).
+Its map epoch is given in the response message and in the trace; whether a pose of that
+epoch can be reached is the navigator's call, and nothing goes to a planner around it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -66,6 +67,7 @@ from waymark_interfaces.srv import Query
 from waymark_ros import qos
 from waymark_ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
 from waymark_ros.memory_client import ImageFiles, MemoryClient
+from waymark_ros.navigation_client import NavigationClient
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
@@ -135,7 +137,18 @@ class ReasonerNode(Node):
         self._slots = threading.BoundedSemaphore(self._max_concurrent)
         self._robot_pose: tuple[float, float, float, float] | None = None
 
-        self._goal_publisher = self.create_publisher(PoseStamped, 'goal_pose', 10)
+        self._navigation = NavigationClient(
+            self,
+            declare(self, 'navigation.action', 'go_to', "navigator_node's GoTo action."),
+            declare(
+                self,
+                'navigation.server_wait_s',
+                2.0,
+                'Longest wait for the navigator when a goal is to be sent.',
+                low=0.0,
+                high=60.0,
+            ),
+        )
         self._answer_publisher = self.create_publisher(Answer, 'answer', qos.latched())
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())
         if odom_topic:
@@ -472,7 +485,8 @@ class ReasonerNode(Node):
             self._answer_publisher.publish(answer)
             self._marker_publisher.publish(answer_markers(answer, self._map_frame, now))
             if request.navigate and answer.has_goal:
-                self._goal_publisher.publish(answer.goal)
+                tag = {'question': question, 'trace_id': result.trace_id}
+                message += '; ' + self._navigation.send(answer.goal, tag)
         return success, message, answer
 
     def _message(self, answer: AgentAnswer, sessions: list[str]) -> str:

@@ -1,12 +1,12 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The user's side of a running stack: its status, its query service, its goals."""
+"""The user's side of a running stack: its status, its query service, how drives ended."""
 
 from __future__ import annotations
 
 import json
 import time
 
-from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid
 from rclpy.node import Node
 from std_msgs.msg import String
 
@@ -15,7 +15,8 @@ from waymark_ros import qos
 
 
 class StackClient(Node):
-    """The user's side: status subscriptions, the Query client, and the goal topic."""
+    """The user's side: status subscriptions, the Query client, navigation outcomes, and a
+    latched map publisher (a simulation's map stands in for the SLAM one)."""
 
     def __init__(self, name: str = 'waymark_client') -> None:
         super().__init__(name)
@@ -27,9 +28,18 @@ class StackClient(Node):
                 lambda msg, s=source: self._on_status(s, msg),
                 qos.latched(),
             )
-        self.goals: list[PoseStamped] = []
-        self.create_subscription(PoseStamped, 'goal_pose', self.goals.append, 10)
+        self.outcomes: list[dict] = []
+        self.create_subscription(
+            String,
+            'navigation/outcome',
+            lambda msg: self.outcomes.append(json.loads(msg.data)),
+            qos.latched(10),
+        )
+        self.map = self.create_publisher(OccupancyGrid, '/map', qos.latched())
         self.query = self.create_client(Query, 'query')
+
+    def outcome_of(self, trace_id: str) -> dict | None:
+        return next((o for o in self.outcomes if o.get('trace_id') == trace_id), None)
 
     def _on_status(self, name: str, msg: String) -> None:
         self.status[name] = json.loads(msg.data)
