@@ -1,7 +1,8 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The whole path over real DDS: a rosbag2 written with rosbags is replayed through all
-four nodes, questions go through the Query service, and the answers' goals must show the
-asked-for sign and be published on goal_pose."""
+four nodes, questions go through the Query service, the answers' goals must show the
+asked-for sign, and a simulated robot must drive there and see it: the floor plan is the
+map, `sim_base_node` takes over the pose where the tour ended, navigator_node drives."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ import math
 from pathlib import Path
 
 import pytest
-from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid
+from std_msgs.msg import String
 from support.ros_harness import wait_until
 
+from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
-from waymark.sim.world import build_demo_world
+from waymark.sim.world import build_demo_world, occupancy_grid
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
+from waymark_ros import qos
 from waymark_ros.conversions import pose_from_msg
+from waymark_ros.navigation_msgs import occupancy_grid_msg
 from waymark_ros.replay import replay
 
 pytestmark = pytest.mark.dds
@@ -29,7 +34,7 @@ ASKED = {'COFFEE SHOP': 'Where is the coffee shop?', 'SUITE 204': 'Take me to su
 TOLERANCE_M = 4.0
 
 
-def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, tmp_path):
+def test_bag_replay_through_all_nodes_answers_and_the_robot_drives_there(ros, launch, tmp_path):
     world = build_demo_world(seed=1)
     info = write_bag(world, tmp_path / 'bag', camera_rate_hz=3.0, seed=1, max_duration_s=90.0)
     camera = json.loads(info.ground_truth.read_text())['camera']
@@ -43,10 +48,11 @@ def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, t
         params_file=CONFIG,
         **{'traces.dir': str(tmp_path / 'traces'), 'memory.data_dir': str(tmp_path / 'memory')},
     )
-    launch('navigator_node', params_file=CONFIG)
+    driving = {'robot_radius_m': 0.3, 'follower.max_linear': 1.0, 'follower.max_linear_accel': 1.0}
+    launch('navigator_node', params_file=CONFIG, **driving)
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
     capture = ros.latest_json('capture/stats')
     memory = ros.latest_json('memory/stats')
-    goals = ros.collect(PoseStamped, 'goal_pose')
     wait_until(lambda: 'frames' in memory and 'buffered_poses' in capture, 120, 'nodes up')
 
     report = replay(ros.node, info.path, rate=0.0, wait_subscribers_s=30.0)
@@ -63,9 +69,16 @@ def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, t
     assert memory['frames'] == keyframes
     assert capture.get('image_without_pose', 0) == 0  # every image found its pose
 
+    (x0, y0), cells = occupancy_grid(world, 0.05)
+    floor_plan = ros.node.create_publisher(OccupancyGrid, '/map', qos.latched())
+    stamp = ros.node.get_clock().now().to_msg()
+    floor_plan.publish(occupancy_grid_msg(cells, 0.05, (x0, y0), 'map', stamp))
+    end = json.loads(info.ground_truth.read_text())['trajectory'][-1]
+    launch('sim_base_node', initial_pose=[end['x'], end['y'], end['yaw']])
+    extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
+
     for target, question in ASKED.items():
         sign = next(s for s in world.signs if s.text == target)
-        before = len(goals)
         response = ros.call(Query, 'query', Query.Request(question=question, navigate=True), 60)
         assert response.success, response.message
         answer = response.answer
@@ -75,5 +88,16 @@ def test_bag_replay_through_all_nodes_answers_with_the_right_goal(ros, launch, t
         distance = math.dist(goal.position[:2], sign.position[:2])
         assert distance <= TOLERANCE_M, f'{target}: goal {distance:.2f} m from the sign'
         assert sees(world, goal, sign, camera['hfov_deg']), f'{target} not in view from the goal'
-        wait_until(lambda before=before: len(goals) > before, 10, 'goal not on goal_pose')
-        assert pose_from_msg(goals[-1].pose).position == pytest.approx(goal.position)
+        assert response.message.endswith('goal sent to the navigator')
+
+        def ended(trace_id=answer.trace_id):
+            drives = (json.loads(m.data) for m in outcomes)
+            return [o for o in drives if o['trace_id'] == trace_id]
+
+        wait_until(ended, 180, f'{target}: the drive did not end')
+        [drive] = ended()
+        assert drive['outcome'] == 'reached', drive['message']
+        x, y, yaw = drive['final']
+        assert math.dist((x, y), goal.position[:2]) <= 0.3
+        eye = Pose.from_xyz_yaw(x, y, 0.0, yaw).compose(extrinsic)
+        assert sees(world, eye, sign, camera['hfov_deg']), f'{target} not in view on arrival'

@@ -1,9 +1,12 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the four
-nodes over DDS, then questions asked through the Query service.
+nodes over DDS, then questions asked through the Query service, and a simulated robot
+driven to each answer by navigator_node.
 
 Everything runs offline: the world is rendered here, signs are read by OCR, and the
-text view uses a sentence embedder whose weights ship with its Python package.
+text view uses a sentence embedder whose weights ship with its Python package. After the
+replay, the world's floor plan is published as the map and `sim_base_node` (a kinematic
+base) takes over the pose topic where the tour ended.
 """
 
 from __future__ import annotations
@@ -24,15 +27,26 @@ from rclpy.executors import SingleThreadedExecutor
 from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
-from waymark.sim.world import World, build_demo_world
+from waymark.sim.world import World, build_demo_world, occupancy_grid
 from waymark_interfaces.srv import Query
 from waymark_ros.conversions import pose_from_msg
+from waymark_ros.navigation_msgs import occupancy_grid_msg
 from waymark_ros.processes import NodeProcess, start_node, stop_node
 from waymark_ros.replay import replay
 from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
 
 QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
 SUCCESS_RADIUS_M = 5.0
+MAP_RESOLUTION_M = 0.05
+DRIVE_TIMEOUT_S = 180.0
+# The simulated base walks faster than a Go1 indoors, to keep the demo short.
+NAVIGATOR = {
+    'map_source': 'grid',
+    'robot_radius_m': 0.3,
+    'follower.max_linear': 1.0,
+    'follower.max_linear_accel': 1.0,
+    'goal_timeout_s': DRIVE_TIMEOUT_S,
+}
 
 
 @dataclass
@@ -45,7 +59,15 @@ class Outcome:
     goal: tuple[float, float, float] | None  # x, y, yaw
     distance_to_target_m: float | None
     target_in_view: bool
-    goal_published: bool
+    drive: str  # the navigator's outcome: reached, refused, failed, ...
+    drive_message: str
+    drive_s: float | None  # from the goal being sent to the drive's end
+    arrived_at: tuple[float, float, float] | None  # x, y, yaw of the robot at the end
+    target_in_view_on_arrival: bool
+
+    @property
+    def arrived(self) -> bool:
+        return self.drive == 'reached' and self.target_in_view_on_arrival
 
     @property
     def correct(self) -> bool:
@@ -77,7 +99,7 @@ def start_stack(
             'traces.dir': str(out / 'traces'),
             'memory.data_dir': str(out / 'memory'),
         },
-        'navigator_node': {},
+        'navigator_node': NAVIGATOR,
     }
     return [
         start_node(name, logs, parameters, params_file=params_file)
@@ -85,24 +107,41 @@ def start_stack(
     ]
 
 
-def ask(executor, client: StackClient, world: World, hfov_deg: float, question: str, target: str):
+def ask(
+    executor,
+    client: StackClient,
+    world: World,
+    camera: dict,
+    question: str,
+    target: str,
+) -> Outcome:
     sign = next(s for s in world.signs if s.text == target)
-    published_before = len(client.goals)
     future = client.query.call_async(Query.Request(question=question, navigate=True))
     spin_until(executor, future.done, 60.0, f'an answer to {question!r}')
     response = future.result()
-    goal = distance = None
-    in_view = published = False
+    goal = distance = arrived_at = None
+    in_view = in_view_on_arrival = False
+    drive, drive_message = 'not_sent', response.message
+    drive_s = None
     if response.success and response.answer.has_goal:
         pose: Pose = pose_from_msg(response.answer.goal.pose)
         goal = (pose.position[0], pose.position[1], pose.yaw)
         distance = math.dist(pose.position[:2], sign.position[:2])
-        in_view = sees(world, pose, sign, hfov_deg)
+        in_view = sees(world, pose, sign, camera['hfov_deg'])
+        trace_id = response.answer.trace_id
         try:
-            spin_until(executor, lambda: len(client.goals) > published_before, 5.0, 'goal_pose')
-            published = True
-        except TimeoutError:
-            published = False
+            spin_until(executor, lambda: client.outcome_of(trace_id), DRIVE_TIMEOUT_S, 'a drive')
+            outcome = client.outcome_of(trace_id)
+            drive, drive_message = outcome['outcome'], outcome['message']
+            drive_s = outcome.get('seconds')
+            if outcome.get('final'):
+                x, y, yaw = outcome['final']
+                arrived_at = (x, y, yaw)
+                extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
+                eye = Pose.from_xyz_yaw(x, y, 0.0, yaw).compose(extrinsic)
+                in_view_on_arrival = sees(world, eye, sign, camera['hfov_deg'])
+        except TimeoutError as error:
+            drive, drive_message = 'no_outcome', str(error)
     return Outcome(
         question=question,
         target=target,
@@ -112,8 +151,21 @@ def ask(executor, client: StackClient, world: World, hfov_deg: float, question: 
         goal=goal,
         distance_to_target_m=distance,
         target_in_view=in_view,
-        goal_published=published,
+        drive=drive,
+        drive_message=drive_message,
+        drive_s=drive_s,
+        arrived_at=arrived_at,
+        target_in_view_on_arrival=in_view_on_arrival,
     )
+
+
+def put_robot_on_the_map(client: StackClient, world: World, truth: dict, logs: Path) -> NodeProcess:
+    """The floor plan as the map, and a simulated base where the recorded tour ended."""
+    (x0, y0), cells = occupancy_grid(world, MAP_RESOLUTION_M)
+    stamp = client.get_clock().now().to_msg()
+    client.map.publish(occupancy_grid_msg(cells, MAP_RESOLUTION_M, (x0, y0), 'map', stamp))
+    end = truth['trajectory'][-1]
+    return start_node('sim_base_node', logs, {'initial_pose': [end['x'], end['y'], end['yaw']]})
 
 
 def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) -> list[Outcome]:
@@ -125,7 +177,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     started = time.monotonic()
     world = build_demo_world(seed)
     print(
-        f'[1/4] recording a tour of "{world.name}" '
+        f'[1/5] recording a tour of "{world.name}" '
         f'({len(world.rooms)} rooms, {len(world.signs)} signs)'
     )
     info = write_bag(world, out / 'bag', seed=seed)
@@ -133,7 +185,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     camera = truth['camera']
     print(f'      {info.path}: {info.message_counts} in {info.duration_s:.0f} s of robot time')
 
-    print('[2/4] starting memory_node, capture_node, reasoner_node, navigator_node')
+    print('[2/5] starting memory_node, capture_node, reasoner_node, navigator_node')
     rclpy.init()
     client = StackClient()
     executor = SingleThreadedExecutor()
@@ -141,7 +193,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     nodes = start_stack(out, params_file, camera['extrinsic'], session=f'demo-{seed}')
     try:
         spin_until(executor, lambda: 'frames' in client.status['memory'], 120.0, 'memory_node')
-        print(f'[3/4] replaying the bag (rate {rate or "max"}) and building memory')
+        print(f'[3/5] replaying the bag (rate {rate or "max"}) and building memory')
         report = replay(client, info.path, rate=rate, topics=list(info.topics))
         images = sum(n for t, n in report.published.items() if 'image' in t)
         wait_for_ingest(executor, client, images, timeout_s)
@@ -150,11 +202,12 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
             f'      {images} images -> {capture.get("keyframes_published")} keyframes -> '
             f'{memory.get("frames")} memory entries'
         )
-        print('[4/4] asking questions through the Query service')
+        print('[4/5] publishing the floor plan as the map; a simulated robot takes over /odom')
+        nodes.append(put_robot_on_the_map(client, world, truth, out / 'logs'))
+        print('[5/5] asking questions through the Query service and driving to each answer')
         spin_until(executor, lambda: client.query.service_is_ready(), 30.0, 'the query service')
         outcomes = [
-            ask(executor, client, world, camera['hfov_deg'], q, target)
-            for q, target in questions_for(world)
+            ask(executor, client, world, camera, q, target) for q, target in questions_for(world)
         ]
     finally:
         for node in reversed(nodes):
@@ -179,29 +232,44 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
         print(
             f'   goal x={x:.2f} y={y:.2f} yaw={math.degrees(yaw):.0f} deg; '
             f'{o.distance_to_target_m:.2f} m from the {o.target.lower()} sign, '
-            f'sign {"in" if o.target_in_view else "NOT in"} view from the goal; '
-            f'goal_pose {"published" if o.goal_published else "NOT published"} -> {verdict}'
+            f'sign {"in" if o.target_in_view else "NOT in"} view from the goal -> {verdict}'
         )
+        where = ''
+        if o.arrived_at is not None:
+            ax, ay, _ = o.arrived_at
+            where = f' at x={ax:.2f} y={ay:.2f}, sign ' + (
+                'in view' if o.target_in_view_on_arrival else 'NOT in view'
+            )
+        took = f' in {o.drive_s:.1f} s' if o.drive_s is not None else ''
+        print(f'   drive: {o.drive} ({o.drive_message}){took}{where}')
     right = sum(o.correct for o in outcomes)
+    arrived = sum(o.arrived for o in outcomes)
     print(
         f'\n{right}/{len(outcomes)} answers correct '
-        f'(sign in view from the goal, within {SUCCESS_RADIUS_M:.0f} m)'
+        f'(sign in view from the goal, within {SUCCESS_RADIUS_M:.0f} m); '
+        f'the robot drove to {arrived}/{len(outcomes)} and saw the sign there'
     )
 
 
 def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float) -> None:
     rows = [
-        '| question | goal (x, y) | distance to sign (m) | sign in view | correct |',
-        '|---|---|---|---|---|',
+        '| question | goal (x, y) | distance to sign (m) | sign in view | correct | drive '
+        '| sign in view on arrival |',
+        '|---|---|---|---|---|---|---|',
     ]
     for o in outcomes:
         goal = f'({o.goal[0]:.2f}, {o.goal[1]:.2f})' if o.goal else '-'
         distance = f'{o.distance_to_target_m:.2f}' if o.distance_to_target_m is not None else '-'
-        rows.append(f'| {o.question} | {goal} | {distance} | {o.target_in_view} | {o.correct} |')
+        rows.append(
+            f'| {o.question} | {goal} | {distance} | {o.target_in_view} | {o.correct} '
+            f'| {o.drive} | {o.target_in_view_on_arrival} |'
+        )
     right = sum(o.correct for o in outcomes)
+    arrived = sum(o.arrived for o in outcomes)
     (out / 'report.md').write_text(
         f'# waymark demo: {world.name} (seed {world.seed})\n\n'
-        f'Embedder-only answers (OCR text view); {right}/{len(outcomes)} correct; '
+        f'Embedder-only answers (OCR text view); {right}/{len(outcomes)} correct; the '
+        f'simulated robot reached {arrived}/{len(outcomes)} and saw the sign there; '
         f'wall time {wall_s:.0f} s.\n\n' + '\n'.join(rows) + '\n'
     )
     (out / 'report.json').write_text(
@@ -211,7 +279,10 @@ def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float
                 'seed': world.seed,
                 'wall_s': wall_s,
                 'correct': right,
-                'questions': [asdict(o) | {'correct': o.correct} for o in outcomes],
+                'arrived': arrived,
+                'questions': [
+                    asdict(o) | {'correct': o.correct, 'arrived': o.arrived} for o in outcomes
+                ],
             },
             indent=1,
         )
@@ -234,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     outcomes = run(args.out, args.params, args.seed, args.rate, args.timeout)
-    return 0 if outcomes and all(o.correct for o in outcomes) else 1
+    return 0 if outcomes and all(o.correct and o.arrived for o in outcomes) else 1
 
 
 if __name__ == '__main__':
