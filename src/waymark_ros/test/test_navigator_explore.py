@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient
+from support.actions import result_of, send
 from support.ros_harness import wait_until
 from visualization_msgs.msg import MarkerArray
 
@@ -135,18 +136,7 @@ def start_explorer(ros, launch, **parameters) -> ActionClient:
 
 
 def explore(client, budget_s: float = 0.0, feedback=None):
-    goal = Explore.Goal(time_budget_s=budget_s)
-    future = client.send_goal_async(goal, feedback_callback=feedback)
-    wait_until(future.done, 10, 'goal not answered')
-    handle = future.result()
-    assert handle.accepted
-    return handle
-
-
-def result_of(handle, timeout: float):
-    future = handle.get_result_async()
-    wait_until(future.done, timeout, 'no result')
-    return future.result().result
+    return send(client, Explore.Goal(time_budget_s=budget_s), feedback)
 
 
 def test_exploration_uncovers_every_reachable_room_and_stops_by_itself(ros, launch, flat):

@@ -24,6 +24,8 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from support import nav2_standin
+from support.actions import go_to as target
+from support.actions import result_of, send
 from support.ros_harness import wait_until
 
 from waymark.geometry import quaternion_from_yaw
@@ -53,15 +55,6 @@ def room() -> OccupancyGrid:
     msg.info.origin.orientation.w = 1.0
     msg.data = cells.ravel().tolist()
     return msg
-
-
-def target(x: float, y: float, yaw: float = 0.0) -> GoTo.Goal:
-    goal = GoTo.Goal()
-    goal.target.header.frame_id = 'map'
-    goal.target.pose.position.x, goal.target.pose.position.y = x, y
-    o = goal.target.pose.orientation
-    o.x, o.y, o.z, o.w = quaternion_from_yaw(yaw)
-    return goal
 
 
 class Nav2Stub:
@@ -199,20 +192,6 @@ def start_navigator(ros, launch, nav2, **parameters) -> ActionClient:
     assert client.wait_for_server(timeout_sec=30)
     wait_until(lambda: nav2.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
     return client
-
-
-def send(client, goal, feedback=None):
-    future = client.send_goal_async(goal, feedback_callback=feedback)
-    wait_until(future.done, 10, 'goal not answered')
-    handle = future.result()
-    assert handle.accepted
-    return handle
-
-
-def result_of(handle, timeout=30):
-    future = handle.get_result_async()
-    wait_until(future.done, timeout, 'no result')
-    return future.result().result
 
 
 def test_nav2_gets_the_checked_target_and_its_feedback_and_success_are_passed_on(ros, launch, nav2):

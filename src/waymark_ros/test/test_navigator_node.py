@@ -17,6 +17,8 @@ import pytest
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.action import ActionClient
+from support.actions import go_to as target
+from support.actions import result_of, send
 from support.ros_harness import wait_until
 from support.unicycle import Unicycle
 
@@ -94,30 +96,6 @@ class SimulatedRobot:
 
     def stop(self) -> None:
         self.timer.cancel()
-
-
-def target(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal:
-    goal = GoTo.Goal()
-    goal.target.header.frame_id = frame
-    goal.target.pose.position.x, goal.target.pose.position.y = x, y
-    q = quaternion_from_yaw(yaw)
-    o = goal.target.pose.orientation
-    o.x, o.y, o.z, o.w = q
-    return goal
-
-
-def send(client, goal, feedback=None):
-    future = client.send_goal_async(goal, feedback_callback=feedback)
-    wait_until(future.done, 10, 'goal not answered')
-    handle = future.result()
-    assert handle.accepted
-    return handle
-
-
-def result_of(handle, timeout=30):
-    future = handle.get_result_async()
-    wait_until(future.done, timeout, 'no result')
-    return future.result().result
 
 
 def latched_map(ros, msg, topic='/map', msg_type=OccupancyGrid):

@@ -316,15 +316,7 @@ class NavigatorNode(Node):
                 PointCloud2, cloud_topic, self._on_cloud, map_qos, callback_group=maps
             )
         self._map_topic = map_topic if source == GRID else cloud_topic
-        self._server = ActionServer(
-            self,
-            GoTo,
-            'go_to',
-            execute_callback=self._execute,
-            goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
-            callback_group=ReentrantCallbackGroup(),
-        )
+        self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._nav2_action = declare(
             self, 'nav2.action_name', 'navigate_to_pose', 'NavigateToPose server (backend nav2).'
         )
@@ -375,11 +367,15 @@ class NavigatorNode(Node):
         )
         self._frontier_map: _FrontierMap | None = None  # cached per map version
         self._frontiers: tuple[tuple[Frontier, ...], Frontier | None] = ((), None)  # for RViz
-        self._explore_server = ActionServer(
+        self._explore_server = self._serve(Explore, 'explore', self._explore)
+
+    def _serve(self, action_type, name: str, execute) -> ActionServer:
+        """Every goal is accepted (a newer one preempts) and every cancel granted."""
+        return ActionServer(
             self,
-            Explore,
-            'explore',
-            execute_callback=self._explore,
+            action_type,
+            name,
+            execute_callback=execute,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
@@ -453,10 +449,7 @@ class NavigatorNode(Node):
         try:
             outcome, message = self._run(handle)
         finally:
-            self._cmd_vel.publish(twist_msg(0.0, 0.0))
-            with self._lock:
-                if self._active is handle:
-                    self._active = None
+            self._release(handle)
         if outcome == GoTo.Result.OUTCOME_REACHED:
             handle.succeed()
         elif outcome == GoTo.Result.OUTCOME_CANCELED:
@@ -474,6 +467,13 @@ class NavigatorNode(Node):
             if self._pose is not None:
                 result.final_pose = self._pose_msg(self._pose)
         return result
+
+    def _release(self, handle) -> None:
+        """Stop the robot, and free the drive unless a newer goal has taken it already."""
+        self._cmd_vel.publish(twist_msg(0.0, 0.0))
+        with self._lock:
+            if self._active is handle:
+                self._active = None
 
     def _run(self, handle) -> tuple[int, str]:
         """Take a GoTo goal (or an exploration leg) to its end with the configured backend."""
@@ -624,10 +624,7 @@ class NavigatorNode(Node):
         try:
             outcome, message = self._explore_until_done(handle, result, feedback, started)
         finally:
-            self._cmd_vel.publish(twist_msg(0.0, 0.0))
-            with self._lock:
-                if self._active is handle:
-                    self._active = None
+            self._release(handle)
             self._frontiers = ((), None)
         if outcome == Explore.Result.OUTCOME_CANCELED:
             handle.canceled()
