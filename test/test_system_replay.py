@@ -28,7 +28,7 @@ from waymark_ros.replay import replay
 
 pytestmark = pytest.mark.dds
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'replay.yaml'
+CONFIG = Path(__file__).resolve().parents[1] / 'config' / 'demo.yaml'
 # The tour faces COFFEE SHOP, LIBRARY and SUITE 204 in its first 90 s (seed 1).
 ASKED = {'COFFEE SHOP': 'Where is the coffee shop?', 'SUITE 204': 'Take me to suite 204.'}
 TOLERANCE_M = 4.0
@@ -48,8 +48,7 @@ def test_bag_replay_through_all_nodes_answers_and_the_robot_drives_there(ros, la
         params_file=CONFIG,
         **{'traces.dir': str(tmp_path / 'traces'), 'memory.data_dir': str(tmp_path / 'memory')},
     )
-    driving = {'robot_radius_m': 0.3, 'follower.max_linear': 1.0, 'follower.max_linear_accel': 1.0}
-    launch('navigator_node', params_file=CONFIG, **driving)
+    launch('navigator_node', params_file=CONFIG)
     outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
     capture = ros.latest_json('capture/stats')
     memory = ros.latest_json('memory/stats')

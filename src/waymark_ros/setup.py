@@ -1,7 +1,13 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = 'waymark_ros'
+share = 'share/' + package_name
+# Launch files, parameter files and the RViz layout live at the workspace root; installed
+# with the same layout under share/, so each launch file finds them next to itself.
+ROOT = '../..'
 
 setup(
     name=package_name,
@@ -9,7 +15,12 @@ setup(
     packages=find_packages(exclude=['test']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
-        ('share/' + package_name, ['package.xml']),
+        (share, ['package.xml']),
+        (share + '/launch', sorted(glob(ROOT + '/launch/*.launch.py'))),
+        (share + '/config', sorted(glob(ROOT + '/config/*.yaml'))),
+        (share + '/config/sensors', sorted(glob(ROOT + '/config/sensors/*.yaml'))),
+        (share + '/config/models', sorted(glob(ROOT + '/config/models/*.yaml'))),
+        (share + '/rviz', sorted(glob(ROOT + '/rviz/*.rviz'))),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

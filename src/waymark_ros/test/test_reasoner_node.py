@@ -39,7 +39,7 @@ from waymark_ros.memory_client import ImageFiles
 from waymark_ros.processes import start_node, stop_node
 from waymark_ros.reasoner_node import answer_markers
 
-CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'waymark.yaml'
+CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'robot.yaml'
 BAKERY = SIGNS.index('BAKERY')  # keyframe index; the sign's frame is 'tour/<index>'
 BAKERY_POSE = (2.0 * BAKERY, 1.0, 0.5, 0.1 * BAKERY)  # x, y, z, yaw as support.signs stores it
 

@@ -38,15 +38,7 @@ from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
 QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
 SUCCESS_RADIUS_M = 5.0
 MAP_RESOLUTION_M = 0.05
-DRIVE_TIMEOUT_S = 180.0
-# The simulated base walks faster than a Go1 indoors, to keep the demo short.
-NAVIGATOR = {
-    'map_source': 'grid',
-    'robot_radius_m': 0.3,
-    'follower.max_linear': 1.0,
-    'follower.max_linear_accel': 1.0,
-    'goal_timeout_s': DRIVE_TIMEOUT_S,
-}
+DRIVE_TIMEOUT_S = 180.0  # navigator_node's goal_timeout_s in config/demo.yaml
 
 
 @dataclass
@@ -90,7 +82,7 @@ def questions_for(world: World) -> list[tuple[str, str]]:
 def start_stack(
     out: Path, params_file: Path, extrinsic: Sequence[float], session: str
 ) -> list[NodeProcess]:
-    """The four nodes with the replay parameters, memory and logs under `out`."""
+    """The four nodes with the demo parameters, memory and logs under `out`."""
     logs = out / 'logs'
     overrides = {
         'memory_node': {'data_dir': str(out / 'memory')},
@@ -99,7 +91,7 @@ def start_stack(
             'traces.dir': str(out / 'traces'),
             'memory.data_dir': str(out / 'memory'),
         },
-        'navigator_node': NAVIGATOR,
+        'navigator_node': {},
     }
     return [
         start_node(name, logs, parameters, params_file=params_file)
@@ -295,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, default=Path('demo_output'), help='output directory')
     parser.add_argument('--seed', type=int, default=0, help='world seed')
     parser.add_argument(
-        '--params', type=Path, default=Path('config/replay.yaml'), help='node parameter file'
+        '--params', type=Path, default=Path('config/demo.yaml'), help='node parameter file'
     )
     parser.add_argument(
         '--rate', type=float, default=0.0, help='replay speed; 0 = as fast as possible'

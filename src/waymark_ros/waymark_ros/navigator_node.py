@@ -67,8 +67,8 @@ from waymark_ros.navigation_msgs import (
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
 
-INTERNAL, GOAL_TOPIC = 'internal', 'goal_topic'
-NAV2 = 'nav2'
+INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
+BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)
 GRID, CLOUD = 'grid', 'cloud'
 _EXPLORE_ENDS = {
     FinishReason.NO_FRONTIERS: Explore.Result.OUTCOME_COMPLETE,
@@ -139,9 +139,7 @@ class NavigatorNode(Node):
     def __init__(self) -> None:
         super().__init__('navigator_node')
         self._map_frame = declare(self, 'map_frame', 'map', 'Frame of targets, map and pose.')
-        self._backend = declare(
-            self, 'backend', INTERNAL, 'Who drives.', choices=(INTERNAL, GOAL_TOPIC, NAV2)
-        )
+        self._backend = declare(self, 'backend', INTERNAL, 'Who drives.', choices=BACKENDS)
         source = declare(self, 'map_source', GRID, 'Map input.', choices=(GRID, CLOUD))
         map_topic = declare(self, 'map_topic', '/map', 'nav_msgs/OccupancyGrid (map_source grid).')
         cloud_topic = declare(

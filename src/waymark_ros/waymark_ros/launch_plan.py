@@ -1,0 +1,66 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What the robot and replay launches start, worked out without ROS 2 `launch`.
+
+Parameter files are layered, later ones winning: robot.yaml, the camera preset, the
+odometry preset, the model preset, then the launch's own file; the launch arguments go on
+top as per-node parameters. A preset that does not exist is an error naming those that do,
+raised before any node starts. Kept apart from launching.py so that tests check it where
+`launch` is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+NODES = ('capture_node', 'memory_node', 'reasoner_node', 'navigator_node')
+MODEL_PRESETS = ('workstation', 'orin_nx')
+NO_ODOMETRY = 'none'  # poses from the camera preset
+
+
+def parameter_files(config: Path, arguments: Mapping[str, str]) -> list[Path]:
+    """The parameter files of every node, in the order they apply."""
+    files = [config / 'robot.yaml', preset(config / 'sensors', arguments['camera'])]
+    if arguments['odometry'] != NO_ODOMETRY:
+        files.append(preset(config / 'sensors', arguments['odometry']))
+    files.append(preset(config / 'models', arguments['models']))
+    own = Path(arguments['params_file']).expanduser()
+    if not own.is_file():
+        raise ValueError(f'params_file {own} does not exist')
+    if own.resolve() not in {path.resolve() for path in files}:
+        files.append(own)
+    return files
+
+
+def preset(folder: Path, name: str) -> Path:
+    path = folder / f'{name}.yaml'
+    if not path.is_file():
+        available = ', '.join(sorted(p.stem for p in folder.glob('*.yaml')))
+        raise ValueError(f'no preset {name!r} in {folder}; available: {available}')
+    return path
+
+
+def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str, dict]:
+    """Launch arguments as per-node parameters; an empty argument leaves the files' value.
+
+    One OpenAI-compatible server (llm_base_url, llm_model) serves the agent, the verifier
+    and the captioner.
+    """
+    base_url, model = arguments['llm_base_url'], arguments['llm_model']
+    memory: dict[str, object] = {'captioner.base_url': base_url} if base_url else {}
+    reasoner: dict[str, object] = {'llm.base_url': base_url} if base_url else {}
+    if model:
+        memory['captioner.model'] = reasoner['llm.model'] = model
+    if arguments['memory_uri']:
+        memory['uri'] = arguments['memory_uri']
+    if arguments['image_model']:
+        memory['image_model'] = arguments['image_model']
+    overrides: dict[str, dict] = {
+        'capture_node': {},
+        'memory_node': memory,
+        'reasoner_node': reasoner,
+        'navigator_node': {'backend': arguments['backend']},
+    }
+    for parameters in overrides.values():
+        parameters['use_sim_time'] = use_sim_time
+    return overrides

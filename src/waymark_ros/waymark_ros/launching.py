@@ -1,0 +1,120 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What the robot and replay launch files share: the stack's arguments and its nodes.
+
+Imported only by launch files: it needs ROS 2 `launch` and `launch_ros`. Which files and
+parameters each node gets is worked out in launch_plan.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.conditions import IfCondition
+from launch.launch_context import LaunchContext
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node, PushRosNamespace
+
+from waymark_ros.launch_plan import (
+    MODEL_PRESETS,
+    NO_ODOMETRY,
+    NODES,
+    node_overrides,
+    parameter_files,
+)
+from waymark_ros.navigator_node import BACKENDS
+
+ARGUMENTS = (
+    'namespace',
+    'camera',
+    'odometry',
+    'models',
+    'memory_uri',
+    'llm_base_url',
+    'llm_model',
+    'image_model',
+    'backend',
+    'params_file',
+)
+
+
+def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
+    """The arguments of a launch that starts the stack; `params_file` is its own file."""
+    return [
+        DeclareLaunchArgument('namespace', default_value='', description='namespace of the nodes'),
+        DeclareLaunchArgument(
+            'camera',
+            default_value='zed2i',
+            description='camera preset: config/sensors/<camera>.yaml',
+        ),
+        DeclareLaunchArgument(
+            'odometry',
+            default_value='fast_lio_mid360',
+            description=f'pose preset: config/sensors/<odometry>.yaml; {NO_ODOMETRY}: the camera',
+        ),
+        DeclareLaunchArgument(
+            'models',
+            default_value='workstation',
+            choices=list(MODEL_PRESETS),
+            description='model preset: config/models/<models>.yaml',
+        ),
+        DeclareLaunchArgument(
+            'memory_uri',
+            default_value='',
+            description='Milvus server URI; empty: the embedded Milvus Lite file',
+        ),
+        DeclareLaunchArgument(
+            'llm_base_url',
+            default_value='',
+            description='OpenAI-compatible server (vLLM) for agent, verifier and captions; '
+            'empty: embedder-only answers, no captions',
+        ),
+        DeclareLaunchArgument(
+            'llm_model', default_value='', description="served model id; empty: the preset's"
+        ),
+        DeclareLaunchArgument(
+            'image_model',
+            default_value='',
+            description="image embedder (Hugging Face id); empty: the preset's",
+        ),
+        DeclareLaunchArgument(
+            'backend',
+            default_value='internal',
+            choices=list(BACKENDS),
+            description='who drives: the built-in planner, Nav2, or goal_pose',
+        ),
+        DeclareLaunchArgument(
+            'params_file', default_value=str(params_file), description='parameter file, last'
+        ),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
+        ),
+    ]
+
+
+def stack_nodes(
+    context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
+) -> list:
+    """The four nodes (in `namespace`) and RViz; for an OpaqueFunction."""
+    arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    files = [str(path) for path in parameter_files(config, arguments)]
+    overrides = node_overrides(arguments, use_sim_time)
+    nodes = [
+        Node(
+            package='waymark_ros',
+            executable=name,
+            name=name,
+            parameters=[*files, overrides[name]],
+            output='screen',
+            emulate_tty=True,
+        )
+        for name in NODES
+    ]
+    rviz = Node(
+        package='rviz2',
+        executable='rviz2',
+        arguments=['-d', str(rviz_config)],
+        parameters=[{'use_sim_time': use_sim_time}],
+        condition=IfCondition(LaunchConfiguration('rviz')),
+    )
+    return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]

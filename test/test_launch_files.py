@@ -1,0 +1,296 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The launch files, checked where ROS 2 `launch` is not installed: read, never run.
+
+Each launch file and waymark_ros/launching.py is parsed with `ast`; every argument used is
+declared, every executable is installed by setup.py, every file named exists, argument
+defaults and choices name real presets and backends, and setup.py installs all of it where
+the launch files look. What the launches start (files, per-node parameters) is worked out
+by launch_plan.py, which runs here: its parameters must be ones the nodes declare.
+test_launch_testing.py runs the launch files themselves where `launch` is installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from waymark_ros import launch_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH = ROOT / 'launch'
+CONFIG = ROOT / 'config'
+LAUNCHING = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'launching.py'
+SETUP = ROOT / 'src' / 'waymark_ros' / 'setup.py'
+EXTERNAL_EXECUTABLES = {'rviz2'}  # from other packages, installed with ROS
+LAUNCH_FILES = ('robot.launch.py', 'replay.launch.py', 'demo.launch.py')
+
+
+@dataclass
+class LaunchSource:
+    """What a launch source declares and uses, as written."""
+
+    declared: dict[str, dict[str, ast.expr]] = field(default_factory=dict)  # name: keywords
+    used: set[str] = field(default_factory=set)
+    executables: set[str] = field(default_factory=set)
+    file_names: set[str] = field(default_factory=set)  # '*.yaml' and '*.rviz' literals
+    calls: set[str] = field(default_factory=set)
+    imports: dict[str, str] = field(default_factory=dict)  # name: module
+
+
+def read(path: Path) -> LaunchSource:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = LaunchSource()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.imports.update({alias.name: node.module for alias in node.names})
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if re.fullmatch(r'[\w./-]+\.(yaml|rviz)', node.value):
+                found.file_names.add(node.value)
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name is None:
+            continue
+        found.calls.add(name)
+        first = node.args[0] if node.args else None
+        text = first.value if isinstance(first, ast.Constant) else None
+        if name == 'DeclareLaunchArgument' and isinstance(text, str):
+            found.declared[text] = {k.arg: k.value for k in node.keywords if k.arg}
+        if name == 'LaunchConfiguration' and isinstance(text, str):
+            found.used.add(text)
+        for keyword in node.keywords:
+            if keyword.arg == 'executable' and isinstance(keyword.value, ast.Constant):
+                found.executables.add(keyword.value.value)
+    return found
+
+
+def launching_arguments() -> tuple[str, ...]:
+    """launching.ARGUMENTS, read from its source: the names stack_nodes performs."""
+    tree = ast.parse(LAUNCHING.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == 'ARGUMENTS':
+            return ast.literal_eval(node.value)
+    raise AssertionError('launching.py has no ARGUMENTS')
+
+
+def declared_of(name: str) -> LaunchSource:
+    """A launch file with what it takes from launching.py when it calls stack_arguments."""
+    source = read(LAUNCH / name)
+    if 'stack_arguments' in source.calls:
+        shared = read(LAUNCHING)
+        source.declared |= shared.declared
+        source.used |= shared.used | set(launching_arguments())
+        source.executables |= shared.executables | set(launch_plan.NODES)
+        source.file_names |= shared.file_names
+        source.imports |= shared.imports
+    return source
+
+
+def console_scripts() -> set[str]:
+    return set(re.findall(r"'(\w+) = waymark_ros\.\w+:main'", SETUP.read_text()))
+
+
+def choices(source: LaunchSource, argument: str) -> list[str] | None:
+    """An argument's choices: a literal, or list(NAME) of a name imported from a module."""
+    expression = source.declared[argument].get('choices')
+    if expression is None:
+        return None
+    if isinstance(expression, ast.Call) and expression.args:
+        expression = expression.args[0]
+    if isinstance(expression, ast.Name):
+        module = importlib.import_module(source.imports[expression.id])
+        return list(getattr(module, expression.id))
+    return list(ast.literal_eval(expression))
+
+
+def default(source: LaunchSource, argument: str) -> str | None:
+    expression = source.declared[argument].get('default_value')
+    return expression.value if isinstance(expression, ast.Constant) else None
+
+
+def flatten(tree: dict, prefix: str = '') -> set[str]:
+    names = set()
+    for key, value in tree.items():
+        names |= flatten(value, f'{prefix}{key}.') if isinstance(value, dict) else {prefix + key}
+    return names
+
+
+def configured_parameters(node: str) -> set[str]:
+    """The node's parameters in robot.yaml: test_config.py shows the node declares them."""
+    sections = yaml.safe_load((CONFIG / 'robot.yaml').read_text())
+    return flatten(sections[f'/**/{node}']['ros__parameters'])
+
+
+@pytest.mark.parametrize('name', LAUNCH_FILES)
+def test_a_launch_file_uses_only_declared_arguments(name):
+    source = declared_of(name)
+    assert 'generate_launch_description' in (LAUNCH / name).read_text()
+    assert source.used, name
+    assert source.used <= set(source.declared), source.used - set(source.declared)
+
+
+@pytest.mark.parametrize('name', LAUNCH_FILES)
+def test_a_launch_file_starts_only_installed_executables(name):
+    source = declared_of(name)
+    assert source.executables
+    assert source.executables <= console_scripts() | EXTERNAL_EXECUTABLES
+
+
+@pytest.mark.parametrize('name', LAUNCH_FILES)
+def test_every_file_a_launch_file_names_exists(name):
+    for file_name in declared_of(name).file_names:
+        folder = 'rviz' if file_name.endswith('.rviz') else 'config'
+        assert (ROOT / folder / file_name).is_file(), file_name
+
+
+def test_the_robot_and_replay_launches_take_the_arguments_the_issue_asks_for():
+    wanted = {
+        'namespace',
+        'camera',
+        'odometry',
+        'models',
+        'memory_uri',
+        'llm_base_url',
+        'llm_model',
+        'image_model',
+        'backend',
+        'rviz',
+    }
+    for name in ('robot.launch.py', 'replay.launch.py'):
+        assert wanted <= set(declared_of(name).declared), name
+    assert {'bag', 'rate'} <= set(declared_of('replay.launch.py').declared)
+    assert 'default_value' not in declared_of('replay.launch.py').declared['bag']
+
+
+def test_defaults_and_choices_name_real_presets_and_backends():
+    from waymark_ros.navigator_node import BACKENDS
+
+    source = declared_of('robot.launch.py')
+    assert (CONFIG / 'sensors' / f'{default(source, "camera")}.yaml').is_file()
+    assert (CONFIG / 'sensors' / f'{default(source, "odometry")}.yaml').is_file()
+    models = {path.stem for path in (CONFIG / 'models').glob('*.yaml')}
+    assert set(choices(source, 'models')) == models
+    assert default(source, 'models') in models
+    assert choices(source, 'backend') == list(BACKENDS)
+    assert default(source, 'backend') in BACKENDS
+
+
+def test_choices_are_read_not_guessed():
+    """The reader must see a wrong choice list: a launch source with a stale one fails."""
+    source = read(LAUNCHING)
+    source.declared['models']['choices'] = ast.parse("['workstation']", mode='eval').body
+    models = {path.stem for path in (CONFIG / 'models').glob('*.yaml')}
+    assert set(choices(source, 'models')) != models
+
+
+def test_an_undeclared_argument_is_caught(tmp_path):
+    broken = tmp_path / 'broken.launch.py'
+    broken.write_text(
+        'from launch.actions import DeclareLaunchArgument\n'
+        'from launch.substitutions import LaunchConfiguration\n'
+        "DeclareLaunchArgument('rate')\n"
+        "LaunchConfiguration('rates')\n"
+    )
+    source = read(broken)
+    assert source.used - set(source.declared) == {'rates'}
+
+
+def test_setup_installs_the_launch_files_configs_and_rviz_next_to_each_other():
+    text = SETUP.read_text()
+    for folder, pattern in [
+        ('launch', '/launch/*.launch.py'),
+        ('config', '/config/*.yaml'),
+        ('config/sensors', '/config/sensors/*.yaml'),
+        ('config/models', '/config/models/*.yaml'),
+        ('rviz', '/rviz/*.rviz'),
+    ]:
+        assert f"(share + '/{folder}', sorted(glob(ROOT + '{pattern}')))" in text, folder
+    for name in LAUNCH_FILES:
+        source = (LAUNCH / name).read_text()
+        assert 'SHARE = Path(__file__).resolve().parent.parent' in source
+
+
+def arguments(**given: str) -> dict[str, str]:
+    values = {
+        'camera': 'zed2i',
+        'odometry': 'fast_lio_mid360',
+        'models': 'workstation',
+        'memory_uri': '',
+        'llm_base_url': '',
+        'llm_model': '',
+        'image_model': '',
+        'backend': 'internal',
+        'params_file': str(CONFIG / 'robot.yaml'),
+    }
+    return values | given
+
+
+def test_parameter_files_layer_the_presets_in_order():
+    files = launch_plan.parameter_files(
+        CONFIG, arguments(models='orin_nx', params_file=str(CONFIG / 'replay.yaml'))
+    )
+    assert [p.relative_to(CONFIG).as_posix() for p in files] == [
+        'robot.yaml',
+        'sensors/zed2i.yaml',
+        'sensors/fast_lio_mid360.yaml',
+        'models/orin_nx.yaml',
+        'replay.yaml',
+    ]
+    assert len(launch_plan.parameter_files(CONFIG, arguments(odometry='none'))) == 3
+
+
+@pytest.mark.parametrize('argument', ['camera', 'odometry', 'models'])
+def test_an_unknown_preset_is_refused_with_the_known_ones(argument):
+    with pytest.raises(ValueError, match='available: .*') as error:
+        launch_plan.parameter_files(CONFIG, arguments(**{argument: 'nope'}))
+    assert "'nope'" in str(error.value)
+
+
+def test_every_override_is_a_parameter_the_node_declares():
+    given = arguments(
+        memory_uri='http://127.0.0.1:19530',
+        llm_base_url='http://127.0.0.1:8000/v1',
+        llm_model='Qwen/Qwen2.5-VL-7B-Instruct',
+        image_model='google/siglip-base-patch16-224',
+        backend='nav2',
+    )
+    overrides = launch_plan.node_overrides(given, use_sim_time=True)
+    assert set(overrides) == set(launch_plan.NODES)
+    for node, parameters in overrides.items():
+        assert parameters.pop('use_sim_time') is True
+        assert set(parameters) <= configured_parameters(node), node
+    assert overrides['memory_node']['uri'] == 'http://127.0.0.1:19530'
+    assert overrides['reasoner_node']['llm.model'] == overrides['memory_node']['captioner.model']
+    assert overrides['navigator_node'] == {'backend': 'nav2'}
+
+
+def test_empty_arguments_leave_the_files_values():
+    overrides = launch_plan.node_overrides(arguments(), use_sim_time=False)
+    assert overrides['memory_node'] == {'use_sim_time': False}
+    assert overrides['reasoner_node'] == {'use_sim_time': False}
+
+
+def published_topics() -> set[str]:
+    """Topics the nodes publish, absolute, as written in their create_publisher calls."""
+    sources = (ROOT / 'src' / 'waymark_ros' / 'waymark_ros').glob('*_node.py')
+    topics = set()
+    for path in sources:
+        for topic in re.findall(r"create_publisher\(\s*\w+,\s*'([\w/]+)'", path.read_text()):
+            topics.add(topic if topic.startswith('/') else '/' + topic)
+    return topics
+
+
+def test_rviz_shows_what_the_nodes_publish_and_the_robots_inputs():
+    layout = yaml.safe_load((ROOT / 'rviz' / 'waymark.rviz').read_text())
+    displays = layout['Visualization Manager']['Displays']
+    shown = {d['Topic']['Value'] for d in displays if 'Topic' in d}
+    inputs = {'/map', '/odom', '/camera/image/compressed'}  # SLAM map, pose, camera
+    assert shown - inputs <= published_topics(), shown - inputs - published_topics()
+    wanted = {'/memory/markers', '/memory/hits', '/answer/markers', '/plan'}
+    assert wanted | {'/navigation_markers', '/map'} <= shown
