@@ -49,9 +49,9 @@ def read(path: Path) -> LaunchSource:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             found.imports.update({alias.name: node.module for alias in node.names})
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if re.fullmatch(r'[\w./-]+\.(yaml|rviz)', node.value):
-                found.file_names.add(node.value)
+        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if is_text and re.fullmatch(r'[\w./-]+\.(yaml|rviz)', node.value):
+            found.file_names.add(node.value)
         if not isinstance(node, ast.Call):
             continue
         name = node.func.id if isinstance(node.func, ast.Name) else None
@@ -247,7 +247,7 @@ def test_parameter_files_layer_the_presets_in_order():
 
 @pytest.mark.parametrize('argument', ['camera', 'odometry', 'models'])
 def test_an_unknown_preset_is_refused_with_the_known_ones(argument):
-    with pytest.raises(ValueError, match='available: .*') as error:
+    with pytest.raises(ValueError, match=r'available: .+') as error:
         launch_plan.parameter_files(CONFIG, arguments(**{argument: 'nope'}))
     assert "'nope'" in str(error.value)
 

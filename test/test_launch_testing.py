@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-launch_testing = pytest.importorskip(
+pytest.importorskip(
     'launch_testing', reason='ROS 2 launch_testing is not installed (PyPI wheels have none)'
 )
-launch = pytest.importorskip('launch')
 
-import launch_testing.actions  # noqa: E402
-import rclpy  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+import launch
+import launch_testing.actions
+import launch_testing.asserts
+import rclpy
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 
 ROBOT = Path(__file__).resolve().parents[1] / 'launch' / 'robot.launch.py'
 SERVICES = ('/go1/query', '/go1/search_memory', '/go1/list_sessions')
