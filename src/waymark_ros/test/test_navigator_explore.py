@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient
-from support.actions import result_of, send
+from support.actions import connect, result_of, send
 from support.ros_harness import wait_until
 from visualization_msgs.msg import MarkerArray
 
@@ -131,7 +131,7 @@ def start_explorer(ros, launch, **parameters) -> ActionClient:
     }
     launch('navigator_node', **settings)
     client = ActionClient(ros.node, Explore, 'explore')
-    assert client.wait_for_server(timeout_sec=30)
+    connect(client)
     return client
 
 

@@ -24,8 +24,8 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from support import nav2_standin
+from support.actions import connect, result_of, send
 from support.actions import go_to as target
-from support.actions import result_of, send
 from support.ros_harness import wait_until
 
 from waymark.geometry import quaternion_from_yaw
@@ -189,7 +189,7 @@ def start_navigator(ros, launch, nav2, **parameters) -> ActionClient:
     }
     launch('navigator_node', **settings)
     client = ActionClient(ros.node, GoTo, 'go_to')
-    assert client.wait_for_server(timeout_sec=30)
+    connect(client)
     wait_until(lambda: nav2.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
     return client
 

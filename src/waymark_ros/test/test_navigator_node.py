@@ -17,8 +17,8 @@ import pytest
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.action import ActionClient
+from support.actions import connect, result_of, send
 from support.actions import go_to as target
-from support.actions import result_of, send
 from support.ros_harness import wait_until
 from support.unicycle import Unicycle
 
@@ -123,7 +123,7 @@ def start_navigator(ros, launch, **parameters):
     }
     launch('navigator_node', **settings)
     client = ActionClient(ros.node, GoTo, 'go_to')
-    assert client.wait_for_server(timeout_sec=30)
+    connect(client)
     return client
 
 
