@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from support.ros_harness import wait_until
+from support.ros_harness import RESPONSE_MATCH_SETTLE_S, wait_until
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 
@@ -19,15 +19,10 @@ def go_to(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal
     return goal
 
 
-# wait_for_server sees the server's request readers; the server's response writers may
-# match this client's readers a moment later, and a response sent before that is lost.
-_MATCH_SETTLE_S = 1.0
-
-
 def connect(client, timeout_s: float = 30.0) -> None:
     """Wait until `client` can send goals and get their responses back."""
     assert client.wait_for_server(timeout_sec=timeout_s), 'no action server'
-    time.sleep(_MATCH_SETTLE_S)
+    time.sleep(RESPONSE_MATCH_SETTLE_S)  # see RosHarness.call
 
 
 def send(client, goal, feedback=None):

@@ -13,6 +13,8 @@ from std_msgs.msg import String
 
 from waymark_ros import qos
 
+RESPONSE_MATCH_SETTLE_S = 1.0
+
 
 class RosHarness:
     """An rclpy node spun in a background thread, with waiting helpers for tests."""
@@ -46,6 +48,10 @@ class RosHarness:
         client = self.node.create_client(srv_type, name)
         try:
             assert client.wait_for_service(timeout_sec=timeout_s), f'service {name} not available'
+            # The server's response writer matches this new client a moment after the client
+            # sees the server; a response sent before that is dropped (Fast DDS logs "failed
+            # to send response").
+            time.sleep(RESPONSE_MATCH_SETTLE_S)
             future = client.call_async(request)
             wait_until(future.done, timeout_s, f'no response from {name}')
             return future.result()
