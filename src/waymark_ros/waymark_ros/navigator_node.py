@@ -642,9 +642,6 @@ class NavigatorNode(Node):
             return Explore.Result.OUTCOME_FAILED, f'time_budget_s must be >= 0, got {budget}'
         explorer = Explorer(replace(self._explore_params, time_budget_s=budget), self._now_s())
 
-        def expired() -> bool:
-            return self._now_s() - explorer.start_s >= budget
-
         def on_distance(distance: float) -> None:
             feedback.distance_remaining = float(distance)
             feedback.elapsed_s = time.monotonic() - started
@@ -675,7 +672,7 @@ class NavigatorNode(Node):
             target.pose.orientation.w = 1.0
             feedback.current_goal = target
             feedback.frontiers = len(step.frontiers)
-            leg = _Leg(handle, target, expired, on_distance)
+            leg = _Leg(handle, target, lambda: explorer.budget_spent(self._now_s()), on_distance)
             with self._lock:
                 if self._active is not handle:
                     return Explore.Result.OUTCOME_FAILED, 'preempted by a newer goal'

@@ -206,6 +206,10 @@ class Explorer:
     def blacklist(self) -> tuple[tuple[float, float], ...]:
         return tuple(self._blacklist)
 
+    def budget_spent(self, now_s: float) -> bool:
+        """Whether the time budget has run out, on the caller's clock."""
+        return now_s - self.start_s >= self.params.time_budget_s
+
     def next_goal(
         self,
         grid: TraversabilityGrid,
@@ -226,7 +230,7 @@ class Explorer:
         found = tuple(find_frontiers(grid, unknown, self.params.min_size_cells))
         if not found:
             return ExplorerStep(finished=FinishReason.NO_FRONTIERS)
-        if now_s - self.start_s >= self.params.time_budget_s:
+        if self.budget_spent(now_s):
             return ExplorerStep(finished=FinishReason.TIME_BUDGET, frontiers=found)
         if self.goals_done >= self.params.max_goals:
             return ExplorerStep(finished=FinishReason.MAX_GOALS, frontiers=found)
