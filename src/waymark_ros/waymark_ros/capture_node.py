@@ -267,7 +267,7 @@ class CaptureNode(Node):
                 max_speed_mps=max_speed,
                 map_epoch_start=epoch_start,
             ),
-            warn=self.get_logger().warn,
+            warn=self.get_logger().warning,
             info=self.get_logger().info,
         )
         self._reported_session = ''

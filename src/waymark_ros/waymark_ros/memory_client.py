@@ -188,7 +188,7 @@ class MemoryClient:
             try:
                 hits.append(hit_from_msg(msg))
             except ValueError as error:  # not from memory_node as we know it: leave it out
-                self._logger.warn(f'ignored a malformed memory hit: {error}')
+                self._logger.warning(f'ignored a malformed memory hit: {error}')
         return hits
 
     def _call(self, request: Request) -> SearchMemory.Response:

@@ -298,7 +298,7 @@ class MemoryNode(Node):
             f'the journal; {recaptioning} segments queued for captions'
         )
         if len(pending) > self._queue.maxsize:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'{len(pending) - self._queue.maxsize} journaled keyframes wait for the next '
                 'start (more than ingest_queue_size)'
             )
@@ -311,7 +311,7 @@ class MemoryNode(Node):
             keyframe = keyframe_from_msg(msg)
         except ValueError as error:
             self.counts['keyframes_rejected'] += 1
-            self.get_logger().warn(f'rejected keyframe {msg.session}/{msg.index}: {error}')
+            self.get_logger().warning(f'rejected keyframe {msg.session}/{msg.index}: {error}')
             return
         path = None
         try:
@@ -319,7 +319,7 @@ class MemoryNode(Node):
         except (JournalFullError, OSError) as error:
             # Still ingested if the process lives; only crash safety is lost for this one.
             self.counts['keyframes_not_journaled'] += 1
-            self.get_logger().warn(f'keyframe {keyframe.session}/{keyframe.index}: {error}')
+            self.get_logger().warning(f'keyframe {keyframe.session}/{keyframe.index}: {error}')
         try:
             self._queue.put(_Job(keyframe, path), timeout=self._put_timeout)
         except queue.Full:
@@ -370,7 +370,7 @@ class MemoryNode(Node):
         name = f'{keyframe.session}/{keyframe.index}'
         if isinstance(prepared, ValueError):
             self.counts['keyframes_undecodable'] += 1
-            self.get_logger().warn(f'skipped keyframe {name}: {prepared}')
+            self.get_logger().warning(f'skipped keyframe {name}: {prepared}')
             return True
         if isinstance(prepared, Exception):
             # A model failing on one image must not stop ingest: the keyframe stays in the
@@ -588,7 +588,7 @@ class MemoryNode(Node):
         self._worker.join(timeout=self._shutdown_wait + 1.0)
         left = self._queue.qsize()
         if left or self._worker.is_alive():
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'{left} keyframes not ingested before shutdown_wait_s='
                 f'{self._shutdown_wait:.0f} s; they stay in the journal for the next start'
             )

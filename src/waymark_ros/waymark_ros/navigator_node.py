@@ -383,7 +383,7 @@ class NavigatorNode(Node):
 
     def _on_odometry(self, msg: Odometry) -> None:
         if msg.header.frame_id != self._map_frame:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'pose in frame {msg.header.frame_id!r}, not {self._map_frame!r}: ignored',
                 throttle_duration_sec=5.0,
             )
@@ -391,7 +391,7 @@ class NavigatorNode(Node):
         try:
             pose = pose_from_msg(msg.pose.pose)
         except InvalidPoseError as error:
-            self.get_logger().warn(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
+            self.get_logger().warning(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
             return
         x, y, _ = pose.position
         stamp_s = stamp_to_ns(msg.header.stamp) / NS_PER_S
@@ -418,7 +418,7 @@ class NavigatorNode(Node):
             self.get_logger().error(f'point-cloud map refused: {error}')
             return
         if projection.points_dropped:
-            self.get_logger().warn(f'{projection.points_dropped} non-finite map points dropped')
+            self.get_logger().warning(f'{projection.points_dropped} non-finite map points dropped')
         self._install(projection.map)
 
     def _install(self, occupancy: OccupancyMap) -> None:
@@ -457,7 +457,7 @@ class NavigatorNode(Node):
         level = (
             self.get_logger().info
             if outcome == GoTo.Result.OUTCOME_REACHED
-            else (self.get_logger().warn)
+            else (self.get_logger().warning)
         )
         level(f'goal ended: {message}')
         result.outcome, result.message = outcome, message
@@ -699,7 +699,7 @@ class NavigatorNode(Node):
                 result.goals_failed,
             )
             if not reached:
-                self.get_logger().warn(
+                self.get_logger().warning(
                     f'frontier at ({step.goal.goal[0]:.2f}, {step.goal.goal[1]:.2f}) '
                     f'given up: {message}'
                 )

@@ -278,7 +278,7 @@ class ReasonerNode(Node):
         if not model and chat is not None and chat.config.accepts_images:
             model = chat.config.model
         if not model:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 'verifier off: no verifier.model, and the LLM does not accept images'
             )
             return None
@@ -392,7 +392,7 @@ class ReasonerNode(Node):
 
     def _on_ask_goal(self, goal: Ask.Goal) -> GoalResponse:
         if not goal.question.strip():
-            self.get_logger().warn('refused an Ask goal: empty question')
+            self.get_logger().warning('refused an Ask goal: empty question')
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -514,7 +514,7 @@ class ReasonerNode(Node):
 
     def _on_odometry(self, msg: Odometry) -> None:
         if msg.header.frame_id and msg.header.frame_id != self._map_frame:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'robot pose ignored: odometry in {msg.header.frame_id!r}, not {self._map_frame!r}',
                 throttle_duration_sec=60.0,
             )

@@ -154,7 +154,7 @@ class SimBaseNode(Node):
         v, w = msg.linear.x, msg.angular.z
         if not (math.isfinite(v) and math.isfinite(w)):
             self._ignored += 1
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'non-finite command ignored: linear {v}, angular {w}', throttle_duration_sec=5.0
             )
             return
@@ -200,7 +200,7 @@ class SimBaseNode(Node):
         start_ns, self._last_ns = self._last_ns, now_ns
         elapsed_ns = now_ns - start_ns
         if elapsed_ns > self._max_step_ns:
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'{elapsed_ns / NS_PER_S:.2f} s between updates; simulated '
                 f'{self._max_step_ns / NS_PER_S:.2f} s',
                 throttle_duration_sec=5.0,
@@ -223,7 +223,7 @@ class SimBaseNode(Node):
         self._velocity = (v, w) if running else (0.0, 0.0)
         if motion.blocked and not self._in_contact:
             self._collisions += 1
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'collision at ({self._pose[0]:.2f}, {self._pose[1]:.2f}): stopped at the obstacle'
             )
             self._publish_stats()
