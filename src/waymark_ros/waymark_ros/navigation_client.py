@@ -14,10 +14,12 @@ import json
 import math
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -32,18 +34,48 @@ OUTCOMES = {
     GoTo.Result.OUTCOME_FAILED: 'failed',
     GoTo.Result.OUTCOME_CANCELED: 'canceled',
 }
+_WATCH_PERIOD_S = 0.25  # how often overdue goals are looked for
+
+
+@dataclass
+class _Drive:
+    """One goal sent to the navigator and not yet reported."""
+
+    goal: PoseStamped
+    tag: dict[str, Any]
+    sent: float  # monotonic seconds
+    deadline: float  # monotonic seconds: for the acceptance, then for the result
+    handle: ClientGoalHandle | None = None
+    reported: bool = False
 
 
 class NavigationClient:
-    def __init__(self, node: Node, action_name: str, server_wait_s: float) -> None:
+    """Every goal sent gets exactly one outcome record, even when the navigator goes quiet.
+
+    A goal the navigator neither accepts within `accept_wait_s` nor finishes within
+    `result_wait_s` is reported `failed` and canceled, so the robot does not act on a goal
+    that the record says ended (a late acceptance is canceled at once).
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        action_name: str,
+        server_wait_s: float,
+        accept_wait_s: float,
+        result_wait_s: float,
+    ) -> None:
         self._node = node
         self._action_name = action_name
         self._server_wait_s = server_wait_s
-        self._client = ActionClient(
-            node, GoTo, action_name, callback_group=MutuallyExclusiveCallbackGroup()
-        )
+        self._accept_wait_s = accept_wait_s
+        self._result_wait_s = result_wait_s
+        group = MutuallyExclusiveCallbackGroup()
+        self._client = ActionClient(node, GoTo, action_name, callback_group=group)
         self._outcomes = node.create_publisher(String, 'navigation/outcome', qos.latched(10))
         self._lock = threading.Lock()
+        self._drives: list[_Drive] = []
+        node.create_timer(_WATCH_PERIOD_S, self._expire, callback_group=group)
 
     def send(self, goal: PoseStamped, tag: dict[str, Any]) -> str:
         """Send `goal`; returns what to tell the asker. `tag` goes into the outcome."""
@@ -51,32 +83,61 @@ class NavigationClient:
             message = f'navigator not available on {self._action_name}: goal not sent'
             self._publish({**tag, 'outcome': 'not_sent', 'message': message}, goal, None)
             return message
-        request = GoTo.Goal(target=goal)
         sent = time.monotonic()
-        future = self._client.send_goal_async(request)
-        future.add_done_callback(lambda done: self._accepted(done, goal, tag, sent))
+        drive = _Drive(goal, tag, sent, deadline=sent + self._accept_wait_s)
+        with self._lock:
+            self._drives.append(drive)
+        future = self._client.send_goal_async(GoTo.Goal(target=goal))
+        future.add_done_callback(lambda done: self._accepted(done, drive))
         return 'goal sent to the navigator'
 
-    def _accepted(self, future, goal: PoseStamped, tag: dict[str, Any], sent: float) -> None:
+    def _accepted(self, future, drive: _Drive) -> None:
         handle = future.result()
+        with self._lock:
+            late = drive.reported
+            if not late and handle is not None and handle.accepted:
+                drive.handle = handle
+                drive.deadline = time.monotonic() + self._result_wait_s
         if handle is None or not handle.accepted:
-            message = 'the navigator did not accept the goal'
-            self._publish({**tag, 'outcome': 'refused', 'message': message}, goal, None)
-            return
-        handle.get_result_async().add_done_callback(
-            lambda done: self._finished(done, goal, tag, sent)
-        )
+            self._report(drive, 'refused', 'the navigator did not accept the goal')
+        elif late:
+            handle.cancel_goal_async()  # already reported failed: the robot must not go
+        else:
+            handle.get_result_async().add_done_callback(lambda done: self._finished(done, drive))
 
-    def _finished(self, future, goal: PoseStamped, tag: dict[str, Any], sent: float) -> None:
+    def _finished(self, future, drive: _Drive) -> None:
         result = future.result().result
         outcome = OUTCOMES.get(result.outcome, f'unknown ({result.outcome})')
+        self._report(drive, outcome, result.message, result.final_pose)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            overdue = [d for d in self._drives if not d.reported and now > d.deadline]
+        for drive in overdue:
+            if drive.handle is None:
+                message = f'the navigator did not answer the goal within {self._accept_wait_s:g} s'
+            else:
+                message = f'no result within {self._result_wait_s:g} s; goal canceled'
+                drive.handle.cancel_goal_async()
+            self._report(drive, 'failed', message)
+
+    def _report(
+        self, drive: _Drive, outcome: str, message: str, final: PoseStamped | None = None
+    ) -> None:
+        """Publish the drive's one outcome record; later verdicts on it are dropped."""
+        with self._lock:
+            if drive.reported:
+                return
+            drive.reported = True
+            self._drives.remove(drive)
         record = {
-            **tag,
+            **drive.tag,
             'outcome': outcome,
-            'message': result.message,
-            'seconds': round(time.monotonic() - sent, 2),
+            'message': message,
+            'seconds': round(time.monotonic() - drive.sent, 2),
         }
-        self._publish(record, goal, result.final_pose)
+        self._publish(record, drive.goal, final)
 
     def _publish(
         self, record: dict[str, Any], goal: PoseStamped, final: PoseStamped | None
@@ -84,7 +145,7 @@ class NavigationClient:
         record['goal'] = _planar(goal)
         record['final'] = _planar(final) if final is not None else None
         log = self._node.get_logger()
-        (log.info if record['outcome'] == 'reached' else log.warn)(
+        (log.info if record['outcome'] == 'reached' else log.warning)(
             f'navigation {record["outcome"]}: {record["message"]}'
         )
         with self._lock:

@@ -148,6 +148,23 @@ class ReasonerNode(Node):
                 low=0.0,
                 high=60.0,
             ),
+            declare(
+                self,
+                'navigation.accept_wait_s',
+                5.0,
+                'Longest wait for the navigator to accept a goal; then it is reported failed.',
+                low=0.1,
+                high=60.0,
+            ),
+            declare(
+                self,
+                'navigation.result_wait_s',
+                360.0,
+                'Longest wait for how a drive ended; then the goal is canceled and reported '
+                "failed. Keep it above navigator_node's goal_timeout_s.",
+                low=1.0,
+                high=86400.0,
+            ),
         )
         self._answer_publisher = self.create_publisher(Answer, 'answer', qos.latched())
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())

@@ -1,0 +1,120 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""NavigationClient against GoTo servers that answer late, never finish, or refuse.
+
+Each goal must end in exactly one `navigation/outcome` record, and a goal reported as
+failed must not be left running on the navigator.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from std_msgs.msg import String
+from support.actions import connect, go_to
+from support.ros_harness import wait_until
+
+from waymark_interfaces.action import GoTo
+from waymark_ros import qos
+from waymark_ros.navigation_client import NavigationClient
+
+pytestmark = pytest.mark.dds
+
+
+class SlowNavigator:
+    """A GoTo server that accepts after `accept_delay_s` and drives until canceled."""
+
+    def __init__(self, ros, action: str, accept_delay_s: float = 0.0, accept: bool = True):
+        self.accept_delay_s, self.accept = accept_delay_s, accept
+        self.started = threading.Event()
+        self.canceled = threading.Event()
+        self.server = ActionServer(
+            ros.node,
+            GoTo,
+            action,
+            execute_callback=self._execute,
+            goal_callback=self._decide,
+            cancel_callback=lambda _request: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup(),
+        )
+
+    def _decide(self, _goal) -> GoalResponse:
+        time.sleep(self.accept_delay_s)
+        return GoalResponse.ACCEPT if self.accept else GoalResponse.REJECT
+
+    def _execute(self, handle) -> GoTo.Result:
+        self.started.set()
+        while not handle.is_cancel_requested:
+            time.sleep(0.02)
+        self.canceled.set()
+        handle.canceled()
+        return GoTo.Result(outcome=GoTo.Result.OUTCOME_CANCELED, message='canceled')
+
+
+def navigation(ros, action: str, accept_wait_s: float = 5.0, result_wait_s: float = 60.0):
+    """A NavigationClient on the harness node, matched with the server before use."""
+    client = NavigationClient(ros.node, action, 5.0, accept_wait_s, result_wait_s)
+    connect(ActionClient(ros.node, GoTo, action))  # discovery done, responses will arrive
+    return client
+
+
+def records(outcomes) -> list[dict]:
+    return [json.loads(msg.data) for msg in outcomes]
+
+
+def test_a_drive_without_a_verdict_is_canceled_and_reported_failed(ros):
+    navigator = SlowNavigator(ros, 'go_to_forever')
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
+    client = navigation(ros, 'go_to_forever', result_wait_s=1.0)
+
+    assert client.send(go_to(1.0, 2.0).target, {'question': 'q1'}) == 'goal sent to the navigator'
+
+    assert navigator.started.wait(10), 'goal never reached the navigator'
+    wait_until(lambda: outcomes, 10, 'no navigation outcome')
+    assert navigator.canceled.wait(10), 'the overdue goal was left running'
+    time.sleep(1.0)  # the canceled result arrives and must not add a second record
+    [record] = records(outcomes)
+    assert record['question'] == 'q1'
+    assert record['outcome'] == 'failed'
+    assert record['message'] == 'no result within 1 s; goal canceled'
+    assert record['goal'] == [1.0, 2.0, 0.0] and record['final'] is None
+    assert 1.0 <= record['seconds'] < 5.0
+
+
+def test_an_unanswered_goal_is_reported_failed_and_canceled_when_accepted_late(ros):
+    navigator = SlowNavigator(ros, 'go_to_late', accept_delay_s=2.0)
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
+    client = navigation(ros, 'go_to_late', accept_wait_s=0.5)
+
+    client.send(go_to(3.0, 0.0).target, {'question': 'q2'})
+
+    wait_until(lambda: outcomes, 10, 'no navigation outcome')
+    [record] = records(outcomes)
+    assert (record['outcome'], record['message']) == (
+        'failed',
+        'the navigator did not answer the goal within 0.5 s',
+    )
+    assert record['seconds'] < 2.0  # reported before the acceptance came
+    assert navigator.canceled.wait(10), 'the late-accepted goal was not canceled'
+    time.sleep(1.0)
+    assert len(outcomes) == 1
+
+
+def test_a_rejected_goal_is_reported_refused_once(ros):
+    SlowNavigator(ros, 'go_to_never', accept=False)
+    outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
+    client = navigation(ros, 'go_to_never', accept_wait_s=0.5)
+
+    client.send(go_to(0.0, 0.0).target, {'question': 'q3'})
+
+    wait_until(lambda: outcomes, 10, 'no navigation outcome')
+    time.sleep(1.0)  # past the acceptance deadline: no second, "failed" record
+    [record] = records(outcomes)
+    assert (record['outcome'], record['message']) == (
+        'refused',
+        'the navigator did not accept the goal',
+    )
