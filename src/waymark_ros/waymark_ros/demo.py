@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import rclpy
+import yaml
 from rclpy.executors import SingleThreadedExecutor
 
 from waymark.geometry import Pose
@@ -38,7 +39,7 @@ from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
 QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
 SUCCESS_RADIUS_M = 5.0
 MAP_RESOLUTION_M = 0.05
-DRIVE_TIMEOUT_S = 180.0  # navigator_node's goal_timeout_s in config/demo.yaml
+OUTCOME_MARGIN_S = 15.0  # from the navigator's goal timeout to the outcome record
 
 
 @dataclass
@@ -99,6 +100,13 @@ def start_stack(
     ]
 
 
+def drive_wait_s(params_file: Path) -> float:
+    """How long a drive may take to be reported: the navigator's goal timeout, plus margin."""
+    sections = yaml.safe_load(params_file.read_text())
+    navigator = sections['/**/navigator_node']['ros__parameters']
+    return float(navigator['goal_timeout_s']) + OUTCOME_MARGIN_S
+
+
 def ask(
     executor,
     client: StackClient,
@@ -106,6 +114,7 @@ def ask(
     camera: dict,
     question: str,
     target: str,
+    drive_wait: float,
 ) -> Outcome:
     sign = next(s for s in world.signs if s.text == target)
     future = client.query.call_async(Query.Request(question=question, navigate=True))
@@ -122,7 +131,7 @@ def ask(
         in_view = sees(world, pose, sign, camera['hfov_deg'])
         trace_id = response.answer.trace_id
         try:
-            spin_until(executor, lambda: client.outcome_of(trace_id), DRIVE_TIMEOUT_S, 'a drive')
+            spin_until(executor, lambda: client.outcome_of(trace_id), drive_wait, 'a drive')
             outcome = client.outcome_of(trace_id)
             drive, drive_message = outcome['outcome'], outcome['message']
             drive_s = outcome.get('seconds')
@@ -198,8 +207,10 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
         nodes.append(put_robot_on_the_map(client, world, truth, out / 'logs'))
         print('[5/5] asking questions through the Query service and driving to each answer')
         spin_until(executor, lambda: client.query.service_is_ready(), 30.0, 'the query service')
+        drive_wait = drive_wait_s(params_file)
         outcomes = [
-            ask(executor, client, world, camera, q, target) for q, target in questions_for(world)
+            ask(executor, client, world, camera, q, target, drive_wait)
+            for q, target in questions_for(world)
         ]
     finally:
         for node in reversed(nodes):
