@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 import pytest
-from geometry_msgs.msg import PoseStamped, Twist
+from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.action import ActionClient
 from support.actions import connect, result_of, send
@@ -199,6 +199,43 @@ def test_a_goal_in_a_walls_inflation_is_moved_out_and_forwarded(ros, launch, rob
     cancel = handle.cancel_goal_async()
     wait_until(cancel.done, 10, 'cancel not answered')
     assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+
+
+def test_takes_its_pose_from_the_pose_type_it_is_given(ros, launch):
+    # A ZED's tracking publishes PoseWithCovarianceStamped: no Odometry anywhere here.
+    latched_map(ros, grid_msg(room()))
+    pose = PoseWithCovarianceStamped()
+    pose.header.frame_id = 'map'
+    pose.pose.pose.position.x, pose.pose.pose.position.y = 2.5, 1.5
+    o = pose.pose.pose.orientation
+    o.x, o.y, o.z, o.w = quaternion_from_yaw(math.pi / 2)
+    publisher = ros.node.create_publisher(PoseWithCovarianceStamped, '/camera_pose', 10)
+
+    def publish() -> None:
+        pose.header.stamp = ros.node.get_clock().now().to_msg()
+        publisher.publish(pose)
+
+    ros.node.create_timer(0.05, publish)
+    goals = ros.collect(PoseStamped, 'goal_pose')
+    client = start_navigator(
+        ros,
+        launch,
+        backend='goal_topic',
+        odom_topic='/camera_pose',
+        pose_type='pose_with_covariance',
+        reliable_input=False,
+    )
+    wait_until(lambda: publisher.get_subscription_count() > 0, 30, 'no pose subscriber')
+
+    handle = send(client, target(3.0, 2.0))
+    wait_until(lambda: goals, 10, 'goal not forwarded: no pose taken')
+    wait_until(handle.cancel_goal_async().done, 10, 'cancel not answered')
+    result = result_of(handle)
+
+    assert result.outcome == GoTo.Result.OUTCOME_CANCELED
+    final = result.final_pose.pose
+    assert (final.position.x, final.position.y) == pytest.approx((2.5, 1.5))
+    assert final.orientation.z == pytest.approx(math.sin(math.pi / 4))
 
 
 def test_a_point_cloud_map_is_projected_and_its_obstacles_respected(ros, launch, robot):

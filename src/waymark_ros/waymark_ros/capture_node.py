@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped, Transform
-from nav_msgs.msg import Odometry
+from geometry_msgs.msg import Transform
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.time import Time
@@ -42,6 +41,7 @@ from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_ros import qos
 from waymark_ros.conversions import keyframe_to_msg, stamp_to_ns
 from waymark_ros.params import declare
+from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
 from waymark_ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
@@ -66,7 +66,7 @@ class CaptureNode(Node):
             'odometry',
             'SLAM pose message type; odometry and pose_with_covariance carry the covariance '
             'the tracking gate reads.',
-            choices=('odometry', 'pose_stamped', 'pose_with_covariance'),
+            choices=POSE_TYPES,
         )
         extrinsic_source = declare(
             self,
@@ -280,13 +280,7 @@ class CaptureNode(Node):
         self._stats_publisher = self.create_publisher(String, 'capture/stats', qos.latched())
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         input_qos = qos.sensor_input(reliable, depth)
-        pose_callbacks = {
-            'odometry': (Odometry, self._on_odometry),
-            'pose_stamped': (PoseStamped, self._on_pose_stamped),
-            'pose_with_covariance': (PoseWithCovarianceStamped, self._on_pose_with_covariance),
-        }
-        pose_msg, on_pose = pose_callbacks[pose_type]
-        self.create_subscription(pose_msg, pose_topic, on_pose, input_qos)
+        subscribe_pose(self, pose_type, pose_topic, self._add_pose, input_qos)
         if image_type == 'compressed':
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
@@ -303,15 +297,6 @@ class CaptureNode(Node):
         )
 
     # Poses ---------------------------------------------------------------------------
-    def _on_odometry(self, msg: Odometry) -> None:
-        self._add_pose(msg.header, msg.pose.pose, msg.pose.covariance)
-
-    def _on_pose_stamped(self, msg: PoseStamped) -> None:
-        self._add_pose(msg.header, msg.pose, None)
-
-    def _on_pose_with_covariance(self, msg: PoseWithCovarianceStamped) -> None:
-        self._add_pose(msg.header, msg.pose.pose, msg.pose.covariance)
-
     def _add_pose(self, header, pose, covariance: Sequence[float] | None) -> None:
         self._last_pose = time.monotonic()
         p, q = pose.position, pose.orientation

@@ -39,13 +39,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import rclpy
 from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped, Twist
-from nav_msgs.msg import OccupancyGrid, Odometry, Path
+from nav_msgs.msg import OccupancyGrid, Path
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from waymark.geometry import InvalidPoseError, quaternion_from_yaw, yaw_from_quaternion
@@ -65,6 +67,7 @@ from waymark_ros.navigation_msgs import (
     twist_msg,
 )
 from waymark_ros.params import declare
+from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
 from waymark_ros.spin import run_node
 
 INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
@@ -278,7 +281,12 @@ class NavigatorNode(Node):
             high=600.0,
         )
         odom_topic = declare(self, 'odom_topic', '/odom', 'Robot pose in the map frame.')
-        reliable = declare(self, 'reliable_input', False, 'Subscribe to the pose reliably.')
+        pose_type = declare(
+            self, 'pose_type', 'odometry', 'Message type on odom_topic.', choices=POSE_TYPES
+        )
+        reliable = declare(
+            self, 'reliable_input', False, 'Subscribe to the pose reliably (newest 10 kept).'
+        )
 
         self._lock = threading.Lock()
         self._map: _Map | None = None
@@ -290,11 +298,12 @@ class NavigatorNode(Node):
         self._markers = self.create_publisher(MarkerArray, 'navigation_markers', latched)
         self._goal_publisher = self.create_publisher(PoseStamped, 'goal_pose', 10)
         inputs = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(
-            Odometry,
+        subscribe_pose(
+            self,
+            pose_type,
             odom_topic,
-            self._on_odometry,
-            qos.sensor_input(reliable, 10),
+            self._on_pose,
+            qos.state_input(reliable, 10),
             callback_group=inputs,
         )
         map_qos = QoSProfile(
@@ -381,20 +390,20 @@ class NavigatorNode(Node):
 
     # -- inputs --------------------------------------------------------------------------
 
-    def _on_odometry(self, msg: Odometry) -> None:
-        if msg.header.frame_id != self._map_frame:
+    def _on_pose(self, header: Header, pose_msg: PoseMsg, _covariance) -> None:
+        if header.frame_id != self._map_frame:
             self.get_logger().warning(
-                f'pose in frame {msg.header.frame_id!r}, not {self._map_frame!r}: ignored',
+                f'pose in frame {header.frame_id!r}, not {self._map_frame!r}: ignored',
                 throttle_duration_sec=5.0,
             )
             return
         try:
-            pose = pose_from_msg(msg.pose.pose)
+            pose = pose_from_msg(pose_msg)
         except InvalidPoseError as error:
             self.get_logger().warning(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
             return
         x, y, _ = pose.position
-        stamp_s = stamp_to_ns(msg.header.stamp) / NS_PER_S
+        stamp_s = stamp_to_ns(header.stamp) / NS_PER_S
         with self._lock:
             self._pose = _Pose(x, y, yaw_from_quaternion(pose.orientation), stamp_s)
 
@@ -454,12 +463,10 @@ class NavigatorNode(Node):
             handle.canceled()
         else:
             handle.abort()
-        level = (
-            self.get_logger().info
-            if outcome == GoTo.Result.OUTCOME_REACHED
-            else (self.get_logger().warning)
+        log = self.get_logger()
+        (log.info if outcome == GoTo.Result.OUTCOME_REACHED else log.warning)(
+            f'goal ended: {message}'
         )
-        level(f'goal ended: {message}')
         result.outcome, result.message = outcome, message
         with self._lock:
             if self._pose is not None:

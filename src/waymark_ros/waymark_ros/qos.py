@@ -33,6 +33,20 @@ def sensor_input(reliable: bool, depth: int) -> QoSProfile:
     )
 
 
+def state_input(reliable: bool, depth: int) -> QoSProfile:
+    """The robot's pose for a control loop: only the newest counts.
+
+    Unlike sensor_input, a reliable subscription here still keeps only the last `depth`
+    messages, so a busy planner never works through a backlog of old poses.
+    """
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
 def keyframes(depth: int) -> QoSProfile:
     """Keyframes are few and precious: reliable, deep history."""
     return QoSProfile(

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from nav_msgs.msg import Odometry
+from geometry_msgs.msg import Pose as PoseMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -69,6 +69,7 @@ from waymark_ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
 from waymark_ros.memory_client import ImageFiles, MemoryClient
 from waymark_ros.navigation_client import NavigationClient
 from waymark_ros.params import declare
+from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
 from waymark_ros.spin import run_node
 
 KINDS = {
@@ -124,8 +125,15 @@ class ReasonerNode(Node):
             self,
             'robot.odom_topic',
             '',
-            "Odometry (map frame) whose latest pose the model is told as the robot's; "
+            "Pose topic (map frame) whose latest pose the model is told as the robot's; "
             'empty: the robot pose is not given.',
+        )
+        pose_type = declare(
+            self,
+            'robot.pose_type',
+            'odometry',
+            'Message type on robot.odom_topic.',
+            choices=POSE_TYPES,
         )
         chat = self._chat_client()
         verifier = self._verifier(chat)
@@ -169,11 +177,12 @@ class ReasonerNode(Node):
         self._answer_publisher = self.create_publisher(Answer, 'answer', qos.latched())
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())
         if odom_topic:
-            self.create_subscription(
-                Odometry,
+            subscribe_pose(
+                self,
+                pose_type,
                 odom_topic,
-                self._on_odometry,
-                qos.sensor_input(reliable=False, depth=5),
+                self._on_pose,
+                qos.state_input(reliable=False, depth=5),
                 callback_group=MutuallyExclusiveCallbackGroup(),
             )
         questions = ReentrantCallbackGroup()
@@ -529,14 +538,14 @@ class ReasonerNode(Node):
         except (ValueError, RuntimeError):
             return False
 
-    def _on_odometry(self, msg: Odometry) -> None:
-        if msg.header.frame_id and msg.header.frame_id != self._map_frame:
+    def _on_pose(self, header: Header, pose: PoseMsg, _covariance) -> None:
+        if header.frame_id and header.frame_id != self._map_frame:
             self.get_logger().warning(
-                f'robot pose ignored: odometry in {msg.header.frame_id!r}, not {self._map_frame!r}',
+                f'robot pose ignored: in {header.frame_id!r}, not {self._map_frame!r}',
                 throttle_duration_sec=60.0,
             )
             return
-        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        p, q = pose.position, pose.orientation
         pose = (p.x, p.y, p.z, yaw_from_quaternion((q.x, q.y, q.z, q.w)))
         if all(map(math.isfinite, pose)):
             self._robot_pose = pose

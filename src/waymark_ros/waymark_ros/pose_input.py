@@ -1,0 +1,53 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The robot's pose, in whichever message type its SLAM or camera driver publishes.
+
+LIO SLAM publishes Odometry, the ZED's tracking a PoseWithCovarianceStamped, other drivers a
+PoseStamped. Every node that reads the pose takes the same `pose_type` choice, so one
+preset can point all of them at the same source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from geometry_msgs.msg import Pose, PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rclpy.subscription import Subscription
+from std_msgs.msg import Header
+
+POSE_TYPES = ('odometry', 'pose_stamped', 'pose_with_covariance')
+
+# header, pose, and the 6x6 covariance (row-major) when the message carries one
+PoseCallback = Callable[[Header, Pose, Sequence[float] | None], None]
+
+_UNPACK = {
+    'odometry': (Odometry, lambda m: (m.header, m.pose.pose, m.pose.covariance)),
+    'pose_stamped': (PoseStamped, lambda m: (m.header, m.pose, None)),
+    'pose_with_covariance': (
+        PoseWithCovarianceStamped,
+        lambda m: (m.header, m.pose.pose, m.pose.covariance),
+    ),
+}
+
+
+def subscribe_pose(
+    node: Node,
+    pose_type: str,
+    topic: str,
+    callback: PoseCallback,
+    qos_profile: QoSProfile,
+    callback_group=None,
+) -> Subscription:
+    """Subscribe `callback(header, pose, covariance)` to `topic` of type `pose_type`."""
+    if pose_type not in _UNPACK:
+        raise ValueError(f'pose_type must be one of {", ".join(POSE_TYPES)}, got {pose_type!r}')
+    msg_type, unpack = _UNPACK[pose_type]
+    return node.create_subscription(
+        msg_type,
+        topic,
+        lambda msg: callback(*unpack(msg)),
+        qos_profile,
+        callback_group=callback_group,
+    )
