@@ -10,6 +10,7 @@ from waymark.navigation.frontiers import (
     FinishReason,
     find_frontiers,
     frontier_mask,
+    frontier_near,
     rank_frontiers,
 )
 from waymark.navigation.grid import (
@@ -156,6 +157,43 @@ def test_a_frontier_group_shared_across_a_corner_is_split_by_region():
     assert labels[found[0].goal_cell] != labels[found[1].goal_cell]
     ranked = rank_frontiers(found, distances_from(grid, 2, 2))
     assert [f.goal_cell for f in ranked] == [found[0].goal_cell]
+
+
+def occupancy_of(art: str) -> OccupancyMap:
+    chars = np.array([list(line) for line in art.strip().splitlines()])
+    cells = np.select([chars == '.', chars == '?'], [FREE, UNKNOWN], OCCUPIED).astype(np.int8)
+    return OccupancyMap('map', GridGeometry(RES, *ORIGIN, cells.shape[1], cells.shape[0]), cells)
+
+
+def test_frontier_near_until_the_unknown_there_is_seen():
+    occupancy = occupancy_of(ROOMS)
+    # Column 9 borders the unknown east; the door gap below (row 7, columns 2-3) too.
+    assert frontier_near(occupancy, centre(3, 9), 0.0)
+    assert frontier_near(occupancy, centre(3, 7), 0.21)
+    assert not frontier_near(occupancy, centre(3, 7), 0.15)
+    assert not frontier_near(occupancy, centre(3, 2), 0.25)
+    assert frontier_near(occupancy, centre(3, 2), 0.31)  # row 6, by the door gap
+    seen = OccupancyMap(
+        'map', occupancy.geometry, np.where(occupancy.cells == UNKNOWN, FREE, occupancy.cells)
+    )
+    assert not frontier_near(seen, centre(3, 9), 1.0)
+    # The result is the whole map's, whatever the window: compare with frontier_mask.
+    mask = frontier_mask(occupancy.free_mask(), occupancy.unknown_mask())
+    rows, cols = np.nonzero(mask)
+    for row, col in np.ndindex(occupancy.cells.shape):
+        x, y = centre(row, col)
+        nearest = min(math.dist((x, y), centre(r, c)) for r, c in zip(rows, cols, strict=True))
+        assert frontier_near(occupancy, (x, y), 0.45) == (nearest <= 0.45 + 1e-9), (row, col)
+
+
+def test_frontier_near_off_the_map_and_bad_radius():
+    occupancy = occupancy_of(ROOMS)
+    assert not frontier_near(occupancy, (100.0, 100.0), 1.0)
+    assert frontier_near(occupancy, centre(3, -3), 1.25)  # off the map, a frontier in reach
+    with pytest.raises(ValueError, match='radius_m'):
+        frontier_near(occupancy, centre(3, 9), -1.0)
+    with pytest.raises(ValueError, match='radius_m'):
+        frontier_near(occupancy, centre(3, 9), math.nan)
 
 
 def test_ranking_is_by_path_not_straight_line():

@@ -52,7 +52,13 @@ from visualization_msgs.msg import MarkerArray
 
 from waymark.geometry import InvalidPoseError, quaternion_from_yaw, yaw_from_quaternion
 from waymark.navigation.follower import FollowerParams, FollowerStatus, PathFollower
-from waymark.navigation.frontiers import Explorer, ExplorerParams, FinishReason, Frontier
+from waymark.navigation.frontiers import (
+    Explorer,
+    ExplorerParams,
+    FinishReason,
+    Frontier,
+    frontier_near,
+)
 from waymark.navigation.goals import check_goal
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid, inflate, project_point_cloud
 from waymark.navigation.planner import GridPlanner, PlanError, PlannerConfig
@@ -372,6 +378,16 @@ class NavigatorNode(Node):
             ),
             snap_radius_m=self._start_snap,
         )
+        self._seen_radius = declare(
+            self,
+            'explore.seen_radius_m',
+            1.0,
+            'A frontier leg ends early, counted reached, once no frontier is left this near '
+            'its goal (the unknown there has been seen); 0: drive every leg to its goal.',
+            low=0.0,
+            high=20.0,
+        )
+        self._seen_check: tuple[int, tuple[float, float], bool] | None = None
         self._frontier_map: _FrontierMap | None = None  # cached per map version
         self._frontiers: tuple[tuple[Frontier, ...], Frontier | None] = ((), None)  # for RViz
         self._explore_server = self._serve(Explore, 'explore', self._explore)
@@ -679,7 +695,13 @@ class NavigatorNode(Node):
             target.pose.orientation.w = 1.0
             feedback.current_goal = target
             feedback.frontiers = len(step.frontiers)
-            leg = _Leg(handle, target, lambda: explorer.budget_spent(self._now_s()), on_distance)
+            goal_xy = step.goal.goal
+            leg = _Leg(
+                handle,
+                target,
+                lambda xy=goal_xy: explorer.budget_spent(self._now_s()) or self._frontier_seen(xy),
+                on_distance,
+            )
             with self._lock:
                 if self._active is not handle:
                     return Explore.Result.OUTCOME_FAILED, 'preempted by a newer goal'
@@ -694,9 +716,11 @@ class NavigatorNode(Node):
             if outcome == GoTo.Result.OUTCOME_CANCELED:
                 if handle.is_cancel_requested:
                     return Explore.Result.OUTCOME_CANCELED, 'canceled'
-                continue  # the budget ran out mid-leg: next_goal says so
+                if not self._frontier_seen(goal_xy):
+                    continue  # the budget ran out mid-leg: next_goal says so
+                outcome, message = GoTo.Result.OUTCOME_REACHED, 'seen before arrival'
             reached = outcome == GoTo.Result.OUTCOME_REACHED
-            explorer.report(step.goal.goal, reached)
+            explorer.report(goal_xy, reached)
             result.goals_reached, result.goals_failed = (
                 explorer.goals_reached,
                 explorer.goals_failed,
@@ -711,6 +735,20 @@ class NavigatorNode(Node):
                     f'given up: {message}'
                 )
         return Explore.Result.OUTCOME_FAILED, 'shutting down'
+
+    def _frontier_seen(self, goal_xy: tuple[float, float]) -> bool:
+        """Whether the unknown a frontier leg was sent to look at is now known.
+
+        Asked at every control step of a leg, so it is worked out once per map version.
+        """
+        with self._lock:
+            state = self._map
+        if self._seen_radius <= 0 or state is None:
+            return False
+        if self._seen_check is None or self._seen_check[:2] != (state.version, goal_xy):
+            seen = not frontier_near(state.occupancy, goal_xy, self._seen_radius)
+            self._seen_check = (state.version, goal_xy, seen)
+        return self._seen_check[2]
 
     def _frontier_map_of(self, state: _Map) -> _FrontierMap:
         cached = self._frontier_map

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import ndimage
 
 from waymark.navigation.goals import nearest_cell
-from waymark.navigation.grid import TraversabilityGrid
+from waymark.navigation.grid import OccupancyMap, TraversabilityGrid
 from waymark.navigation.planner import GridPlanner
 
 EIGHT = np.ones((3, 3), dtype=bool)
@@ -67,6 +67,42 @@ def frontier_mask(free: np.ndarray, unknown: np.ndarray) -> np.ndarray:
     _check_masks(free, unknown)
     near_unknown = ndimage.binary_dilation(unknown, structure=EIGHT)
     return free & ~unknown & near_unknown
+
+
+def frontier_near(occupancy: OccupancyMap, xy: tuple[float, float], radius_m: float) -> bool:
+    """Whether known free space bordering the unknown lies within `radius_m` of `xy`.
+
+    Tells an exploration leg that the unknown it was sent to look at has been seen, so it
+    can stop short. Cells count as free as the map's own thresholds say, before inflation:
+    that finds every frontier `find_frontiers` would and more, so a leg is never cut short
+    while a frontier it could be driving to remains. Only a window around `xy` is read, which
+    keeps this cheap enough for every control step.
+    """
+    if not (math.isfinite(radius_m) and radius_m >= 0):
+        raise ValueError(f'radius_m must be a finite number >= 0, got {radius_m}')
+    geometry = occupancy.geometry
+    row, col = geometry.world_to_cell(*xy)
+    reach = math.ceil(radius_m / geometry.resolution) + 1  # +1: the neighbours of the rim
+    row0, col0 = max(row - reach, 0), max(col - reach, 0)
+    row1, col1 = min(row + reach + 1, geometry.height), min(col + reach + 1, geometry.width)
+    if row0 >= row1 or col0 >= col1:
+        return False  # the window lies wholly off the map
+    window = OccupancyMap(
+        occupancy.frame_id,
+        replace(
+            geometry,
+            origin_x=geometry.origin_x + col0 * geometry.resolution,
+            origin_y=geometry.origin_y + row0 * geometry.resolution,
+            width=col1 - col0,
+            height=row1 - row0,
+        ),
+        occupancy.cells[row0:row1, col0:col1],
+    )
+    found = np.argwhere(frontier_mask(window.free_mask(), window.unknown_mask()))
+    if not len(found):
+        return False
+    centres = window.geometry.cells_to_world(found)
+    return bool(np.any(np.hypot(centres[:, 0] - xy[0], centres[:, 1] - xy[1]) <= radius_m))
 
 
 def find_frontiers(
