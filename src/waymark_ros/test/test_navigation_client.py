@@ -96,7 +96,7 @@ def test_an_unanswered_goal_is_reported_failed_and_canceled_when_accepted_late(r
     [record] = records(outcomes)
     assert (record['outcome'], record['message']) == (
         'failed',
-        'the navigator did not answer the goal within 0.5 s',
+        'the navigator did not answer the goal within 0.5 s; goal canceled',
     )
     assert record['seconds'] < 2.0  # reported before the acceptance came
     assert navigator.canceled.wait(10), 'the late-accepted goal was not canceled'

@@ -14,6 +14,7 @@ import json
 import math
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
+from unique_identifier_msgs.msg import UUID
 
 from waymark.geometry import yaw_from_quaternion
 from waymark_interfaces.action import GoTo
@@ -45,6 +47,7 @@ class _Drive:
     tag: dict[str, Any]
     sent: float  # monotonic seconds
     deadline: float  # monotonic seconds: for the acceptance, then for the result
+    goal_id: UUID
     handle: ClientGoalHandle | None = None
     reported: bool = False
 
@@ -84,10 +87,11 @@ class NavigationClient:
             self._publish({**tag, 'outcome': 'not_sent', 'message': message}, goal, None)
             return message
         sent = time.monotonic()
-        drive = _Drive(goal, tag, sent, deadline=sent + self._accept_wait_s)
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))  # ours, so it can be canceled unanswered
+        drive = _Drive(goal, tag, sent, deadline=sent + self._accept_wait_s, goal_id=goal_id)
         with self._lock:
             self._drives.append(drive)
-        future = self._client.send_goal_async(GoTo.Goal(target=goal))
+        future = self._client.send_goal_async(GoTo.Goal(target=goal), goal_uuid=goal_id)
         future.add_done_callback(lambda done: self._accepted(done, drive))
         return 'goal sent to the navigator'
 
@@ -116,11 +120,13 @@ class NavigationClient:
             overdue = [d for d in self._drives if not d.reported and now > d.deadline]
         for drive in overdue:
             if drive.handle is None:
+                # The navigator may have accepted it and its answer been lost: cancel by id.
+                ClientGoalHandle(self._client, drive.goal_id, None).cancel_goal_async()
                 message = f'the navigator did not answer the goal within {self._accept_wait_s:g} s'
             else:
-                message = f'no result within {self._result_wait_s:g} s; goal canceled'
                 drive.handle.cancel_goal_async()
-            self._report(drive, 'failed', message)
+                message = f'no result within {self._result_wait_s:g} s'
+            self._report(drive, 'failed', message + '; goal canceled')
 
     def _report(
         self, drive: _Drive, outcome: str, message: str, final: PoseStamped | None = None
