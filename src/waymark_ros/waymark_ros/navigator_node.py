@@ -731,8 +731,7 @@ class NavigatorNode(Node):
             )
             if not reached:
                 self.get_logger().warning(
-                    f'frontier at ({step.goal.goal[0]:.2f}, {step.goal.goal[1]:.2f}) '
-                    f'given up: {message}'
+                    f'frontier at ({goal_xy[0]:.2f}, {goal_xy[1]:.2f}) given up: {message}'
                 )
         return Explore.Result.OUTCOME_FAILED, 'shutting down'
 

@@ -546,9 +546,9 @@ class ReasonerNode(Node):
             )
             return
         p, q = pose.position, pose.orientation
-        pose = (p.x, p.y, p.z, yaw_from_quaternion((q.x, q.y, q.z, q.w)))
-        if all(map(math.isfinite, pose)):
-            self._robot_pose = pose
+        planar = (p.x, p.y, p.z, yaw_from_quaternion((q.x, q.y, q.z, q.w)))
+        if all(map(math.isfinite, planar)):
+            self._robot_pose = planar
 
 
 def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:

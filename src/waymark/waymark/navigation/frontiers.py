@@ -89,19 +89,13 @@ def frontier_near(occupancy: OccupancyMap, xy: tuple[float, float], radius_m: fl
         return False  # the window lies wholly off the map
     window = OccupancyMap(
         occupancy.frame_id,
-        replace(
-            geometry,
-            origin_x=geometry.origin_x + col0 * geometry.resolution,
-            origin_y=geometry.origin_y + row0 * geometry.resolution,
-            width=col1 - col0,
-            height=row1 - row0,
-        ),
+        replace(geometry, width=col1 - col0, height=row1 - row0),  # only its shape is read
         occupancy.cells[row0:row1, col0:col1],
     )
     found = np.argwhere(frontier_mask(window.free_mask(), window.unknown_mask()))
     if not len(found):
         return False
-    centres = window.geometry.cells_to_world(found)
+    centres = geometry.cells_to_world(found + np.array([row0, col0]))
     return bool(np.any(np.hypot(centres[:, 0] - xy[0], centres[:, 1] - xy[1]) <= radius_m))
 
 
