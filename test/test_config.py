@@ -63,7 +63,9 @@ def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
             overrides = {'data_dir': str(tmp_path / 'memory'), 'image_model': ''}
         node = launch(name, params_file=path, **overrides)
         request = GetParameters.Request(names=list(expected))
-        response = ros.call(GetParameters, f'/{name}/get_parameters', request, timeout_s=90)
+        response = ros.call(
+            GetParameters, f'/{name}/get_parameters', request, timeout_s=90, resend_after_s=10
+        )
         undeclared = [
             param
             for param, value in zip(expected, response.values, strict=True)

@@ -44,17 +44,34 @@ class RosHarness:
         self.node.create_subscription(String, topic, update, qos.latched())
         return state
 
-    def call(self, srv_type, name: str, request, timeout_s: float = 30.0):
+    def call(
+        self,
+        srv_type,
+        name: str,
+        request,
+        timeout_s: float = 30.0,
+        resend_after_s: float | None = None,
+    ):
+        """Call `name` with a new client; `resend_after_s` is for requests that may be
+        repeated (reads): the request goes again when no response came in that long."""
         client = self.node.create_client(srv_type, name)
         try:
             assert client.wait_for_service(timeout_sec=timeout_s), f'service {name} not available'
             # The server's response writer matches this new client a moment after the client
             # sees the server; a response sent before that is dropped (Fast DDS logs "failed
-            # to send response").
+            # to send response"). Under load the moment can be longer than this wait.
             time.sleep(RESPONSE_MATCH_SETTLE_S)
-            future = client.call_async(request)
-            wait_until(future.done, timeout_s, f'no response from {name}')
-            return future.result()
+            deadline = time.monotonic() + timeout_s
+            while True:
+                future = client.call_async(request)
+                give_up = min(deadline, time.monotonic() + (resend_after_s or timeout_s))
+                while not future.done() and time.monotonic() < give_up:
+                    time.sleep(0.05)
+                if future.done():
+                    return future.result()
+                client.remove_pending_request(future)
+                if time.monotonic() >= deadline:
+                    raise AssertionError(f'no response from {name} within {timeout_s:.0f} s')
         finally:
             self.node.destroy_client(client)
 
