@@ -349,10 +349,11 @@ def running(stack, request):
 
 def send_goal(ros, action_type, name: str, goal, timeout_s: float = 30.0):
     from rclpy.action import ActionClient
+    from support.actions import connect
     from support.ros_harness import wait_until
 
     client = ActionClient(ros.node, action_type, name)
-    assert client.wait_for_server(timeout_sec=timeout_s), f'no action server {name}'
+    connect(client, timeout_s)
     feedback: list = []
     arrived = threading.Event()
 

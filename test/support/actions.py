@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from support.ros_harness import RESPONSE_MATCH_SETTLE_S, wait_until
+from support.ros_harness import MATCH_SETTLE_S, wait_until
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 
@@ -22,7 +22,7 @@ def go_to(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal
 def connect(client, timeout_s: float = 30.0) -> None:
     """Wait until `client` can send goals and get their responses back."""
     assert client.wait_for_server(timeout_sec=timeout_s), 'no action server'
-    time.sleep(RESPONSE_MATCH_SETTLE_S)  # see RosHarness.call
+    time.sleep(MATCH_SETTLE_S)
 
 
 def send(client, goal, feedback=None):

@@ -13,7 +13,11 @@ from std_msgs.msg import String
 
 from waymark_ros import qos
 
-RESPONSE_MATCH_SETTLE_S = 1.0
+# Discovery is not symmetric: a new endpoint can see its peer a moment before the peer has
+# matched it back, and what is sent in that moment is dropped (a service response: Fast DDS
+# logs "failed to send response"; a topic message: a volatile reader skips it). Tests wait
+# this long after discovery before the first message that must arrive.
+MATCH_SETTLE_S = 1.0
 
 
 class RosHarness:
@@ -57,10 +61,8 @@ class RosHarness:
         client = self.node.create_client(srv_type, name)
         try:
             assert client.wait_for_service(timeout_sec=timeout_s), f'service {name} not available'
-            # The server's response writer matches this new client a moment after the client
-            # sees the server; a response sent before that is dropped (Fast DDS logs "failed
-            # to send response"). Under load the moment can be longer than this wait.
-            time.sleep(RESPONSE_MATCH_SETTLE_S)
+            # Under load the server can take longer than MATCH_SETTLE_S to match us back.
+            time.sleep(MATCH_SETTLE_S)
             deadline = time.monotonic() + timeout_s
             while True:
                 future = client.call_async(request)
@@ -80,6 +82,12 @@ class RosHarness:
         self.node.destroy_node()
         self.context.try_shutdown()
         self._thread.join(timeout=5.0)
+
+
+def wait_for_subscriber(publisher, what: str, timeout_s: float = 30.0) -> None:
+    """Until `publisher` has a subscriber that has matched it back (see MATCH_SETTLE_S)."""
+    wait_until(lambda: publisher.get_subscription_count() > 0, timeout_s, f'no {what}')
+    time.sleep(MATCH_SETTLE_S)
 
 
 def wait_until(predicate, timeout_s: float, message: str = 'condition not met', period_s=0.05):

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.ros_harness import wait_until
+from support.ros_harness import wait_for_subscriber, wait_until
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -53,7 +53,7 @@ def search(ros, mode: str, **fields) -> SearchMemory.Response:
 
 def publish_and_wait(ros, keyframes: list[KeyframeMsg], stats: dict, expected_frames: int):
     publisher = ros.node.create_publisher(KeyframeMsg, 'keyframes', qos.keyframes(100))
-    wait_until(lambda: publisher.get_subscription_count() > 0, 30, 'memory_node not subscribed')
+    wait_for_subscriber(publisher, 'keyframes subscriber')
     for msg in keyframes:
         publisher.publish(msg)
     wait_until(lambda: stats.get('frames') == expected_frames, 60, f'{expected_frames} frames')

@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from support.ros_harness import wait_until
+from support.ros_harness import wait_for_subscriber, wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search
 
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -32,7 +32,7 @@ def started(ros, launch, **params):
 
 def publish(ros, messages: list[KeyframeMsg]) -> None:
     publisher = ros.node.create_publisher(KeyframeMsg, 'keyframes', qos.keyframes(100))
-    wait_until(lambda: publisher.get_subscription_count() > 0, 30, 'memory_node not subscribed')
+    wait_for_subscriber(publisher, 'keyframes subscriber')
     for msg in messages:
         publisher.publish(msg)
     wait_until(lambda: publisher.wait_for_all_acked(), 30, 'keyframes not acknowledged')

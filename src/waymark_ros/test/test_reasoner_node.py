@@ -23,6 +23,7 @@ from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient, ActionServer
 from std_msgs.msg import String
+from support.actions import connect
 from support.ros_harness import RosHarness, wait_until
 from support.scripted_llm import ScriptedLLMServer, delay, tool_call
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
@@ -260,7 +261,7 @@ def test_ask_reports_each_step_and_cancel_stops_the_loop(
         node.destroy_node()
 
     request.addfinalizer(forget)
-    assert client.wait_for_server(timeout_sec=30), 'no ask action server'
+    connect(client)
 
     def send(question: str, feedback: list):
         sent = client.send_goal_async(
