@@ -6,8 +6,12 @@ Shared by capture_node and the offline tools so that both store the same bytes.
 
 from __future__ import annotations
 
+import io
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
+from PIL import Image
 
 # Width, height of the grayscale thumbnails the keyframe image criterion compares: small
 # enough that noise averages out and a comparison costs nothing, large enough to see a
@@ -30,6 +34,42 @@ class ImageDecodeError(ValueError):
 
 class UnsupportedEncodingError(ImageDecodeError):
     """A raw image encoding waymark does not read."""
+
+
+class ImageTooLargeError(ImageDecodeError):
+    """An image over the size limits, refused before any pixel is decoded."""
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    """What an image from outside may cost: a small PNG can decode to gigabytes."""
+
+    max_bytes: int = 20_000_000
+    max_pixels: int = 40_000_000
+
+
+def check_image_limits(data: bytes, limits: ImageLimits) -> tuple[int, int]:
+    """Width and height of compressed image bytes, read from the header alone.
+
+    Raises ImageTooLargeError over either limit and ImageDecodeError when the header is not
+    an image's, so that nothing is decoded that could exhaust memory.
+    """
+    if len(data) > limits.max_bytes:
+        raise ImageTooLargeError(
+            f'image of {len(data)} bytes is over the limit of {limits.max_bytes} bytes'
+        )
+    try:
+        with Image.open(io.BytesIO(data)) as header:
+            width, height = header.size
+    except Image.DecompressionBombError as error:  # Pillow's own, far higher limit
+        raise ImageTooLargeError(f'image is over the pixel limit: {error}') from error
+    except (OSError, ValueError) as error:
+        raise ImageDecodeError(f'cannot read the image header ({len(data)} bytes)') from error
+    if width * height > limits.max_pixels:
+        raise ImageTooLargeError(
+            f'image of {width}x{height} pixels is over the limit of {limits.max_pixels} pixels'
+        )
+    return width, height
 
 
 def compressed_to_jpeg(fmt: str, data: bytes, quality: int) -> bytes:
@@ -110,9 +150,11 @@ def check_encoding(encoding: str) -> None:
         )
 
 
-def decode_image(data: bytes) -> np.ndarray:
+def decode_image(data: bytes, limits: ImageLimits | None = None) -> np.ndarray:
     """JPEG or PNG bytes to an RGB uint8 array; ImageDecodeError (a ValueError) when they
-    do not decode."""
+    do not decode, ImageTooLargeError before decoding when `limits` are given and exceeded."""
+    if limits is not None:
+        check_image_limits(data, limits)
     buffer = np.frombuffer(data, dtype=np.uint8)
     bgr = cv2.imdecode(buffer, cv2.IMREAD_COLOR) if buffer.size else None
     if bgr is None:
