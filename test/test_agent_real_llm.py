@@ -89,11 +89,10 @@ def test_every_goal_is_grounded_in_what_memory_showed(answers, memory):
             continue
         assert math.isfinite(answer.goal.x) and math.isfinite(answer.goal.y)
         assert answer.evidence, (question, answer)
-        nearest = min(
-            math.dist((answer.goal.x, answer.goal.y), (hit.record.x, hit.record.y))
-            for hit in answer.evidence
-        )
-        assert nearest <= CONFIG.justified_radius_m, (question, answer)
+        # A goal is the pose of an entry memory returned, and the answer cites it.
+        poses = [(h.record.x, h.record.y, h.record.z, h.record.yaw) for h in answer.evidence]
+        goal = (answer.goal.x, answer.goal.y, answer.goal.z, answer.goal.yaw)
+        assert goal in poses, (question, answer)
         for hit in answer.evidence:  # every cited id is a real memory
             assert memory.store.get([hit.record.id])
 

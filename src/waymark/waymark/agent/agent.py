@@ -4,13 +4,19 @@
 At each step the model either calls one search tool, whose hits are appended to the
 conversation, or answers with final_answer. Everything the model sends is checked: tool
 arguments against their schemas, and the answer against what it was shown. A position
-goal must be the pose of a memory the model saw, or lie within `justified_radius_m` of
-one it cites; otherwise the answer is refused once with the reason, and a second refusal
-ends in the fallback.
+goal is always the pose of a memory entry returned to this question (the one the model's
+goal names, within `evidence_match_m`, or the first it cites); a goal anywhere else is
+refused once with the reason, and a second refusal ends in the fallback. Ids and
+coordinates the model writes are claims; only what memory returned is a source.
+
+Text read from the world (OCR, captions, session names) reaches the model only as quoted
+data with control characters removed and its length capped, under a standing rule that
+it is evidence and never instructions (see `prompts` and `evidence.quote`).
 
 The loop always ends with an answer or a clear failure, never a hang: the model gets at
 most `max_steps` searches and a bounded number of calls, every call is bounded by the
-overall deadline, and cancellation is checked between steps. When the model is
+loop's deadline (the question's, less `fallback_reserve_s` kept for the fallback's
+search), and cancellation is checked between steps. When the model is
 unreachable, runs out of budget or keeps answering badly, the answer falls back to the
 best verified candidate found so far (route search, lock-on-Y), else to the top hit of a
 plain similarity search for the question, flagged `used_fallback`.
@@ -29,7 +35,7 @@ import numpy as np
 
 from waymark.agent import prompts
 from waymark.agent.bintrack import BinTrackParams, lock_on_rerank, secondary_anchor
-from waymark.agent.evidence import clock, describe_hits, parse_time
+from waymark.agent.evidence import clock, describe_hits, parse_time, quote
 from waymark.agent.llm import ChatClient, ChatReply, LLMError, LLMUnavailableError, image_part
 from waymark.agent.memory_api import MemoryBackend, MemoryUnavailableError
 from waymark.agent.route import ImageLoader, RouteSearch
@@ -65,9 +71,11 @@ class AgentConfig:
     max_images_per_step: int = 5
     # A goal this close to a memory's pose is that memory's pose.
     evidence_match_m: float = 0.25
-    # A goal this close to a cited memory is a position justified by it.
-    justified_radius_m: float = 2.0
     fallback_top_k: int = 5
+    # Seconds of the deadline kept for the fallback: the loop stops this much earlier.
+    fallback_reserve_s: float = 0.0
+    # Characters of text read from the world (OCR, captions, session names) shown per field.
+    max_text_chars: int = 200
     # Offer search_between (Binary Tracking) to the model; off for ablations.
     search_between: bool = True
     bintrack: BinTrackParams = field(default_factory=BinTrackParams)
@@ -83,8 +91,14 @@ class AgentConfig:
             raise ValueError(f'deadline_s must be in (0, 3600], got {self.deadline_s}')
         if self.max_images_per_step < 0:
             raise ValueError('max_images_per_step must be >= 0')
-        if not 0 <= self.evidence_match_m <= self.justified_radius_m:
-            raise ValueError('need 0 <= evidence_match_m <= justified_radius_m')
+        if not 0 <= self.evidence_match_m <= 10.0:
+            raise ValueError(f'evidence_match_m must be in [0, 10], got {self.evidence_match_m}')
+        if not 0 <= self.fallback_reserve_s < self.deadline_s:
+            raise ValueError(
+                f'fallback_reserve_s must be in [0, deadline_s), got {self.fallback_reserve_s}'
+            )
+        if not 10 <= self.max_text_chars <= 10_000:
+            raise ValueError(f'max_text_chars must be in [10, 10000], got {self.max_text_chars}')
 
 
 @dataclass(frozen=True)
@@ -145,11 +159,15 @@ class _RejectedError(ValueError):
 class _Run:
     """The state of one question: conversation, what was shown, counts, trace."""
 
-    def __init__(self, question: AgentQuestion, config: AgentConfig) -> None:
+    def __init__(
+        self, question: AgentQuestion, config: AgentConfig, deadline: float | None
+    ) -> None:
         self.question = question
         self.trace_id = uuid.uuid4().hex
         self.started = time.monotonic()
-        self.deadline = self.started + config.deadline_s
+        # The loop's: the question's deadline less what the fallback's search may need.
+        end = self.started + config.deadline_s if deadline is None else deadline
+        self.deadline = end - config.fallback_reserve_s
         self.messages: list[dict[str, Any]] = []
         self.shown: dict[str, Hit] = {}
         self.verified: list[Hit] = []
@@ -200,10 +218,13 @@ class Agent:
         question: AgentQuestion,
         on_step: Callable[[StepEvent], None] | None = None,
         cancelled: Callable[[], bool] = lambda: False,
+        deadline: float | None = None,
     ) -> AgentAnswer:
+        """The answer to `question` by `deadline` (a `time.monotonic()` instant; default:
+        `config.deadline_s` from now), searches of a slow memory aside."""
         if not question.question.strip():
             raise ValueError('empty question')
-        run = _Run(question, self.config)
+        run = _Run(question, self.config, deadline)
         try:
             self._loop(run, on_step or (lambda event: None), cancelled)
         except MemoryUnavailableError as error:
@@ -291,7 +312,7 @@ class Agent:
                     continue
             try:
                 hits = self._search(run, arguments)
-                content = describe_hits(hits, run.question.now_ns)
+                content = describe_hits(hits, run.question.now_ns, config.max_text_chars)
                 error = ''
             except ValueError as problem:  # memory refused the request as asked
                 hits, content, error = [], f'Error: {problem}', str(problem)
@@ -318,8 +339,10 @@ class Agent:
         photo = ''
         if question.image is not None:
             photo = 'A photo of the target comes with the question.\n'
+        limit = self.config.max_text_chars
         sessions = (
-            f'Search only the recordings: {", ".join(question.sessions)}.\n'
+            f'Search only the recordings named: '
+            f'{", ".join(quote(name, limit) for name in question.sessions)}.\n'
             if question.sessions
             else ''
         )
@@ -425,7 +448,10 @@ class Agent:
         # the answer (a cancelled or failed run must not report half of it).
         goal, time_ns, yes = None, None, None
         if final.kind == POSITION:
-            goal = self._goal(final, cited, list(run.shown.values()))
+            source = self._goal(final, cited, list(run.shown.values()))
+            goal = _goal_of(source)
+            if source.record.id not in final.evidence_ids:  # name the goal's memory too
+                cited = [source, *cited]
         elif final.kind == TIME:
             if final.time:
                 try:
@@ -445,28 +471,29 @@ class Agent:
         answer.confidence, answer.evidence = float(final.confidence), cited
         answer.goal, answer.time_ns, answer.yes = goal, time_ns, yes
 
-    def _goal(self, final: FinalAnswer, cited: list[Hit], shown: list[Hit]) -> Goal:
-        """The pose of real evidence, or a position within reach of cited evidence."""
+    def _goal(self, final: FinalAnswer, cited: list[Hit], shown: list[Hit]) -> Hit:
+        """The memory entry, returned to this question, whose pose is the goal: the one the
+        model's goal names (within evidence_match_m), else the first cited with a pose.
+        The model's own coordinates are never the goal."""
         placed = [hit for hit in cited if hit.record.pose_valid]
         if final.goal is None:
             if not placed:
                 raise _RejectedError('a position answer needs a goal or a cited memory with a pose')
-            return _goal_of(placed[0])
+            return placed[0]
         g = final.goal
         if not (math.isfinite(g.x) and math.isfinite(g.y)):
             raise _RejectedError('the goal is not a finite position')
         candidates = [hit for hit in shown if hit.record.pose_valid]
         nearest = min(candidates, key=lambda h: _distance(h, g.x, g.y), default=None)
-        if nearest is not None and _distance(nearest, g.x, g.y) <= self.config.evidence_match_m:
-            return _goal_of(nearest)
-        support = min(placed, key=lambda h: _distance(h, g.x, g.y), default=None)
-        if support is not None and _distance(support, g.x, g.y) <= self.config.justified_radius_m:
-            return Goal(g.x, g.y, g.z, g.yaw, support.record.map_epoch)
-        if support is None:
-            raise _RejectedError('the goal is not the pose of any memory shown, and none is cited')
-        raise _RejectedError(
-            f'the goal is {_distance(support, g.x, g.y):.1f} m from the nearest cited memory'
-        )
+        if nearest is None:
+            raise _RejectedError('no memory returned to this question has a position')
+        distance = _distance(nearest, g.x, g.y)
+        if distance > self.config.evidence_match_m:
+            raise _RejectedError(
+                f'the goal is {distance:.1f} m from the nearest memory returned to this '
+                'question; a goal must be the pose of one of them'
+            )
+        return nearest
 
     def _fallback(self, run: _Run, reason: str) -> None:
         """Best verified candidate, else lock-on-Y, else the question's top similarity hit."""
@@ -492,7 +519,8 @@ class Agent:
         answer.goal = _goal_of(best)
         answer.time_ns = record.stamp_ns
         answer.confidence = max(0.0, min(1.0, float(best.score))) if _similarity(best) else 0.0
-        seen = f' (text read there: "{record.text}")' if record.text else ''
+        quoted = quote(record.text, self.config.max_text_chars) if record.text else ''
+        seen = f' (text read there: {quoted})' if quoted else ''
         answer.text = (
             f'Best match in memory: seen from x={record.x:.2f}, y={record.y:.2f} at '
             f'{clock(record.stamp_ns)}{seen}.'

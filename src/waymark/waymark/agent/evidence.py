@@ -5,12 +5,20 @@ Every hit carries what the model needs to reason and to cite it: its id, the sim
 score (a confidence cue: RAVEN found showing it helps), when it was recorded (the clock
 time and how long ago), and where (map position and heading). Time searches are shown in
 recording order, as returned.
+
+Text read in the world (OCR, captions) and names given by whoever recorded (sessions) are
+untrusted: a sign can say "ignore your instructions". They reach the model only through
+`quote`, as a JSON string literal (a quote inside cannot end it) with control and format
+characters removed (no hidden line breaks, bidi overrides or zero-width tricks) and the
+length capped, and the system prompt says such text is evidence, never instructions.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +26,7 @@ from waymark.memory.entries import SEGMENT, Hit
 
 NS_PER_S = 1_000_000_000
 MAX_HIT_TEXT_CHARS = 200
+_ELLIPSIS = '...'
 _CLOCK = re.compile(r'(\d{1,2}):(\d{2})(?::(\d{2}))?')
 # "Z" or "UTC" (any case) at the end, with or without a space before it.
 _UTC_SUFFIX = re.compile(r'\s*(?:Z|UTC)$', re.I)
@@ -46,7 +55,19 @@ def ago(stamp_ns: int, now_ns: int) -> str:
     return f'in {span}' if future else f'{span} ago'
 
 
-def describe_hit(hit: Hit, now_ns: int) -> str:
+def quote(text: str, limit: int = MAX_HIT_TEXT_CHARS) -> str:
+    """Untrusted text as a JSON string literal of at most `limit` characters inside the
+    quotes: whitespace runs become one space, other control and format characters go."""
+    if limit < len(_ELLIPSIS) + 1:
+        raise ValueError(f'limit must be at least {len(_ELLIPSIS) + 1}, got {limit}')
+    words = ' '.join(text.split())
+    clean = ''.join(c for c in words if not unicodedata.category(c).startswith('C'))
+    if len(clean) > limit:
+        clean = clean[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+    return json.dumps(clean, ensure_ascii=False)
+
+
+def describe_hit(hit: Hit, now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS) -> str:
     """One line per hit, with everything the model may cite."""
     record = hit.record
     if record.pose_valid:
@@ -60,18 +81,19 @@ def describe_hit(hit: Hit, now_ns: int) -> str:
     if record.kind == SEGMENT:
         when += f' for {(record.end_stamp_ns - record.stamp_ns) / NS_PER_S:.1f} s'
     line = f'[{record.id}] {_score(hit)}; seen {when}; {where}'
-    text = ' '.join(record.text.split())
-    if text:
-        if len(text) > MAX_HIT_TEXT_CHARS:
-            text = text[: MAX_HIT_TEXT_CHARS - 3] + '...'
-        line += f'; {"caption" if hit.view.startswith("caption") else "text read"}: "{text}"'
+    quoted = quote(record.text, max_text_chars)
+    if quoted != '""':
+        label = 'caption' if hit.view.startswith('caption') else 'text read'
+        line += f'; {label}: {quoted}'
     return line
 
 
-def describe_hits(hits: Sequence[Hit], now_ns: int) -> str:
+def describe_hits(
+    hits: Sequence[Hit], now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS
+) -> str:
     if not hits:
         return 'No memories found.'
-    return '\n'.join(describe_hit(hit, now_ns) for hit in hits)
+    return '\n'.join(describe_hit(hit, now_ns, max_text_chars) for hit in hits)
 
 
 def _score(hit: Hit) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from waymark.agent.evidence import quote
 from waymark.agent.llm import ChatClient, LLMConfig, image_part
 
 # Enough for any description of a thing to look for; longer targets are cut.
@@ -95,8 +96,8 @@ class Verifier:
         to the ranking) and LLMError when its reply is unusable; an answer that cannot be
         read gives a verdict with `parse_error` instead.
         """
-        target = ' '.join(target.split())[:MAX_TARGET_CHARS]
-        if not target:
+        quoted = quote(target, MAX_TARGET_CHARS)
+        if quoted == '""':
             raise ValueError('nothing to verify: the target is empty')
         pictured = [(key, jpeg) for key, jpeg in candidates if jpeg]
         shown = pictured[: self.config.max_images]
@@ -104,7 +105,7 @@ class Verifier:
         if not shown:
             return Verdict(chosen=None, **counts)
         reply = self.chat.complete(
-            [{'role': 'user', 'content': _request_content(target, [jpeg for _, jpeg in shown])}],
+            [{'role': 'user', 'content': _request_content(quoted, [jpeg for _, jpeg in shown])}],
             deadline=deadline,
             max_tokens=self.config.max_tokens,
         )
@@ -124,9 +125,9 @@ class Verifier:
         )
 
 
-def _request_content(target: str, pictures: list[bytes]) -> list[dict[str, Any]]:
-    """The user message: the task, each picture after its label, then the answer format."""
-    quoted = json.dumps(target, ensure_ascii=False)
+def _request_content(quoted: str, pictures: list[bytes]) -> list[dict[str, Any]]:
+    """The user message: the task (`quoted`, a JSON string literal), each picture after its
+    label, then the answer format."""
     content: list[dict[str, Any]] = [
         {
             'type': 'text',

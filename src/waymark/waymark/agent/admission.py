@@ -1,0 +1,80 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Admission of questions: a bounded number run, a bounded number wait, the rest are told.
+
+An agent loop holds a thread and an LLM slot for up to its deadline, so questions are
+let in through `Admission`: at most `slots` run at once, at most `queue_length` more wait
+for a slot in arrival order, and any other is refused at once as busy, with the queue's
+length. A waiting question gives up when its deadline passes, so every question learns
+its fate by its deadline, and none waits on a lock without a bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+ADMITTED, BUSY, TIMED_OUT = 'admitted', 'busy', 'timed_out'
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The outcome of `Admission.enter`. Release an admitted ticket exactly once."""
+
+    outcome: str  # ADMITTED, BUSY or TIMED_OUT
+    queue_length: int  # questions waiting when this one was let in or turned away
+    waited_s: float = 0.0
+
+
+class Admission:
+    """Slots for running questions and a first-come first-served queue for waiting ones;
+    safe to share between threads."""
+
+    def __init__(self, slots: int, queue_length: int) -> None:
+        if slots < 1 or queue_length < 0:
+            raise ValueError(f'need slots >= 1 and queue_length >= 0, got {slots}, {queue_length}')
+        self.slots = slots
+        self.queue_length = queue_length
+        self._running = 0
+        self._waiting: deque[int] = deque()
+        self._numbers = itertools.count()
+        self._changed = threading.Condition()
+
+    def enter(self, deadline: float) -> Ticket:
+        """Run now, wait in the queue until a slot frees or `deadline` (a
+        `time.monotonic()` instant) passes, or be refused when the queue is full."""
+        started = time.monotonic()
+        with self._changed:
+            if self._running < self.slots and not self._waiting:
+                self._running += 1
+                return Ticket(ADMITTED, 0)
+            if len(self._waiting) >= self.queue_length:
+                return Ticket(BUSY, len(self._waiting))
+            number = next(self._numbers)
+            self._waiting.append(number)
+            queued = len(self._waiting)
+            try:
+                while not (self._waiting[0] == number and self._running < self.slots):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return Ticket(TIMED_OUT, queued, time.monotonic() - started)
+                    self._changed.wait(left)
+                self._running += 1
+                return Ticket(ADMITTED, queued, time.monotonic() - started)
+            finally:
+                self._waiting.remove(number)
+                self._changed.notify_all()  # the next in line may be at the head now
+
+    def release(self) -> None:
+        with self._changed:
+            if self._running <= 0:
+                raise RuntimeError('released a slot that was not taken')
+            self._running -= 1
+            self._changed.notify_all()
+
+    def load(self) -> tuple[int, int]:
+        """(running, waiting) now."""
+        with self._changed:
+            return self._running, len(self._waiting)
