@@ -9,10 +9,12 @@ conversions, image loading and markers behind them are tested without DDS at the
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import socket
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,10 +23,11 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
+from PIL import Image as PILImage
 from rclpy.action import ActionClient, ActionServer
 from std_msgs.msg import String
 from support.actions import connect
-from support.ros_harness import RosHarness, wait_until
+from support.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
 from support.scripted_llm import ScriptedLLMServer, delay, tool_call
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
 from visualization_msgs.msg import Marker, MarkerArray
@@ -230,7 +233,9 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     assert any(f'[tour/{BAKERY}]' in m.text for m in drawn if m.ns == 'evidence_labels')
 
     empty = query(ros, '   ')
-    assert not empty.success and 'empty question' in empty.message
+    assert not empty.success and empty.message == 'empty question'
+    assert empty.status == Query.Response.STATUS_REFUSED
+    assert response.status == Query.Response.STATUS_ANSWERED and response.queue_length == 0
     assert len(server.requests) == 2  # refused before the model
     assert f'verifier {server.model}' in node.log_tail()  # the LLM takes pictures: it verifies
 
@@ -307,8 +312,14 @@ def test_ask_reports_each_step_and_cancel_stops_the_loop(
     assert [f.tool for f in cancelled] == ['retrieve_from_text']
     assert read_trace(tmp_path, stopped.result.answer.trace_id)['cancelled'] is True
 
-    rejected = send('  ', [])
-    assert not rejected.accepted
+    empty = send('  ', [])  # refused with a reason, as a result
+    assert empty.accepted
+    refused = result_of(empty)
+    assert refused.status == GoalStatus.STATUS_ABORTED
+    assert refused.result.status == Ask.Result.STATUS_REFUSED
+    assert refused.result.message == 'empty question'
+    assert done.result.status == Ask.Result.STATUS_ANSWERED
+    assert stopped.result.status == Ask.Result.STATUS_CANCELLED
 
 
 @pytest.mark.dds
@@ -342,6 +353,126 @@ def test_two_queries_are_answered_at_the_same_time(ros, launch, tmp_path, memory
     assert len(server.requests) == 4
     # One after the other they would take 4 * reply_s at least.
     assert 2 * reply_s <= total < 3.5 * reply_s, f'{total:.2f} s: the questions did not overlap'
+
+
+def peak_rss_kb(pid: int) -> int:
+    """The high-water mark of a process's resident memory (VmHWM), in kB."""
+    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1])
+    raise AssertionError(f'no VmHWM for process {pid}')
+
+
+def png_bomb(side: int) -> bytes:
+    """A black PNG of side x side pixels: a few hundred kB that decode to side² x 3 bytes."""
+    buffer = io.BytesIO()
+    PILImage.new('1', (side, side)).save(buffer, format='PNG', optimize=True)
+    return buffer.getvalue()
+
+
+@pytest.mark.dds
+def test_twenty_questions_at_once_to_a_hanging_llm_each_get_an_answer_or_busy(
+    ros, launch, tmp_path, memory, llm_server
+):
+    # The model accepts every request and never answers.
+    server = llm_server(lambda body: delay(600.0))
+    slots, waiting, deadline_s = 2, 3, 6.0
+    start_reasoner(
+        launch,
+        tmp_path,
+        memory,
+        server,
+        **{
+            'max_concurrent_questions': slots,
+            'question_queue_length': waiting,
+            'agent.deadline_s': deadline_s,
+            'agent.fallback_reserve_s': 1.0,
+            'llm.max_retries': 0,
+        },
+    )
+    clients = [ros.node.create_client(Query, 'query') for _ in range(20)]
+    for client in clients:
+        assert client.wait_for_service(timeout_sec=30)
+    time.sleep(MATCH_SETTLE_S)
+    futures = [
+        client.call_async(Query.Request(question=f'Where is thing {n}?'))
+        for n, client in enumerate(clients)
+    ]
+    # Bounded so that a lost request fails the test instead of hanging it.
+    wait_until(lambda: all(f.done() for f in futures), 3 * deadline_s + 30, 'all 20 answers')
+    responses = [future.result() for future in futures]
+    statuses = Counter(response.status for response in responses)
+    expected = {
+        Query.Response.STATUS_ANSWERED,
+        Query.Response.STATUS_BUSY,
+        Query.Response.STATUS_TIMEOUT,
+    }
+    assert set(statuses) <= expected, [(r.status, r.message) for r in responses]
+    busy = [r for r in responses if r.status == Query.Response.STATUS_BUSY]
+    assert busy, 'twenty at once must overflow two loops and a queue of three'
+    for response in busy:
+        assert not response.success and response.queue_length == waiting
+        assert response.message.startswith(f'busy: {slots} questions are being answered')
+        assert not response.answer.has_goal
+    for response in responses:
+        if response.status == Query.Response.STATUS_ANSWERED:  # the hanging model was cut
+            assert response.success and response.answer.used_fallback, response.message
+            # Cut in its LLM call, or let in from the queue after its loop's deadline.
+            cut = ('embedder-only fallback (LLM unreachable', 'embedder-only fallback (deadline')
+            assert response.message.startswith(cut), response.message
+            assert response.answer.has_goal
+        elif response.status == Query.Response.STATUS_TIMEOUT:
+            assert not response.success and response.message.startswith('timeout: waited')
+    admitted = 20 - len(busy)
+    assert admitted >= slots and len(server.requests) <= admitted
+
+
+@pytest.mark.dds
+def test_input_over_the_limits_is_refused_before_any_work(
+    ros, launch, tmp_path, llm_server, request
+):
+    server = llm_server([])  # any request to the model would be answered with an error
+    node = start_reasoner(launch, tmp_path, tmp_path / 'no-memory', server)
+    wait_until(lambda: 'answering with LLM' in node.log_tail(), 30, 'reasoner not up')
+    peak_before = peak_rss_kb(node.process.pid)
+
+    long = query(ros, 'x' * 1_000_000)
+    assert long.status == Query.Response.STATUS_REFUSED and not long.success
+    assert long.message == 'the question is 1000000 characters, over the limit of 2000'
+    assert long.answer.kind == Answer.KIND_NONE and not long.answer.has_goal
+
+    bomb = png_bomb(12_000)  # 144 Mpx: ~430 MB once decoded
+    assert len(bomb) < 200_000
+    photo = query(ros, 'where was this?', image=bomb)
+    assert photo.status == Query.Response.STATUS_REFUSED
+    assert photo.message == (
+        'the photo cannot be used: image of 12000x12000 pixels is over the limit of 25000000 pixels'
+    )
+    grown_kb = peak_rss_kb(node.process.pid) - peak_before
+    assert grown_kb < 50_000, f'the refused photo cost {grown_kb} kB'
+
+    many = query(ros, 'where is the bakery?', sessions=[f's{n}' for n in range(65)])
+    assert many.status == Query.Response.STATUS_REFUSED
+    assert many.message == '65 sessions named, over the limit of 64'
+    odd = query(ros, 'where is the bakery?', sessions=['tour', '../etc\n'])
+    assert odd.status == Query.Response.STATUS_REFUSED
+    assert odd.message.startswith("invalid session name '../etc\\n': use 1-64 letters")
+
+    # A node of its own for the action client (see the Ask test above).
+    asker = rclpy.create_node('ask_limits_client', context=ros.context)
+    client = ActionClient(asker, Ask, 'ask')
+    ros.executor.add_node(asker)
+    request.addfinalizer(lambda: (ros.executor.remove_node(asker), asker.destroy_node()))
+    connect(client)
+    sent = client.send_goal_async(Ask.Goal(question='y' * 5000))
+    wait_until(sent.done, 30, 'goal not answered')
+    result = sent.result().get_result_async()
+    wait_until(result.done, 30, 'no result')
+    assert result.result().status == GoalStatus.STATUS_ABORTED
+    refused = result.result().result
+    assert refused.status == Ask.Result.STATUS_REFUSED
+    assert refused.message == 'the question is 5000 characters, over the limit of 2000'
+    assert server.requests == []  # nothing reached the model
 
 
 @pytest.mark.dds

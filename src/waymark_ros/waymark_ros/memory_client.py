@@ -5,7 +5,9 @@
 search. Each call waits for its response on a `threading.Event`, never by spinning, so it
 may be made from any thread: a plain one, or a callback of a MultiThreadedExecutor while
 another thread of that executor takes the response (the client has a callback group of
-its own, so a busy callback group never holds the response back). Every wait is bounded.
+its own, so a busy callback group never holds the response back). Every wait is bounded:
+by the client's timeout, and within `memory_deadline(d)` by the instant `d` as well, so a
+question's searches end by the question's deadline.
 
 Errors keep the protocol's meaning: a request memory_node refuses (success=false) raises
 ValueError with its message, which the agent shows to the model; no service, a timeout or
@@ -19,7 +21,10 @@ memory_node owns it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import cv2
@@ -46,6 +51,19 @@ QUERY_JPEG_QUALITY = 90
 # Larger image files are not read: memory stores camera frames and 2x2 grids of them.
 MAX_IMAGE_BYTES = 32 << 20
 
+# The time.monotonic() instant by which searches made in this context must end, if any.
+_DEADLINE: ContextVar[float | None] = ContextVar('memory_deadline', default=None)
+
+
+@contextmanager
+def memory_deadline(deadline: float) -> Iterator[None]:
+    """Searches made in this block (on this thread) wait no later than `deadline`."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
 
 class MemoryClient:
     """MemoryBackend over memory_node's SearchMemory service; safe to share between
@@ -62,8 +80,15 @@ class MemoryClient:
 
     def ready(self, timeout_s: float | None = None) -> bool:
         """Whether memory_node serves searches, waiting at most `timeout_s` for it."""
-        wait = min(self.timeout_s, SERVICE_WAIT_S) if timeout_s is None else timeout_s
+        wait = min(self._wait_s(), SERVICE_WAIT_S) if timeout_s is None else timeout_s
         return self._client.wait_for_service(timeout_sec=max(0.0, wait))
+
+    def _wait_s(self) -> float:
+        """The longest wait allowed now: the timeout, cut by the context's deadline."""
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return self.timeout_s
+        return min(self.timeout_s, deadline - time.monotonic())
 
     # -- MemoryBackend -------------------------------------------------------------------
 
@@ -192,16 +217,21 @@ class MemoryClient:
         return hits
 
     def _call(self, request: Request) -> SearchMemory.Response:
+        if self._wait_s() <= 0:
+            raise MemoryUnavailableError(
+                f'no time left before the deadline for a {request.mode} search'
+            )
         if not self.ready():
             raise MemoryUnavailableError('memory_node is not running (no search_memory service)')
         done = threading.Event()
         future = self._client.call_async(request)
         future.add_done_callback(lambda _: done.set())
-        if not done.wait(self.timeout_s):
+        wait = self._wait_s()
+        if not done.wait(max(0.0, wait)):
             future.cancel()
             self._client.remove_pending_request(future)
             raise MemoryUnavailableError(
-                f'memory_node did not answer a {request.mode} search within {self.timeout_s:.1f} s'
+                f'memory_node did not answer a {request.mode} search within {wait:.1f} s'
             )
         response = future.result()
         if response is None:

@@ -65,3 +65,15 @@ def latched(depth: int = 1) -> QoSProfile:
         reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
     )
+
+
+def requests(depth: int) -> QoSProfile:
+    """Service requests (and action goals) that come in bursts: the services default with
+    a deeper history, since a request not taken before `depth` more arrive is overwritten
+    and its caller never answered."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )

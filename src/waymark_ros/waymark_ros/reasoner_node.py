@@ -13,9 +13,15 @@ hit), flagged `used_fallback`. Every question writes a JSON trace named by the a
 A question takes seconds to a minute, so it never holds the executor: the node spins a
 MultiThreadedExecutor, questions run in a reentrant callback group, and the memory client
 has a group of its own, so memory's responses are taken while questions wait for them.
-At most `max_concurrent_questions` run at once; the executor keeps threads beyond those
-for responses and cancel requests, and a question beyond the limit is refused as busy
-rather than left waiting behind the others.
+Every question gets a response by its deadline (`agent.deadline_s` from its arrival):
+input over a limit is refused before anything is decoded or queued; at most
+`max_concurrent_questions` agent loops run, at most `question_queue_length` more wait for
+one in arrival order, and any other is refused at once as busy with the queue's length. A
+waiting question whose deadline passes is answered with STATUS_TIMEOUT. The executor has
+a thread for each running and each waiting question plus spare ones, so a refusal, a
+memory response or a cancel request never waits behind questions, and the request
+readers keep `request_history_depth` requests, so a burst is taken, not overwritten
+(with the default depth of 10, a burst of 20 questions lost 7 without a word).
 
 A goal is sent to navigator_node (GoTo on `navigation.action`) only when the request asks
 to navigate and the answer has one; the answer does not wait for the robot to get there,
@@ -28,20 +34,22 @@ from __future__ import annotations
 
 import math
 import os
-import threading
+import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from geometry_msgs.msg import Pose as PoseMsg
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from waymark.agent.admission import ADMITTED, BUSY, Admission
 from waymark.agent.agent import (
     NONE,
     POSITION,
@@ -59,14 +67,14 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.geometry import Pose, yaw_from_quaternion
-from waymark.memory.entries import FRAME, LEVELS
-from waymark.memory.image_codec import decode_image
+from waymark.memory.entries import FRAME, LEVELS, is_session_name
+from waymark.memory.image_codec import ImageLimits, check_image_limits, decode_image
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
 from waymark_ros import qos
 from waymark_ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
-from waymark_ros.memory_client import ImageFiles, MemoryClient
+from waymark_ros.memory_client import ImageFiles, MemoryClient, memory_deadline
 from waymark_ros.navigation_client import NavigationClient
 from waymark_ros.params import declare
 from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
@@ -79,12 +87,12 @@ KINDS = {
     TIME: Answer.KIND_TIME,
     YES_NO: Answer.KIND_YES_NO,
 }
-# Questions at once are bounded by max_concurrent_questions (at most this many); the
-# executor has EXECUTOR_SPARE_THREADS more, for memory's responses and for cancel and
-# result requests, which must never wait behind a question.
-MAX_CONCURRENT_QUESTIONS = 6
-EXECUTOR_SPARE_THREADS = 2
-EXECUTOR_THREADS = MAX_CONCURRENT_QUESTIONS + EXECUTOR_SPARE_THREADS
+# Bounds of max_concurrent_questions and question_queue_length. The executor has a thread
+# for each running and each waiting question and EXECUTOR_SPARE_THREADS more, for memory's
+# responses, refusals and cancel and result requests, which must never wait behind one.
+MAX_CONCURRENT_QUESTIONS = 16
+MAX_QUEUE_LENGTH = 64
+EXECUTOR_SPARE_THREADS = 3
 # builtin_interfaces/Time holds seconds in an int32: later times are not sent.
 MAX_STAMP_NS = (2**31 - 1) * 1_000_000_000
 # Tool arguments in Ask feedback are cut to this many characters.
@@ -113,14 +121,33 @@ class ReasonerNode(Node):
             "memory_node's data_dir, where the pictures shown to the model and the verifier "
             'are read (the same directory, or a copy of it).',
         )
-        self._max_concurrent = declare(
+        max_concurrent = declare(
             self,
             'max_concurrent_questions',
             4,
-            'Questions answered at once; more are refused as busy.',
+            'Agent loops run at once; more questions wait in the queue.',
             low=1,
             high=MAX_CONCURRENT_QUESTIONS,
         )
+        queue_length = declare(
+            self,
+            'question_queue_length',
+            8,
+            'Questions that wait for an agent loop, in arrival order, until their deadline; '
+            'beyond them a question is refused at once as busy.',
+            low=0,
+            high=MAX_QUEUE_LENGTH,
+        )
+        history_depth = declare(
+            self,
+            'request_history_depth',
+            100,
+            'Query requests and Ask goals DDS keeps until the node takes them; a burst '
+            'beyond this overwrites the oldest before the node sees it.',
+            low=10,
+            high=10_000,
+        )
+        self._limits = self._input_limits()
         odom_topic = declare(
             self,
             'robot.odom_topic',
@@ -142,7 +169,8 @@ class ReasonerNode(Node):
 
         self._memory = MemoryClient(self, memory_timeout)
         self._agent = Agent(chat, self._memory, ImageFiles(data_dir), config, verifier, traces)
-        self._slots = threading.BoundedSemaphore(self._max_concurrent)
+        self._admission = Admission(max_concurrent, queue_length)
+        self.executor_threads = max_concurrent + queue_length + EXECUTOR_SPARE_THREADS
         self._robot_pose: tuple[float, float, float, float] | None = None
 
         self._navigation = NavigationClient(
@@ -186,21 +214,27 @@ class ReasonerNode(Node):
                 callback_group=MutuallyExclusiveCallbackGroup(),
             )
         questions = ReentrantCallbackGroup()
-        self.create_service(Query, 'query', self._on_query, callback_group=questions)
+        requests = qos.requests(history_depth)
+        self.create_service(
+            Query, 'query', self._on_query, qos_profile=requests, callback_group=questions
+        )
         self._ask_server = ActionServer(
             self,
             Ask,
             'ask',
             execute_callback=self._on_ask,
-            goal_callback=self._on_ask_goal,
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=questions,
+            goal_service_qos_profile=requests,
+            result_service_qos_profile=requests,
+            cancel_service_qos_profile=requests,
         )
         llm = f'{chat.config.model} at {chat.config.base_url}' if chat else 'none (fallback only)'
         check = f'{verifier.chat.config.model}' if verifier else 'off'
         self.get_logger().info(
             f'answering with LLM {llm}; verifier {check}; up to {config.max_steps} searches '
-            f'of top {config.top_k} {config.level}s within {config.deadline_s:.0f} s; traces '
+            f'of top {config.top_k} {config.level}s within {config.deadline_s:.0f} s; '
+            f'{max_concurrent} at once, {queue_length} waiting; traces '
             f'{traces.directory if traces else "off"}'
         )
 
@@ -376,9 +410,28 @@ class ReasonerNode(Node):
                 self,
                 'agent.deadline_s',
                 60.0,
-                'Longest time for one question; then the fallback answers.',
+                'Longest time for one question from its arrival, time in the queue included; '
+                'then the fallback answers.',
                 low=1.0,
                 high=3600.0,
+            ),
+            fallback_reserve_s=declare(
+                self,
+                'agent.fallback_reserve_s',
+                2.0,
+                "Seconds of agent.deadline_s kept for the fallback's memory search: the "
+                'agent loop is cut this much earlier. Below agent.deadline_s.',
+                low=0.0,
+                high=600.0,
+            ),
+            max_text_chars=declare(
+                self,
+                'prompt.max_text_chars',
+                200,
+                'Characters of text read from the world (OCR, a caption, a session name) '
+                'shown to the model per field, quoted; longer text is cut.',
+                low=10,
+                high=10_000,
             ),
             max_images_per_step=declare(
                 self,
@@ -409,18 +462,55 @@ class ReasonerNode(Node):
         )
         return TraceWriter(Path(directory).expanduser(), max_files) if directory else None
 
+    def _input_limits(self) -> InputLimits:
+        return InputLimits(
+            question_chars=declare(
+                self,
+                'limits.max_question_chars',
+                2000,
+                'Longest question, in characters; a longer one is refused before any work.',
+                low=1,
+                high=100_000,
+            ),
+            sessions=declare(
+                self,
+                'limits.max_sessions',
+                64,
+                'Most sessions a question may name.',
+                low=0,
+                high=10_000,
+            ),
+            photo=ImageLimits(
+                max_bytes=declare(
+                    self,
+                    'limits.max_photo_bytes',
+                    10_000_000,
+                    'Largest compressed photo with a question; checked before it is decoded.',
+                    low=1,
+                    high=200_000_000,
+                ),
+                max_pixels=declare(
+                    self,
+                    'limits.max_photo_pixels',
+                    25_000_000,
+                    'Most pixels in a photo, read from its header before it is decoded.',
+                    low=1,
+                    high=400_000_000,
+                ),
+            ),
+        )
+
     # -- questions -----------------------------------------------------------------------
 
     def _on_query(self, request: Query.Request, response: Query.Response) -> Query.Response:
-        success, message, answer = self._answer(request)
-        response.success, response.message, response.answer = success, message, answer
+        reply = self._answer(request)
+        response.success, response.message, response.answer = (
+            reply.success,
+            reply.message,
+            reply.answer,
+        )
+        response.status, response.queue_length = reply.status, reply.queue_length
         return response
-
-    def _on_ask_goal(self, goal: Ask.Goal) -> GoalResponse:
-        if not goal.question.strip():
-            self.get_logger().warning('refused an Ask goal: empty question')
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
 
     def _on_ask(self, goal_handle: ServerGoalHandle) -> Ask.Result:
         def on_step(event: StepEvent) -> None:
@@ -433,13 +523,17 @@ class ReasonerNode(Node):
             )
             goal_handle.publish_feedback(feedback)
 
-        success, message, answer = self._answer(
-            goal_handle.request, on_step, lambda: goal_handle.is_cancel_requested
+        reply = self._answer(goal_handle.request, on_step, lambda: goal_handle.is_cancel_requested)
+        result = Ask.Result(
+            success=reply.success,
+            message=reply.message,
+            answer=reply.answer,
+            status=reply.status,
+            queue_length=reply.queue_length,
         )
-        result = Ask.Result(success=success, message=message, answer=answer)
-        if goal_handle.is_cancel_requested and not success:
+        if goal_handle.is_cancel_requested and not reply.success:
             goal_handle.canceled()
-        elif success:
+        elif reply.success:
             goal_handle.succeed()
         else:
             goal_handle.abort()
@@ -450,46 +544,86 @@ class ReasonerNode(Node):
         request: Query.Request | Ask.Goal,
         on_step: Callable[[StepEvent], None] | None = None,
         cancelled: Callable[[], bool] = lambda: False,
-    ) -> tuple[bool, str, Answer]:
-        """(success, message, answer) for a Query request or an Ask goal; never raises, so
+    ) -> Reply:
+        """The reply to a Query request or an Ask goal, by its deadline; never raises, so
         that no caller is left without a response."""
+        deadline = time.monotonic() + self._agent.config.deadline_s
+        try:
+            problem = self._limits.problem(request)
+        except Exception as error:  # a bug must cost one answer, not the node
+            return self._failed(request.question[:80], error)
+        if problem:
+            self.get_logger().warning(f'refused a question: {problem}')
+            return Reply(Query.Response.STATUS_REFUSED, problem)
+        ticket = self._admission.enter(deadline)
+        if ticket.outcome == BUSY:
+            running, _ = self._admission.load()
+            return Reply(
+                Query.Response.STATUS_BUSY,
+                f'busy: {running} questions are being answered and {ticket.queue_length} '
+                'wait; ask again later',
+                queue_length=ticket.queue_length,
+            )
+        if ticket.outcome != ADMITTED:
+            return Reply(
+                Query.Response.STATUS_TIMEOUT,
+                f'timeout: waited {ticket.waited_s:.1f} s for a free agent loop, '
+                f'{ticket.queue_length} in the queue, until the deadline of '
+                f'{self._agent.config.deadline_s:g} s passed',
+                queue_length=ticket.queue_length,
+            )
         question = ' '.join(request.question.split())
-        if not question:
-            return False, 'empty question', Answer()
+        try:
+            reply = self._admitted(question, request, deadline, on_step, cancelled)
+        except Exception as error:  # a bug must cost one answer, not the node
+            reply = self._failed(question, error)
+        finally:
+            self._admission.release()
+        reply.queue_length = ticket.queue_length
+        return reply
+
+    def _admitted(
+        self,
+        question: str,
+        request: Query.Request | Ask.Goal,
+        deadline: float,
+        on_step: Callable[[StepEvent], None] | None,
+        cancelled: Callable[[], bool],
+    ) -> Reply:
         photo = None
         if request.image.data:
             try:
-                photo = decode_image(bytes(request.image.data))
+                photo = decode_image(bytes(request.image.data), self._limits.photo)
             except ValueError as error:
-                return False, f'the photo cannot be used: {error}', Answer()
-        if not self._slots.acquire(blocking=False):
-            return (
-                False,
-                f'busy: {self._max_concurrent} questions are being answered; ask again later',
-                Answer(),
-            )
-        try:
+                return Reply(Query.Response.STATUS_REFUSED, f'the photo cannot be used: {error}')
+        with memory_deadline(deadline):
             # Up to the whole memory timeout: a node just started may not have discovered
             # memory_node yet, and asking the model first would be wasted if it is away.
-            if not self._memory.ready(self._memory.timeout_s):
-                return False, 'memory_node is not running (no search_memory service)', Answer()
-            return self._run_agent(question, photo, request, on_step, cancelled)
-        except Exception as error:  # a bug must cost one answer, not the node
-            self.get_logger().error(
-                f'{question!r}: {type(error).__name__}: {error}\n{traceback.format_exc()}'
-            )
-            return False, f'internal error: {type(error).__name__}: {error}', Answer()
-        finally:
-            self._slots.release()
+            wait = min(self._memory.timeout_s, deadline - time.monotonic())
+            if not self._memory.ready(wait):
+                return Reply(
+                    Query.Response.STATUS_UNAVAILABLE,
+                    'memory_node is not running (no search_memory service)',
+                )
+            return self._run_agent(question, photo, request, deadline, on_step, cancelled)
+
+    def _failed(self, question: str, error: Exception) -> Reply:
+        self.get_logger().error(
+            f'{question!r}: {type(error).__name__}: {error}\n{traceback.format_exc()}'
+        )
+        return Reply(
+            Query.Response.STATUS_ERROR, f'internal error: {type(error).__name__}: {error}'
+        )
 
     def _run_agent(
         self,
         question: str,
         photo: np.ndarray | None,
         request: Query.Request | Ask.Goal,
+        deadline: float,
         on_step: Callable[[StepEvent], None] | None,
         cancelled: Callable[[], bool],
-    ) -> tuple[bool, str, Answer]:
+    ) -> Reply:
         asked = AgentQuestion(
             question=question,
             now_ns=self.get_clock().now().nanoseconds,
@@ -497,7 +631,7 @@ class ReasonerNode(Node):
             image=photo,
             robot_pose=self._robot_pose,
         )
-        result = self._agent.ask(asked, on_step, cancelled)
+        result = self._agent.ask(asked, on_step, cancelled, deadline)
         now = self.get_clock().now().nanoseconds
         answer = answer_to_msg(result, self._map_frame, now)
         success = result.kind != NONE and not result.cancelled
@@ -513,7 +647,15 @@ class ReasonerNode(Node):
             if request.navigate and answer.has_goal:
                 tag = {'question': question, 'trace_id': result.trace_id}
                 message += '; ' + self._navigation.send(answer.goal, tag)
-        return success, message, answer
+        if success:
+            status = Query.Response.STATUS_ANSWERED
+        elif result.cancelled:
+            status = Query.Response.STATUS_CANCELLED
+        elif result.fallback_reason.startswith('memory unavailable'):
+            status = Query.Response.STATUS_UNAVAILABLE
+        else:
+            status = Query.Response.STATUS_NO_ANSWER
+        return Reply(status, message, answer)
 
     def _message(self, answer: AgentAnswer, sessions: list[str]) -> str:
         if answer.cancelled:
@@ -549,6 +691,53 @@ class ReasonerNode(Node):
         planar = (p.x, p.y, p.z, yaw_from_quaternion((q.x, q.y, q.z, q.w)))
         if all(map(math.isfinite, planar)):
             self._robot_pose = planar
+
+
+@dataclass
+class Reply:
+    """What a Query response and an Ask result carry; every path sets a status."""
+
+    status: int
+    message: str
+    answer: Answer = field(default_factory=Answer)
+    queue_length: int = 0
+
+    @property
+    def success(self) -> bool:
+        return self.status == Query.Response.STATUS_ANSWERED
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """What a question may bring; checked before it is queued or anything is decoded."""
+
+    question_chars: int
+    sessions: int
+    photo: ImageLimits
+
+    def problem(self, request: Query.Request | Ask.Goal) -> str:
+        """Why `request` is refused, in one line; '' when it is within the limits."""
+        if len(request.question) > self.question_chars:
+            return (
+                f'the question is {len(request.question)} characters, over the limit of '
+                f'{self.question_chars}'
+            )
+        if not request.question.strip():
+            return 'empty question'
+        if len(request.sessions) > self.sessions:
+            return f'{len(request.sessions)} sessions named, over the limit of {self.sessions}'
+        bad = next((name for name in request.sessions if not is_session_name(name)), None)
+        if bad is not None:
+            return (
+                f'invalid session name {bad[:70]!r}: use 1-64 letters, digits, "_", "." or '
+                '"-", starting with a letter or digit'
+            )
+        if request.image.data:
+            try:
+                check_image_limits(bytes(request.image.data), self.photo)
+            except ValueError as error:
+                return f'the photo cannot be used: {error}'
+        return ''
 
 
 def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:
@@ -635,7 +824,7 @@ def _api_key(variable: str) -> str:
 
 
 def main(args=None) -> None:
-    run_node(ReasonerNode, 'reasoner_node', args, threads=EXECUTOR_THREADS)
+    run_node(ReasonerNode, 'reasoner_node', args, threads=lambda node: node.executor_threads)
 
 
 if __name__ == '__main__':

@@ -30,9 +30,15 @@ def _interrupt_when_parent_dies() -> None:
         raise SystemExit(0)
 
 
-def run_node(make_node: Callable[[], Node], name: str, args=None, threads: int = 1) -> None:
+def run_node(
+    make_node: Callable[[], Node],
+    name: str,
+    args=None,
+    threads: int | Callable[[Node], int] = 1,
+) -> None:
     """Run one node. A node that cannot start (a bad parameter, a locked database, a
-    model that does not load) logs one line saying why and exits with status 2."""
+    model that does not load) logs one line saying why and exits with status 2.
+    `threads` may be read from the node made (its parameters say how many it needs)."""
     _interrupt_when_parent_dies()
     rclpy.init(args=args)
     node = None
@@ -42,8 +48,9 @@ def run_node(make_node: Callable[[], Node], name: str, args=None, threads: int =
         except Exception as error:
             rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
             raise SystemExit(EXIT_START_FAILED) from None
+        count = threads(node) if callable(threads) else threads
         executor = (
-            MultiThreadedExecutor(num_threads=threads) if threads > 1 else SingleThreadedExecutor()
+            MultiThreadedExecutor(num_threads=count) if count > 1 else SingleThreadedExecutor()
         )
         executor.add_node(node)
         executor.spin()
