@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from waymark.agent.admission import ADMITTED, BUSY, TIMED_OUT, Admission
+from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, TIMED_OUT, Admission
 
 
 def far() -> float:
@@ -46,6 +46,21 @@ def test_a_waiting_question_gives_up_at_its_deadline_and_leaves_the_queue():
     assert admission.load() == (1, 0)
     past = admission.enter(time.monotonic() - 1.0)  # a deadline already gone: no wait
     assert past.outcome == TIMED_OUT
+
+
+def test_a_waiting_question_that_is_cancelled_leaves_the_queue():
+    admission = Admission(slots=1, queue_length=1)
+    assert admission.enter(far()).outcome == ADMITTED
+    cancel = threading.Event()
+    waiting: list = []
+    waiter = threading.Thread(target=lambda: waiting.append(admission.enter(far(), cancel.is_set)))
+    waiter.start()
+    wait_for(lambda: admission.load() == (1, 1), 'not queued')
+    cancel.set()
+    waiter.join(10.0)
+    [ticket] = waiting
+    assert (ticket.outcome, ticket.queue_length) == (CANCELLED, 1)
+    assert admission.load() == (1, 0)
 
 
 def test_the_queue_is_first_come_first_served():

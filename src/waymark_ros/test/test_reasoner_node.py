@@ -428,6 +428,49 @@ def test_twenty_questions_at_once_to_a_hanging_llm_each_get_an_answer_or_busy(
 
 
 @pytest.mark.dds
+def test_an_ask_goal_cancelled_in_the_queue_is_answered_cancelled_at_once(
+    ros, launch, tmp_path, memory, llm_server, request
+):
+    server = llm_server(lambda body: delay(600.0))  # holds the only loop
+    start_reasoner(
+        launch,
+        tmp_path,
+        memory,
+        server,
+        **{
+            'max_concurrent_questions': 1,
+            'question_queue_length': 1,
+            'agent.deadline_s': 30.0,
+            'llm.max_retries': 0,
+        },
+    )
+    asker = rclpy.create_node('ask_queue_client', context=ros.context)
+    client = ActionClient(asker, Ask, 'ask')
+    ros.executor.add_node(asker)
+    request.addfinalizer(lambda: (ros.executor.remove_node(asker), asker.destroy_node()))
+    connect(client)
+    first = client.send_goal_async(Ask.Goal(question='Where is the bakery?'))
+    wait_until(lambda: len(server.requests) == 1, 30, 'the first question did not reach the model')
+    second = client.send_goal_async(Ask.Goal(question='Where is the library?'))
+    wait_until(second.done, 30, 'second goal not answered')
+    handle = second.result()
+    assert handle.accepted
+    time.sleep(0.5)  # in the queue now: the only loop waits for the model
+    cancel = handle.cancel_goal_async()
+    wait_until(cancel.done, 10, 'cancel not answered')
+    result = handle.get_result_async()
+    wait_until(result.done, 10, 'a cancelled goal in the queue was not answered')
+    assert result.result().status == GoalStatus.STATUS_CANCELED
+    cancelled = result.result().result
+    assert cancelled.status == Ask.Result.STATUS_CANCELLED and not cancelled.success
+    assert cancelled.message.startswith('cancelled after ') and 'in the queue' in cancelled.message
+    assert cancelled.queue_length == 1
+    assert len(server.requests) == 1  # the cancelled question never reached the model
+    wait_until(first.done, 10, 'first goal not answered')
+    assert first.result().accepted
+
+
+@pytest.mark.dds
 def test_input_over_the_limits_is_refused_before_any_work(
     ros, launch, tmp_path, llm_server, request
 ):

@@ -49,7 +49,7 @@ from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from waymark.agent.admission import ADMITTED, BUSY, Admission
+from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, Admission
 from waymark.agent.agent import (
     NONE,
     POSITION,
@@ -555,13 +555,19 @@ class ReasonerNode(Node):
         if problem:
             self.get_logger().warning(f'refused a question: {problem}')
             return Reply(Query.Response.STATUS_REFUSED, problem)
-        ticket = self._admission.enter(deadline)
+        ticket = self._admission.enter(deadline, cancelled)
         if ticket.outcome == BUSY:
             running, _ = self._admission.load()
             return Reply(
                 Query.Response.STATUS_BUSY,
                 f'busy: {running} questions are being answered and {ticket.queue_length} '
                 'wait; ask again later',
+                queue_length=ticket.queue_length,
+            )
+        if ticket.outcome == CANCELLED:
+            return Reply(
+                Query.Response.STATUS_CANCELLED,
+                f'cancelled after {ticket.waited_s:.1f} s in the queue',
                 queue_length=ticket.queue_length,
             )
         if ticket.outcome != ADMITTED:

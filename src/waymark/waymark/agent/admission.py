@@ -5,7 +5,8 @@ An agent loop holds a thread and an LLM slot for up to its deadline, so question
 let in through `Admission`: at most `slots` run at once, at most `queue_length` more wait
 for a slot in arrival order, and any other is refused at once as busy, with the queue's
 length. A waiting question gives up when its deadline passes, so every question learns
-its fate by its deadline, and none waits on a lock without a bound.
+its fate by its deadline, and none waits on a lock without a bound. A waiting question
+that is cancelled (an Ask goal) leaves the queue within `CANCEL_POLL_S`.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ import itertools
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
-ADMITTED, BUSY, TIMED_OUT = 'admitted', 'busy', 'timed_out'
+ADMITTED, BUSY, TIMED_OUT, CANCELLED = 'admitted', 'busy', 'timed_out', 'cancelled'
+# How often a waiting question checks whether it was cancelled.
+CANCEL_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
 class Ticket:
     """The outcome of `Admission.enter`. Release an admitted ticket exactly once."""
 
-    outcome: str  # ADMITTED, BUSY or TIMED_OUT
+    outcome: str  # ADMITTED, BUSY, TIMED_OUT or CANCELLED
     queue_length: int  # questions waiting when this one was let in or turned away
     waited_s: float = 0.0
 
@@ -42,9 +46,10 @@ class Admission:
         self._numbers = itertools.count()
         self._changed = threading.Condition()
 
-    def enter(self, deadline: float) -> Ticket:
-        """Run now, wait in the queue until a slot frees or `deadline` (a
-        `time.monotonic()` instant) passes, or be refused when the queue is full."""
+    def enter(self, deadline: float, cancelled: Callable[[], bool] = lambda: False) -> Ticket:
+        """Run now, wait in the queue until a slot frees, `deadline` (a
+        `time.monotonic()` instant) passes or `cancelled()` turns true, or be refused when
+        the queue is full."""
         started = time.monotonic()
         with self._changed:
             if self._running < self.slots and not self._waiting:
@@ -60,7 +65,9 @@ class Admission:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return Ticket(TIMED_OUT, queued, time.monotonic() - started)
-                    self._changed.wait(left)
+                    if cancelled():
+                        return Ticket(CANCELLED, queued, time.monotonic() - started)
+                    self._changed.wait(min(left, CANCEL_POLL_S))
                 self._running += 1
                 return Ticket(ADMITTED, queued, time.monotonic() - started)
             finally:
