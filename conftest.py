@@ -44,6 +44,8 @@ def launch(tmp_path, request):
     started = []
 
     def _start(name: str, params_file=None, **parameters):
+        if name == 'capture_node':  # its saved session and outbox stay with the test
+            parameters.setdefault('state_dir', str(tmp_path / 'capture'))
         node = start_node(name, tmp_path / 'logs', parameters, params_file=params_file)
         started.append(node)
         return node

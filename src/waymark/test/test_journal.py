@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+from dataclasses import replace
 
 import pytest
 
@@ -83,3 +84,31 @@ def test_a_torn_file_is_set_aside_and_the_rest_recovered(tmp_path):
     assert torn.with_suffix('.unreadable').exists()
     assert not list(tmp_path.glob('.*.tmp'))
     assert reopened.used_bytes == good.stat().st_size
+
+
+def test_writing_a_keyframe_again_replaces_it_and_counts_its_bytes_once(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    path = journal.write(keyframe(5))
+    assert journal.holds(keyframe(5)) and not journal.holds(keyframe(6))
+    assert journal.write(keyframe(5)) == path
+    assert journal.used_bytes == path.stat().st_size
+
+
+def test_a_resend_with_other_bytes_is_not_held(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    journal.write(keyframe(5))
+    other = keyframe(5)
+    assert not journal.holds(replace(other, image=other.image + b'\x00'))  # same stamp
+
+
+def test_paths_come_oldest_stamp_first_and_an_unreadable_file_is_set_aside(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    for stamp in (300, 20, 1000):
+        journal.write(keyframe(stamp, session='run-x'))
+    paths = journal.paths()
+    assert [journal.read(p).stamp_ns for p in paths] == [20, 300, 1000]
+    paths[1].write_bytes(bytes(paths[1].stat().st_size))  # same size, no header
+    assert journal.read(paths[1]) is None
+    assert journal.counts['journal_unreadable'] == 1
+    assert len(journal.paths()) == 2
+    assert journal.used_bytes == sum(p.stat().st_size for p in journal.paths())

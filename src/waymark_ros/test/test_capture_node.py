@@ -27,6 +27,9 @@ pytestmark = pytest.mark.dds
 
 T0 = 1_768_471_200_000_000_000  # 2026-01-15T10:00:00Z
 MS = 1_000_000
+# No memory_node acknowledges keyframes here: capture would send its outbox again after
+# 2 s, and the tests would count the resends.
+NO_RESENDS = {'outbox.resend_initial_s': 600.0, 'outbox.resend_max_s': 600.0}
 
 
 def odometry(stamp_ns: int, x: float, y: float = 0.0, yaw: float = 0.0, frame='map') -> Odometry:
@@ -60,6 +63,7 @@ def jpeg_image(stamp_ns: int, data: bytes | None = None) -> CompressedImage:
 def capture(ros, launch):
     node = launch(
         'capture_node',
+        **NO_RESENDS,
         reliable_input=True,
         session='test',
         max_pose_gap_s=0.2,
@@ -175,7 +179,13 @@ def test_time_going_backwards_resets_instead_of_crashing(capture):
 
 
 def test_raw_images_are_encoded_and_unknown_encodings_rejected(ros, launch):
-    launch('capture_node', reliable_input=True, image_type='raw', image_topic='/camera/image_raw')
+    launch(
+        'capture_node',
+        reliable_input=True,
+        image_type='raw',
+        image_topic='/camera/image_raw',
+        **NO_RESENDS,
+    )
     profile = qos.sensor_input(True, 100)
     odom = ros.node.create_publisher(Odometry, '/odom', profile)
     images = ros.node.create_publisher(Image, '/camera/image_raw', profile)
@@ -255,6 +265,7 @@ def tracked(ros, launch):
     topic, keeping one keyframe per second while tracking is lost."""
     node = launch(
         'capture_node',
+        **NO_RESENDS,
         reliable_input=True,
         session='tracked',
         pose_type='pose_with_covariance',
@@ -399,6 +410,7 @@ def test_diagnostics_carry_the_counters_and_turn_error_when_images_stop(tracked)
 def test_image_change_keeps_a_new_view_while_standing_still(ros, launch):
     launch(
         'capture_node',
+        **NO_RESENDS,
         reliable_input=True,
         **{
             'keyframe.min_interval_s': 0.0,
@@ -492,6 +504,7 @@ def fake_tf2_ros(tmp_path, monkeypatch):
 def test_extrinsic_from_tf_is_looked_up_at_start_and_applied(ros, launch, fake_tf2_ros):
     node = launch(
         'capture_node',
+        **NO_RESENDS,
         reliable_input=True,
         extrinsic_source='tf',
         base_frame='base_link',

@@ -9,7 +9,13 @@ node converts messages, publishes keyframes and reports what happened to every i
 Every queue is bounded by a parameter: subscription queues by `input_queue_depth` (with
 `reliable_input`, KEEP_ALL is bounded by the DDS resource limits and a reliable
 publisher waits), the keyframe publisher by `output_queue_depth`, images waiting for poses
-by `pending_images_max_mb`, poses by `pose_buffer_size`.
+by `pending_images_max_mb`, poses by `pose_buffer_size`, the outbox by `outbox.*`.
+
+Delivery is acknowledged: every keyframe also goes to an on-disk outbox in `state_dir`
+and stays there until memory_node says on `keyframes/ack` that it has journaled it;
+unacknowledged keyframes are sent again, oldest first, with a doubling wait, and at once
+when a memory_node (re)appears. The session (name, next index, map epoch) is saved there
+too, so a restarted capture_node continues it.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Transform
+from rclpy.event_handler import PublisherEventCallbacks, QoSPublisherMatchedInfo
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.time import Time
@@ -37,7 +45,9 @@ from waymark.memory.image_codec import (
     raw_to_jpeg,
 )
 from waymark.memory.keyframes import KeyframePolicy
+from waymark.memory.outbox import CaptureState, KeyframeOutbox, OutboxLimits
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
+from waymark_interfaces.msg import KeyframeAck
 from waymark_ros import qos
 from waymark_ros.conversions import keyframe_to_msg, stamp_to_ns
 from waymark_ros.params import declare
@@ -52,7 +62,76 @@ class CaptureNode(Node):
     def __init__(self) -> None:
         super().__init__('capture_node')
         session = declare(
-            self, 'session', '', 'Session name; empty derives one from the first image time (UTC).'
+            self,
+            'session',
+            '',
+            'Session name; empty continues the saved session, or derives a new name from '
+            'the first image time (UTC).',
+        )
+        state_dir = declare(
+            self,
+            'state_dir',
+            '~/.waymark/capture',
+            'Directory for the outbox and the saved session (one per capture_node).',
+        )
+        new_session = declare(
+            self,
+            'new_session',
+            False,
+            'Start a new session even when the saved one could be continued.',
+        )
+        rewind_s = declare(
+            self,
+            'resume_rewind_s',
+            60.0,
+            'With session empty: a first keyframe stamped more than this before the saved '
+            "session's newest one (another recording) starts a new session.",
+            low=0.0,
+            high=86400.0,
+        )
+        outbox_limits = OutboxLimits(
+            max_bytes=declare(
+                self,
+                'outbox.max_mb',
+                1024,
+                'Disk cap (MB) of keyframes not yet acknowledged; beyond it the oldest are '
+                'dropped (outbox_dropped_full).',
+                low=1,
+                high=1_000_000,
+            )
+            << 20,
+            max_age_s=declare(
+                self,
+                'outbox.max_age_s',
+                86400.0,
+                'Unacknowledged keyframes older than this are dropped (outbox_dropped_age).',
+                low=1.0,
+                high=30 * 86400.0,
+            ),
+            resend_initial_s=declare(
+                self,
+                'outbox.resend_initial_s',
+                2.0,
+                'Wait for an acknowledgement before the first resend.',
+                low=0.1,
+                high=600.0,
+            ),
+            resend_max_s=declare(
+                self,
+                'outbox.resend_max_s',
+                30.0,
+                'The wait doubles after each resend up to this (>= outbox.resend_initial_s).',
+                low=0.1,
+                high=3600.0,
+            ),
+            resend_batch=declare(
+                self,
+                'outbox.resend_batch',
+                20,
+                'Most keyframes resent per 0.1 s.',
+                low=1,
+                high=10_000,
+            ),
         )
         map_frame = declare(self, 'map_frame', 'map', 'Frame the poses are expressed in.')
         image_topic = declare(self, 'image_topic', '/camera/image/compressed', 'Camera topic.')
@@ -270,13 +349,35 @@ class CaptureNode(Node):
             warn=self.get_logger().warning,
             info=self.get_logger().info,
         )
+        state_path = Path(state_dir).expanduser()
+        state_path.mkdir(parents=True, exist_ok=True)
+        self._state_path = state_path / 'session.json'
+        self._outbox = KeyframeOutbox(state_path / 'outbox', outbox_limits)
+        saved = self._saved_state()
+        if saved is not None and not new_session and session in ('', saved.session):
+            self._builder.resume(saved, rewind_s=None if session else rewind_s)
+            self.get_logger().info(
+                f'continuing session {saved.session} from keyframe {saved.next_index} '
+                f'in map epoch {self._builder.map_epoch}'
+            )
+        if len(self._outbox):
+            self.get_logger().info(f'{len(self._outbox)} unacknowledged keyframes to resend')
+        self._state_errors = 0
         self._reported_session = ''
         self._image_topic = image_topic
         self._started = time.monotonic()
         self._last_image: float | None = None
         self._last_pose: float | None = None
 
-        self._publisher = self.create_publisher(KeyframeMsg, 'keyframes', qos.keyframes(out_depth))
+        self._publisher = self.create_publisher(
+            KeyframeMsg,
+            'keyframes',
+            qos.keyframes(out_depth),
+            event_callbacks=PublisherEventCallbacks(matched=self._on_matched),
+        )
+        self.create_subscription(
+            KeyframeAck, 'keyframes/ack', self._on_ack, qos.keyframes(out_depth)
+        )
         self._stats_publisher = self.create_publisher(String, 'capture/stats', qos.latched())
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         input_qos = qos.sensor_input(reliable, depth)
@@ -295,6 +396,15 @@ class CaptureNode(Node):
             f'capturing {image_type} images from {image_topic} '
             f'with {pose_type} poses from {pose_topic}'
         )
+
+    def _saved_state(self) -> CaptureState | None:
+        try:
+            return CaptureState.load(self._state_path)
+        except ValueError as error:
+            aside = self._state_path.with_suffix('.unreadable')
+            self._state_path.replace(aside)
+            self.get_logger().error(f'{error}; kept as {aside.name}, a new session starts')
+            return None
 
     # Poses ---------------------------------------------------------------------------
     def _add_pose(self, header, pose, covariance: Sequence[float] | None) -> None:
@@ -346,18 +456,55 @@ class CaptureNode(Node):
     # Output --------------------------------------------------------------------------
     def _poll(self) -> None:
         self._publish(self._builder.poll())
+        if self._publisher.get_subscription_count():
+            for keyframe in self._outbox.due():
+                self._publisher.publish(keyframe_to_msg(keyframe))
 
     def _publish(self, keyframes: list[Keyframe]) -> None:
+        if keyframes:  # first, so that a restart never numbers a keyframe twice
+            self._save_state()
         for keyframe in keyframes:
+            # Kept before it is sent: an acknowledgement can only find a kept keyframe.
+            if not self._outbox.add(keyframe):
+                self.get_logger().error(
+                    f'keyframe {keyframe.session}/{keyframe.index} not kept in the outbox '
+                    '(bigger than outbox.max_mb, or the disk refused it): sent once only',
+                    throttle_duration_sec=10.0,
+                )
             self._publisher.publish(keyframe_to_msg(keyframe))
         if self._builder.session != self._reported_session:
             self._reported_session = self._builder.session
             self.get_logger().info(f'session {self._reported_session}')
 
+    def _save_state(self) -> None:
+        try:
+            self._builder.state.save(self._state_path)
+        except OSError as error:
+            self._state_errors += 1
+            self.get_logger().error(
+                f'could not save the session state ({error}): a restart may start a new session',
+                throttle_duration_sec=10.0,
+            )
+
+    def _on_ack(self, msg: KeyframeAck) -> None:
+        self._outbox.acknowledge(msg.session, msg.durable)
+        if self._outbox.acknowledge(msg.session, msg.refused, refused=True):
+            self.get_logger().warning(
+                f'memory_node refused keyframes {list(msg.refused)} of {msg.session} (see its log)'
+            )
+
+    def _on_matched(self, info: QoSPublisherMatchedInfo) -> None:
+        if info.current_count_change > 0:  # a memory_node (re)started: send the backlog now
+            self._outbox.hurry()
+
     def _publish_stats(self) -> None:
         builder = self._builder
         stats = dict(
             builder.counts,
+            **self._outbox.counts,
+            outbox_pending=len(self._outbox),
+            outbox_bytes=self._outbox.used_bytes,
+            state_write_errors=self._state_errors,
             session=builder.session,
             buffered_poses=builder.buffered_poses,
             images_pending=builder.pending_images,
@@ -394,6 +541,14 @@ class CaptureNode(Node):
             problems.append(f'tracking lost: {self._builder.tracking_lost}')
         if self._builder.pending_bytes > self._builder.config.pending_bytes_max // 2:
             problems.append('images piling up waiting for poses')
+        if len(self._outbox) and not self._publisher.get_subscription_count():
+            problems.append(f'no memory_node: {len(self._outbox)} keyframes kept in the outbox')
+        dropped = sum(
+            self._outbox.counts[reason]
+            for reason in ('outbox_dropped_full', 'outbox_dropped_age', 'outbox_too_big')
+        )
+        if dropped:
+            problems.append(f'outbox limits dropped {dropped} unacknowledged keyframes')
         if problems:
             return DiagnosticStatus.WARN, '; '.join(problems)
         return DiagnosticStatus.OK, 'capturing'

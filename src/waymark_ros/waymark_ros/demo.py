@@ -87,7 +87,11 @@ def start_stack(
     logs = out / 'logs'
     overrides = {
         'memory_node': {'data_dir': str(out / 'memory')},
-        'capture_node': {'session': session, 'camera_extrinsic': list(extrinsic)},
+        'capture_node': {
+            'session': session,
+            'camera_extrinsic': list(extrinsic),
+            'state_dir': str(out / 'capture'),
+        },
         'reasoner_node': {
             'traces.dir': str(out / 'traces'),
             'memory.data_dir': str(out / 'memory'),

@@ -52,6 +52,7 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
             logs,
             {
                 'session': SESSION,
+                'state_dir': str(data / 'capture'),  # a new build starts it over too
                 'reliable_input': True,
                 'image_topic': topics.image,
                 'image_type': topics.image_type,

@@ -7,6 +7,13 @@ ingestion runs. A keyframe leaves the journal only once it is in the database: a
 process, a Milvus server that is away, or a shutdown with a full queue loses nothing
 that was accepted, and the next start ingests what is left.
 
+Each keyframe is acknowledged on `keyframes/ack` once journaled (or refused for good),
+so the sender can forget it; until then the sender keeps it and sends it again. A resend
+of a keyframe still journaled is acknowledged again and not queued twice. Keyframes the
+queue has no room for, and those a previous run left in the journal, form the backlog:
+read back from the journal in stamp order after the queue, while new keyframes keep
+being journaled and acknowledged behind it.
+
 Only this process opens the database: Milvus Lite allows one process per file, and a
 single writer keeps each session's entries in order and the in-process indexes exact.
 """
@@ -18,7 +25,7 @@ import os
 import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +50,7 @@ from waymark.memory.service import MemoryService, PreparedKeyframe, view_dims
 from waymark.memory.store import MemoryStore
 from waymark.memory.vector_index import IndexParams
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
-from waymark_interfaces.msg import SessionInfo
+from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
 from waymark_ros import qos
 from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp, stamp_to_ns
@@ -247,6 +254,10 @@ class MemoryNode(Node):
         self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=journal_mb << 20)
         self.counts: Counter[str] = Counter()
         self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
+        # Journaled keyframes waiting behind the queue, oldest first; bounded by the
+        # journal's cap (only their paths are held).
+        self._backlog: deque[Path] = deque()
+        self._backlog_lock = threading.Lock()
         self._stop = threading.Event()
         self._deadline = float('inf')  # set at shutdown: when the worker must give up
         self._last_keyframe = time.monotonic()
@@ -256,6 +267,9 @@ class MemoryNode(Node):
         self._report_recovery()
 
         ingest_group = MutuallyExclusiveCallbackGroup()
+        self._ack_publisher = self.create_publisher(
+            KeyframeAck, 'keyframes/ack', qos.keyframes(depth)
+        )
         self.create_subscription(
             KeyframeMsg,
             'keyframes',
@@ -282,12 +296,12 @@ class MemoryNode(Node):
         self._worker.start()
 
     def _report_recovery(self) -> None:
-        """Say what memory holds at start, and queue what a previous run left unfinished."""
+        """Say what memory holds at start, and put what a previous run left unfinished in
+        the backlog (all of it, oldest first)."""
         load = self._store.load_report
-        pending = self._journal.pending()
-        for entry in pending[: self._queue.maxsize]:
-            self._queue.put(_Job(entry.keyframe, entry.path))
-        self.counts['keyframes_recovered_from_journal'] = min(len(pending), self._queue.maxsize)
+        pending = self._journal.paths()
+        self._backlog.extend(pending)
+        self.counts['keyframes_recovered_from_journal'] = len(pending)
         recaptioning = self._memory.segments.caption_missing() if self._memory.segments else 0
         self.get_logger().info(
             f'memory at {self._store.uri}: {load.entries.get(FRAME, 0)} frames, '
@@ -297,39 +311,91 @@ class MemoryNode(Node):
             f'segments {self._store.views(SEGMENT)}; {len(pending)} keyframes recovered from '
             f'the journal; {recaptioning} segments queued for captions'
         )
-        if len(pending) > self._queue.maxsize:
-            self.get_logger().warning(
-                f'{len(pending) - self._queue.maxsize} journaled keyframes wait for the next '
-                'start (more than ingest_queue_size)'
-            )
 
     # Ingestion -----------------------------------------------------------------------
     def _on_keyframe(self, msg: KeyframeMsg) -> None:
         self.counts['keyframes_received'] += 1
         self._last_keyframe = time.monotonic()
+        name = f'{msg.session}/{msg.index}'
         try:
             keyframe = keyframe_from_msg(msg)
         except ValueError as error:
             self.counts['keyframes_rejected'] += 1
-            self.get_logger().warning(f'rejected keyframe {msg.session}/{msg.index}: {error}')
+            self.get_logger().warning(f'rejected keyframe {name}: {error}')
+            self._acknowledge(msg.session, msg.index, refused=True)
+            return
+        if self._journal.holds(keyframe):
+            # Sent again (our acknowledgement was lost, or the sender restarted): it is
+            # queued or in the backlog already.
+            self.counts['keyframes_resent_while_journaled'] += 1
+            self._acknowledge(keyframe.session, keyframe.index)
+            return
+        if self._journal.path_of(keyframe).exists():
+            self.counts['keyframes_rejected'] += 1
+            self.get_logger().warning(
+                f'rejected keyframe {name}: another keyframe with its session and stamp is '
+                'journaled'
+            )
+            self._acknowledge(keyframe.session, keyframe.index, refused=True)
             return
         path = None
         try:
             path = self._journal.write(keyframe)
         except (JournalFullError, OSError) as error:
-            # Still ingested if the process lives; only crash safety is lost for this one.
+            # Still ingested if the process lives; not acknowledged, so the sender keeps it.
             self.counts['keyframes_not_journaled'] += 1
-            self.get_logger().warning(f'keyframe {keyframe.session}/{keyframe.index}: {error}')
+            self.get_logger().warning(f'keyframe {name} not journaled: {error}')
+        if path is not None:
+            self._acknowledge(keyframe.session, keyframe.index)
+            with self._backlog_lock:
+                if self._backlog:  # behind the backlog, to stay in order
+                    self._backlog.append(path)
+                    self.counts['keyframes_behind_backlog'] += 1
+                    return
         try:
             self._queue.put(_Job(keyframe, path), timeout=self._put_timeout)
         except queue.Full:
-            # Journaled keyframes are ingested at the next start; the rest are refused.
+            # Journaled keyframes wait in the backlog; the rest are refused (unacknowledged,
+            # so the sender sends them again).
+            if path is not None:
+                with self._backlog_lock:
+                    self._backlog.append(path)
             self.counts['keyframes_deferred_queue_full' if path else 'keyframes_refused'] += 1
             self.get_logger().error(
-                f'ingest queue full for {self._put_timeout:.1f} s: keyframe '
-                f'{keyframe.session}/{keyframe.index} '
-                + ('left in the journal for the next start' if path else 'refused')
+                f'ingest queue full for {self._put_timeout:.1f} s: keyframe {name} '
+                + ('waits in the journal backlog' if path else 'refused')
             )
+
+    def _acknowledge(self, session: str, index: int, refused: bool = False) -> None:
+        if refused:
+            self._ack_publisher.publish(KeyframeAck(session=session, refused=[index]))
+        else:
+            self._ack_publisher.publish(KeyframeAck(session=session, durable=[index]))
+        self.counts['keyframes_refused_acknowledged' if refused else 'keyframes_acknowledged'] += 1
+
+    def _next_job(self, wait: bool) -> _Job | None:
+        """The queue first, then the backlog (all newer than the queue, in order); with
+        `wait`, waits a little for a keyframe when both are empty. The backlog is left to
+        the next start once shutdown has begun."""
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        while not self._stop.is_set():
+            with self._backlog_lock:
+                if not self._backlog:
+                    break
+                path = self._backlog.popleft()
+            keyframe = self._journal.read(path)  # None: gone, or set aside as unreadable
+            if keyframe is not None:
+                self.counts['keyframes_from_backlog'] += 1
+                return _Job(keyframe, path)
+        if not wait:
+            return None
+        try:
+            return self._queue.get(timeout=0.2)
+        except queue.Empty:
+            return None
 
     def _ingest_loop(self) -> None:
         """Prepare up to `prepare_workers` keyframes at once; store them in arrival order."""
@@ -337,10 +403,9 @@ class MemoryNode(Node):
         try:
             while True:
                 while not pool.full:
-                    try:
-                        # Wait for work only when nothing is in preparation.
-                        job = self._queue.get(timeout=0.2) if not pool else self._queue.get_nowait()
-                    except queue.Empty:
+                    # Wait for work only when nothing is in preparation.
+                    job = self._next_job(wait=not pool)
+                    if job is None:
                         break
                     pool.submit(job)
                 if not pool:
@@ -348,17 +413,13 @@ class MemoryNode(Node):
                         return
                     continue
                 job, prepared = pool.take()
-                try:
-                    if self._ingest(job, prepared) and job.journal_path is not None:
-                        self._journal.remove(job.journal_path)
-                finally:
-                    self._queue.task_done()
+                if self._ingest(job, prepared) and job.journal_path is not None:
+                    self._journal.remove(job.journal_path)
                 if self._stop.is_set() and time.monotonic() > self._deadline:
                     return
         finally:
             # Keyframes still in preparation stay in the journal for the next start.
-            for _ in pool.close():
-                self._queue.task_done()
+            pool.close()
 
     def _prepare(self, job: _Job) -> PreparedKeyframe:
         return self._memory.prepare(job.keyframe)
@@ -519,7 +580,8 @@ class MemoryNode(Node):
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
         idle = time.monotonic() - self._last_keyframe
-        if self._segments_open and idle > self._idle_close_s and self._queue.empty():
+        idle_queue = self._queue.empty() and not self._backlog
+        if self._segments_open and idle > self._idle_close_s and idle_queue:
             self._segments_open = False
             try:
                 self._memory.close_segments()
@@ -556,6 +618,7 @@ class MemoryNode(Node):
             segments=memory.segments,
             sessions=len(memory.sessions),
             queued=self._queue.qsize(),
+            backlog=len(self._backlog),
             journal_bytes=self._journal.used_bytes,
             images_bytes=self._memory.image_store.used_bytes,
             mean_ingest_ms=round(memory.mean_ingest_ms, 1),
@@ -570,7 +633,7 @@ class MemoryNode(Node):
         status.level, status.message = DiagnosticStatus.OK, 'ok'
         if stats.get('store_retries', 0) and self._queue.qsize():
             status.level, status.message = DiagnosticStatus.ERROR, 'database unavailable'
-        elif self._queue.qsize() > self._queue.maxsize // 2:
+        elif self._queue.qsize() > self._queue.maxsize // 2 or self._backlog:
             status.level, status.message = DiagnosticStatus.WARN, 'ingest falling behind'
         status.values = [
             KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())
@@ -586,7 +649,7 @@ class MemoryNode(Node):
         self._deadline = time.monotonic() + self._shutdown_wait
         self._stop.set()
         self._worker.join(timeout=self._shutdown_wait + 1.0)
-        left = self._queue.qsize()
+        left = self._queue.qsize() + len(self._backlog)
         if left or self._worker.is_alive():
             self.get_logger().warning(
                 f'{left} keyframes not ingested before shutdown_wait_s='

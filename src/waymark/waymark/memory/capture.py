@@ -25,7 +25,7 @@ goes backwards, when the pose jumps faster than `max_speed_mps` (a SLAM reset or
 relocalisation into another frame), or when asked (`new_map_epoch`). The pose buffer then
 restarts, so no pose is ever interpolated across two epochs, and each keyframe carries
 the epoch it was taken in. Epochs count per capture session (a restarted node continues
-from `map_epoch_start`).
+from `map_epoch_start`, or from its saved state: see `resume`).
 
 Every store here is bounded: waiting images by their bytes (`pending_bytes_max`, each
 counted as at least MIN_IMAGE_BYTES), poses and lost-tracking marks by `pose_buffer_size`,
@@ -48,6 +48,7 @@ from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
 from waymark.memory.entries import Keyframe, check_session_name
 from waymark.memory.image_codec import compressed_thumbnail
 from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
+from waymark.memory.outbox import CaptureState
 
 NS_PER_S = 1_000_000_000
 MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32
@@ -190,6 +191,8 @@ class KeyframeBuilder:
         self._newest_pose_ns: int | None = None  # any pose in the map frame, trusted or not
         self._selector = KeyframeSelector(config.policy)
         self._index = 0
+        self._newest_ns: int | None = None  # newest keyframe stamp
+        self._resumed_from_ns: int | None = None  # set by resume with a rewind limit
         self._last_image_ns: int | None = None
         self._image_timeline = 0
         self._timeline_at_pose_reset = 0
@@ -218,6 +221,25 @@ class KeyframeBuilder:
     def tracking_lost(self) -> str:
         """Why tracking is lost now ('' while it is not)."""
         return self._lost_reason
+
+    @property
+    def state(self) -> CaptureState | None:
+        """What a restart needs to continue this session; None before the first keyframe."""
+        if self._newest_ns is None:
+            return None
+        return CaptureState(self.session, self._index, self.map_epoch, self._newest_ns)
+
+    def resume(self, state: CaptureState, rewind_s: float | None = None) -> None:
+        """Continue a saved session from its next index, in a new map epoch: the pose
+        buffer starts empty and SLAM may have restarted too, so positions are not known to
+        be comparable. With `rewind_s`, a first keyframe stamped more than that before the
+        saved newest one (another recording, a bag played again) starts a new session."""
+        self.session = state.session
+        self._index = state.next_index
+        self._newest_ns = state.last_stamp_ns
+        self.map_epoch = min(max(state.map_epoch + 1, self.config.map_epoch_start), MAX_EPOCH)
+        if rewind_s is not None:
+            self._resumed_from_ns = state.last_stamp_ns - round(rewind_s * NS_PER_S)
 
     def add_pose(
         self,
@@ -410,6 +432,13 @@ class KeyframeBuilder:
         except ValueError as error:
             self._drop('image_undecodable', str(error))
             return None
+        if self._resumed_from_ns is not None:
+            if stamp_ns < self._resumed_from_ns:
+                self._info(f'time went back before session {self.session}: a new session')
+                self.session, self._index, self._newest_ns = self.config.session, 0, None
+                self.map_epoch = self.config.map_epoch_start
+                self.counts['sessions_started_by_rewind'] += 1
+            self._resumed_from_ns = None
         if not self.session:
             stamp = datetime.fromtimestamp(stamp_ns / NS_PER_S, tz=timezone.utc)
             self.session = stamp.strftime('run-%Y%m%dT%H%M%SZ')
@@ -424,6 +453,7 @@ class KeyframeBuilder:
             frame_id=self.config.map_frame,
         )
         self._index += 1
+        self._newest_ns = stamp_ns if self._newest_ns is None else max(self._newest_ns, stamp_ns)
         self.counts['keyframes_published'] += 1
         self.counts[f'keyframes_by_{self._selector.reason}'] += 1
         if camera is None:

@@ -6,8 +6,9 @@ the database, so a killed process, a database that is away, or a shutdown with a
 queue loses nothing that was accepted: the next start ingests what the journal holds
 (storing a keyframe twice is harmless, memory keeps one entry per session and stamp).
 
-One file per keyframe: a 4-byte big-endian header length, a JSON header, the image bytes.
-Files are written to a temporary name, fsynced and renamed, so a file is whole or absent.
+One file per keyframe, named after its session and stamp: a 4-byte big-endian header
+length, a JSON header, the image bytes. Files are written to a temporary name, fsynced and
+renamed, so a file is whole or absent. capture_node keeps its outbox in the same format.
 """
 
 from __future__ import annotations
@@ -54,14 +55,15 @@ class KeyframeJournal:
         return self._used
 
     def write(self, keyframe: Keyframe) -> Path:
-        """Journal one keyframe; JournalFullError at the cap, OSError on a full disk."""
-        header = json.dumps(_header(keyframe)).encode('utf-8')
-        data = _HEADER.pack(len(header)) + header + keyframe.image
-        if self._used + len(data) > self.max_bytes:
+        """Journal one keyframe; JournalFullError at the cap, OSError on a full disk.
+
+        A keyframe with the session and stamp of a journaled one replaces it."""
+        data = _encode(keyframe)
+        target = self.path_of(keyframe)
+        replaced = target.stat().st_size if target.exists() else 0
+        if self._used - replaced + len(data) > self.max_bytes:
             raise JournalFullError(f'keyframe journal full ({self._used} of {self.max_bytes} B)')
-        name = f'{keyframe.session}-{keyframe.stamp_ns:020d}{_SUFFIX}'
-        target = self.directory / name
-        temporary = self.directory / f'.{name}.tmp'
+        temporary = self.directory / f'.{target.name}.tmp'
         try:
             with open(temporary, 'wb') as stream:
                 stream.write(data)
@@ -72,8 +74,33 @@ class KeyframeJournal:
         except OSError:
             temporary.unlink(missing_ok=True)
             raise
-        self._used += len(data)
+        self._used += len(data) - replaced
         return target
+
+    def path_of(self, keyframe: Keyframe) -> Path:
+        return self.directory / f'{keyframe.session}-{keyframe.stamp_ns:020d}{_SUFFIX}'
+
+    def holds(self, keyframe: Keyframe) -> bool:
+        """Whether this very keyframe (same bytes) is journaled: a sender's resend."""
+        try:
+            return self.path_of(keyframe).read_bytes() == _encode(keyframe)
+        except OSError:
+            return False
+
+    def paths(self) -> list[Path]:
+        """The journaled files, oldest stamp first, without reading them (the journal may
+        hold more than should sit in memory at once)."""
+        return sorted(self.directory.glob(f'*{_SUFFIX}'), key=_stamp_of)
+
+    def read(self, path: Path) -> Keyframe | None:
+        """One journaled keyframe; None when it is gone or unreadable (set aside, counted)."""
+        try:
+            return _read(path)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, struct.error):
+            self._set_aside(path)
+            return None
 
     def remove(self, path: Path) -> None:
         try:
@@ -86,16 +113,32 @@ class KeyframeJournal:
     def pending(self) -> list[JournalEntry]:
         """What the journal holds, oldest first; unreadable files are set aside, counted."""
         entries = []
-        for path in sorted(self.directory.glob(f'*{_SUFFIX}')):
-            try:
-                entries.append(JournalEntry(path, _read(path)))
-            except (OSError, ValueError, KeyError, TypeError, struct.error):
-                # Kept for inspection under another name, out of the journal's count.
-                self.counts['journal_unreadable'] += 1
-                size = path.stat().st_size
-                path.rename(path.with_suffix('.unreadable'))
-                self._used = max(0, self._used - size)
+        for path in self.paths():
+            keyframe = self.read(path)
+            if keyframe is not None:
+                entries.append(JournalEntry(path, keyframe))
         return sorted(entries, key=lambda entry: entry.keyframe.stamp_ns)
+
+    def _set_aside(self, path: Path) -> None:
+        """Kept for inspection under another name, out of the journal's count."""
+        self.counts['journal_unreadable'] += 1
+        try:
+            size = path.stat().st_size
+            path.rename(path.with_suffix('.unreadable'))
+        except OSError:
+            return
+        self._used = max(0, self._used - size)
+
+
+def _stamp_of(path: Path) -> tuple[int, str]:
+    """Sort key from the file name (session-stamp); a foreign name sorts first."""
+    stamp = path.stem.rpartition('-')[2]
+    return (int(stamp) if stamp.isdigit() else -1, path.name)
+
+
+def _encode(keyframe: Keyframe) -> bytes:
+    header = json.dumps(_header(keyframe)).encode('utf-8')
+    return _HEADER.pack(len(header)) + header + keyframe.image
 
 
 def _header(keyframe: Keyframe) -> dict:
