@@ -512,7 +512,8 @@ class ReasonerNode(Node):
             self._marker_publisher.publish(answer_markers(answer, self._map_frame, now))
             if request.navigate and answer.has_goal:
                 tag = {'question': question, 'trace_id': result.trace_id}
-                message += '; ' + self._navigation.send(answer.goal, tag)
+                evidence = (result.goal.session, result.goal.map_epoch)
+                message += '; ' + self._navigation.send(answer.goal, tag, *evidence)
         return success, message, answer
 
     def _message(self, answer: AgentAnswer, sessions: list[str]) -> str:

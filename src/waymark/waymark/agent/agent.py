@@ -103,6 +103,7 @@ class Goal:
     z: float
     yaw: float
     map_epoch: int
+    session: str = ''  # of the memory the pose comes from: its map epoch is that session's
 
 
 @dataclass
@@ -461,7 +462,7 @@ class Agent:
             return _goal_of(nearest)
         support = min(placed, key=lambda h: _distance(h, g.x, g.y), default=None)
         if support is not None and _distance(support, g.x, g.y) <= self.config.justified_radius_m:
-            return Goal(g.x, g.y, g.z, g.yaw, support.record.map_epoch)
+            return Goal(g.x, g.y, g.z, g.yaw, support.record.map_epoch, support.record.session)
         if support is None:
             raise _RejectedError('the goal is not the pose of any memory shown, and none is cited')
         raise _RejectedError(
@@ -618,7 +619,7 @@ def _has_photo(run: _Run) -> bool:
 
 def _goal_of(hit: Hit) -> Goal:
     r = hit.record
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 def _distance(hit: Hit, x: float, y: float) -> float:
