@@ -3,9 +3,12 @@
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
 within a height band. It is inflated by the robot's radius. Every target is checked against
-it before anything moves: a target outside the map, non-finite, in another frame, or with no
-reachable free cell within `snap_radius_m` is refused with the reason; one inside a wall's
-inflation or in unknown space is moved to the nearest reachable cell.
+it before anything moves: a target outside the map, non-finite, beyond
+`max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
+`quaternion_norm_tolerance`, in another frame, or with no reachable free cell within
+`snap_radius_m` is refused with the reason; one inside a wall's inflation or in unknown
+space is moved to the nearest reachable cell. A target remembered in another map epoch
+than the current one (capture_node's, on `map_epoch_topic`) ends OUTCOME_STALE_EPOCH.
 
 Backends (`backend`):
 - `internal`: A* on the inflated grid, the path smoothed and published on `plan`, and a PD
