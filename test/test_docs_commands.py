@@ -321,7 +321,13 @@ def stack(tmp_path_factory):
                 {'traces.dir': str(root / 'traces'), 'memory.data_dir': str(root / 'memory')},
             )
         )
-        nodes.append(start_node('capture_node', logs, {'state_dir': str(root / 'capture')}))
+        # The keyframes below stand for this capture session's: its current map epoch is
+        # theirs, so the navigator drives to their poses.
+        nodes.append(
+            start_node(
+                'capture_node', logs, {'state_dir': str(root / 'capture'), 'session': SESSION}
+            )
+        )
         wait_until(lambda: 'frames' in memory, 90, 'memory_node did not start')
         keyframes = [keyframe(i, text, session=SESSION) for i, text in enumerate(SIGNS)]
         publish_and_wait(ros, keyframes, memory, len(SIGNS))

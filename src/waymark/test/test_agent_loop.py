@@ -127,7 +127,7 @@ def record(memory, entry_id: str):
 
 def goal_of(memory, entry_id: str) -> Goal:
     r = record(memory, entry_id)
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 def closed_port_url() -> str:
@@ -166,7 +166,8 @@ def test_a_search_then_an_answer_citing_its_hit_gives_that_memorys_pose(memory):
         requests = server.requests
     stored = record(memory, BAKERY)
     assert answer.kind == 'position' and not answer.used_fallback and not answer.cancelled
-    assert answer.goal == Goal(stored.x, stored.y, stored.z, stored.yaw, ROUTE_EPOCH)
+    assert answer.goal == goal_of(memory, BAKERY)
+    assert answer.goal.map_epoch == ROUTE_EPOCH and answer.goal.session == stored.session != ''
     assert (answer.goal.x, answer.goal.y) == (18.5, 0.0) and answer.goal.map_epoch == 2
     assert [hit.record.id for hit in answer.evidence] == [BAKERY]
     assert answer.text == 'Found it.' and answer.confidence == 0.9

@@ -77,7 +77,7 @@ def pictures(body: dict) -> int:
 
 def goal_of(memory, entry_id: str, level: str = SEGMENT) -> Goal:
     [r] = memory.store.get([entry_id], level)
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 def closed_port_url() -> str:
@@ -245,7 +245,7 @@ def test_an_unreachable_verifier_during_search_between_falls_back(memory):
     # The embedder-only answer: the best frame for the question, with its pose.
     best = answer.evidence[0].record
     assert best.kind == 'frame' and 'COFFEE SHOP' in best.text
-    assert answer.goal == Goal(best.x, best.y, best.z, best.yaw, best.map_epoch)
+    assert answer.goal == Goal(best.x, best.y, best.z, best.yaw, best.map_epoch, best.session)
 
 
 def test_a_verifier_answering_unusably_is_an_error_the_model_can_work_around(memory):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from waymark.navigation.goals import GoalReason, check_goal
+from waymark.navigation.goals import GoalReason, check_goal, goal_orientation
 from waymark.navigation.grid import FREE, OCCUPIED, GridGeometry, OccupancyMap, inflate
 from waymark.navigation.planner import GridPlanner
 
@@ -87,11 +87,62 @@ def test_a_robot_on_a_blocked_cell_is_moved_to_find_its_region(split_room):
     assert result.reason is GoalReason.ROBOT_BLOCKED
 
 
+@pytest.mark.parametrize(
+    'goal', [(-1e308, 0.5), (0.5, -1e308), (1e300, 1e300), (10_000.5, 0.5), (0.5, -20_000.0)]
+)
+def test_coordinates_beyond_the_bound_are_refused_before_any_cell_arithmetic(split_room, goal):
+    result = check_goal(split_room, *goal, 'map', *ROBOT, max_abs_coordinate_m=10_000.0)
+    assert not result.accepted and result.reason is GoalReason.TOO_FAR
+    assert 'max_abs_coordinate_m (10000 m)' in result.message
+
+
+def test_a_bound_wider_than_any_number_still_refuses_huge_goals_as_off_the_map(split_room):
+    # Nothing overflows even when the bound lets -1e308 through to the map lookup.
+    result = check_goal(split_room, -1e308, 0.5, 'map', *ROBOT, max_abs_coordinate_m=1.7e308)
+    assert not result.accepted and result.reason is GoalReason.OUTSIDE_MAP
+    bound = check_goal(split_room, 0.5, 0.5, 'map', *ROBOT, max_abs_coordinate_m=0.5)
+    assert bound.accepted  # the bound is inclusive
+
+
+@pytest.mark.parametrize(
+    ('q', 'expected'),
+    [
+        ((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)),
+        ((0.0, 0.0, 0.0, 1.005), (0.0, 0.0, 0.0, 1.0)),  # rounding: normalised
+        ((0.0, 0.0, 0.6, 0.8 * 0.995), (0.0, 0.0, 0.6 / 0.99681, 0.8 * 0.995 / 0.99681)),
+    ],
+)
+def test_an_orientation_near_unit_length_is_normalised(q, expected):
+    result = goal_orientation(q, 0.01)
+    assert result == pytest.approx(expected, abs=1e-5)
+    assert math.fsum(v * v for v in result) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ('q', 'match'),
+    [
+        ((0.0, 0.0, 0.0, 0.0), 'norm 0,'),
+        ((0.0, 0.0, 0.0, 1e-9), 'norm 1e-09'),
+        ((0.0, 0.0, 0.0, 2.0), 'norm 2,'),
+        ((0.0, 0.0, 0.7, 0.7), 'norm 0.9899'),
+        ((0.0, math.nan, 0.0, 1.0), 'not finite'),
+        ((0.0, 0.0, 0.0, math.inf), 'not finite'),
+    ],
+)
+def test_a_zero_or_scaled_orientation_is_refused(q, match):
+    with pytest.raises(ValueError, match=match):
+        goal_orientation(q, 0.01)
+
+
 def test_bad_radii_are_programming_errors(split_room):
     with pytest.raises(ValueError):
         check_goal(split_room, 0.5, 0.5, 'map', *ROBOT, snap_radius_m=-1.0)
     with pytest.raises(ValueError):
         check_goal(split_room, 0.5, 0.5, 'map', *ROBOT, start_snap_radius_m=math.nan)
+    with pytest.raises(ValueError):
+        check_goal(split_room, 0.5, 0.5, 'map', *ROBOT, max_abs_coordinate_m=0.0)
+    with pytest.raises(ValueError):
+        goal_orientation((0.0, 0.0, 0.0, 1.0), 1.0)
 
 
 @pytest.mark.parametrize('seed', range(8))

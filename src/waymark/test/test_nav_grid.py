@@ -59,6 +59,18 @@ def test_rows_grow_with_y_and_cells_floor_below_the_origin():
         geometry.world_to_cell(math.inf, 0.0)
 
 
+@pytest.mark.parametrize('point', [(-1e308, 0.0), (0.0, 1.7e308), (1e300, -1e300)])
+def test_huge_finite_points_are_off_the_grid_not_an_overflow(point):
+    # -1e308 is finite, but not once divided by a 5 cm resolution: floor(-inf) overflowed.
+    geometry = GridGeometry(0.05, -1.0, -1.0, 40, 40)
+    assert not geometry.contains(*point)
+    if not all(math.isfinite(v / 0.05) for v in point):
+        with pytest.raises(ValueError, match='beyond any grid cell'):
+            geometry.world_to_cell(*point)
+    with pytest.raises(ValueError, match='beyond any grid cell'):
+        geometry.world_to_cells(np.array([point, (0.0, 0.0)]))
+
+
 @pytest.mark.parametrize(
     'args', [(0.0, 0, 0, 3, 3), (math.nan, 0, 0, 3, 3), (0.1, math.inf, 0, 3, 3), (0.1, 0, 0, 0, 3)]
 )

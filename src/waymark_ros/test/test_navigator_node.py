@@ -9,6 +9,7 @@ and unsafe goals must be refused with nothing sent.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 
@@ -17,6 +18,7 @@ import pytest
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.action import ActionClient
+from std_msgs.msg import String
 from support.actions import connect, result_of, send
 from support.actions import go_to as target
 from support.ros_harness import wait_until
@@ -25,6 +27,7 @@ from support.unicycle import Unicycle
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 from waymark_ros import qos
+from waymark_ros.navigation_client import NavigationClient
 from waymark_ros.navigation_msgs import cloud_msg
 
 pytestmark = pytest.mark.dds
@@ -281,3 +284,122 @@ def test_a_robot_that_cannot_move_is_reported_stuck(ros, launch, robot):
     assert result.outcome == GoTo.Result.OUTCOME_FAILED
     assert 'no progress' in result.message
     wait_until(lambda: robot.commands[-1] == (0.0, 0.0), 5, 'robot not stopped')
+
+
+def oriented(goal: GoTo.Goal, *q: float) -> GoTo.Goal:
+    o = goal.target.pose.orientation
+    o.x, o.y, o.z, o.w = q
+    return goal
+
+
+def remembered(goal: GoTo.Goal, session: str, epoch: int) -> GoTo.Goal:
+    goal.evidence_session, goal.evidence_map_epoch = session, epoch
+    return goal
+
+
+# Goals that must be refused, and what the reason must say. Huge finite coordinates once
+# overflowed the cell arithmetic; the exception became a default result: "reached".
+REFUSALS = [
+    (target(25.0, 2.0), 'outside'),
+    (target(5.0, 2.0), 'no traversable cell'),  # in the wall
+    (target(-1e308, 2.0), 'max_abs_coordinate_m'),
+    (target(2.0, 1e300), 'max_abs_coordinate_m'),
+    (target(math.nan, 2.0), 'non-finite'),
+    (oriented(target(3.0, 2.0), 0.0, 0.0, 0.0, 0.0), 'norm 0,'),
+    (oriented(target(3.0, 2.0), 0.0, 0.0, 0.0, 2.0), 'norm 2,'),
+]
+
+
+def outcome_records(ros) -> list:
+    return ros.collect(String, 'navigation/outcome', qos.latched(10))
+
+
+def test_refusals_before_and_after_a_reached_goal_are_refused_with_their_reason(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
+    records = outcome_records(ros)
+    client = start_navigator(ros, launch, snap_radius_m=0.2)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    wait_until(lambda: len(robot.trail) > 10, 10, 'simulation not running')
+
+    def refused_each() -> None:
+        for goal, reason in REFUSALS:
+            result = result_of(send(client, goal))
+            assert (result.outcome, reason in result.message) == (
+                GoTo.Result.OUTCOME_REFUSED,
+                True,
+            ), (goal.target.pose, result.outcome, result.message)
+
+    refused_each()
+    assert all(command == (0.0, 0.0) for command in robot.commands)
+    reached = result_of(send(client, target(2.6, 2.0)), timeout=60)
+    assert reached.outcome == GoTo.Result.OUTCOME_REACHED, reached.message
+    assert reached.message.startswith('reached')
+    refused_each()  # the log call after a reached goal once raised here
+
+    # The reasoner's client publishes one outcome record per goal, with the reason.
+    navigation = NavigationClient(ros.node, 'go_to', 5.0, 10.0, 60.0)
+    connect(ActionClient(ros.node, GoTo, 'go_to'))  # discovery done, responses will arrive
+    for count, (goal, _) in enumerate(REFUSALS, start=1):
+        navigation.send(goal.target, {'question': f'q{count}'})
+        wait_until(lambda n=count: len(records) == n, 30, f'no outcome record for goal {count}')
+    for (_, reason), msg in zip(REFUSALS, records, strict=True):
+        record = json.loads(msg.data)
+        assert (record['outcome'], reason in record['message']) == ('refused', True), record
+
+
+def test_a_slightly_unnormalised_orientation_is_forwarded_normalised(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
+    goals = ros.collect(PoseStamped, 'goal_pose')
+    client = start_navigator(ros, launch, backend='goal_topic')
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    handle = send(client, oriented(target(3.0, 2.0), 0.0, 0.0, 0.6 * 1.004, 0.8 * 1.004))
+    wait_until(lambda: goals, 10, 'no goal forwarded')
+    o = goals[0].pose.orientation
+    assert (o.x, o.y, o.z, o.w) == pytest.approx((0.0, 0.0, 0.6, 0.8))
+    wait_until(handle.cancel_goal_async().done, 10, 'cancel not answered')
+    assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+
+
+def test_a_remembered_target_from_another_map_epoch_is_refused_as_stale(ros, launch, robot):
+    latched_map(ros, grid_msg(room()))
+    goals = ros.collect(PoseStamped, 'goal_pose')
+    records = outcome_records(ros)
+    client = start_navigator(ros, launch, backend='goal_topic', input_wait_s=1.0)
+    wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+
+    # Nothing says which epoch the map is in yet: a remembered target cannot be trusted.
+    unknown = result_of(send(client, remembered(target(3.0, 2.0), 'tour', 2)))
+    assert unknown.outcome == GoTo.Result.OUTCOME_REFUSED
+    assert 'no current map epoch' in unknown.message
+
+    stats = ros.node.create_publisher(String, 'capture/stats', qos.latched())
+    stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2, 'frames': 9})))
+    for session, epoch in (('tour', 1), ('tour', 3), ('yesterday', 2)):
+        result = result_of(send(client, remembered(target(3.0, 2.0), session, epoch)))
+        assert result.outcome == GoTo.Result.OUTCOME_STALE_EPOCH, result.message
+        assert f'session {session} map epoch {epoch}' in result.message
+        assert 'session tour epoch 2' in result.message
+    assert goals == []  # nothing was forwarded
+
+    navigation = NavigationClient(ros.node, 'go_to', 5.0, 10.0, 60.0)
+    connect(ActionClient(ros.node, GoTo, 'go_to'))  # discovery done, responses will arrive
+    navigation.send(target(3.0, 2.0).target, {'question': 'where?'}, 'tour', 1)
+    wait_until(lambda: records, 30, 'no outcome record')
+    record = json.loads(records[0].data)
+    assert (record['outcome'], record['session'], record['map_epoch']) == ('stale_epoch', 'tour', 1)
+
+    # The current epoch's own memories, and goals that are not memories, are driven.
+    memory_goal, plain_goal = remembered(target(3.0, 2.0), 'tour', 2), target(3.0, 2.5)
+    for forwarded, goal in enumerate((memory_goal, plain_goal), start=1):
+        handle = send(client, goal)
+        wait_until(lambda n=forwarded: len(goals) == n, 10, 'goal not forwarded')
+        wait_until(handle.cancel_goal_async().done, 10, 'cancel not answered')
+        assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+
+    # The map moves to a new epoch while a remembered target is being driven to.
+    handle = send(client, remembered(target(3.0, 2.0), 'tour', 2))
+    wait_until(lambda: len(goals) == 3, 10, 'goal not forwarded')
+    stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 3})))
+    result = result_of(handle)
+    assert result.outcome == GoTo.Result.OUTCOME_STALE_EPOCH
+    assert 'the map is now session tour epoch 3' in result.message

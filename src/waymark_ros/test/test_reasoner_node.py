@@ -121,11 +121,13 @@ class StubNavigator:
 
     def __init__(self, ros, outcome=GoTo.Result.OUTCOME_REACHED, message='reached') -> None:
         self.targets: list[PoseStamped] = []
+        self.evidence: list[tuple[str, int]] = []  # the memory each target comes from
         self.outcome, self.message = outcome, message
         self.server = ActionServer(ros.node, GoTo, 'go_to', execute_callback=self._execute)
 
     def _execute(self, handle) -> GoTo.Result:
         self.targets.append(handle.request.target)
+        self.evidence.append((handle.request.evidence_session, handle.request.evidence_map_epoch))
         if self.outcome == GoTo.Result.OUTCOME_REACHED:
             handle.succeed()
         else:
@@ -217,9 +219,11 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     assert response.message.endswith('; goal sent to the navigator')
     wait_until(lambda: len(navigator.targets) == 1, 10, 'goal not sent to the navigator')
     assert_bakery_goal(navigator.targets[0])
+    assert navigator.evidence == [('tour', 0)]  # the navigator can check its map epoch
     wait_until(lambda: outcomes, 10, 'no navigation outcome')
     outcome = json.loads(outcomes[-1].data)
     assert (outcome['outcome'], outcome['message']) == ('reached', 'reached')
+    assert (outcome['session'], outcome['map_epoch']) == ('tour', 0)
     assert outcome['trace_id'] == answer.trace_id
     assert outcome['question'] == 'Where did I see the bakery?'
     x, y, _, yaw = BAKERY_POSE

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
-from std_srvs.srv import Empty
+from std_srvs.srv import Trigger
 from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
@@ -200,7 +200,8 @@ def test_reset_puts_it_back_at_the_initial_pose(ros, launch):
     base.send(0.0, 0.0)
     base.wait_stopped()
     assert math.dist(base.pose()[:2], (-1.0, 0.5)) > 0.3
-    ros.call(Empty, 'sim_base/reset', Empty.Request())
+    response = ros.call(Trigger, 'sim_base/reset', Trigger.Request())
+    assert response.success and response.message == 'reset to the initial pose'
     wait_until(
         lambda: base.pose() == pytest.approx((-1.0, 0.5, 1.0), abs=1e-9), 5, 'not back at start'
     )

@@ -2,8 +2,8 @@
 """Sends answers' goals to navigator_node (GoTo) and reports how each ended.
 
 The reasoner must not wait for the robot to walk there: a goal is sent and the question
-answered at once. When the navigator's verdict comes (reached, refused, failed, canceled,
-with its reason), it is logged and published as JSON on `navigation/outcome`, tagged with
+answered at once. When the navigator's verdict comes (reached, refused, stale_epoch, failed,
+canceled, with its reason), it is logged and published as JSON on `navigation/outcome`, tagged with
 the question and its trace id, so what the robot did can be joined with what it was told.
 Only the navigator decides whether a goal is safe; nothing here publishes a goal directly.
 """
@@ -35,6 +35,7 @@ OUTCOMES = {
     GoTo.Result.OUTCOME_REFUSED: 'refused',
     GoTo.Result.OUTCOME_FAILED: 'failed',
     GoTo.Result.OUTCOME_CANCELED: 'canceled',
+    GoTo.Result.OUTCOME_STALE_EPOCH: 'stale_epoch',
 }
 _WATCH_PERIOD_S = 0.25  # how often overdue goals are looked for
 
@@ -80,8 +81,14 @@ class NavigationClient:
         self._drives: list[_Drive] = []
         node.create_timer(_WATCH_PERIOD_S, self._expire, callback_group=group)
 
-    def send(self, goal: PoseStamped, tag: dict[str, Any]) -> str:
-        """Send `goal`; returns what to tell the asker. `tag` goes into the outcome."""
+    def send(
+        self, goal: PoseStamped, tag: dict[str, Any], session: str = '', map_epoch: int = 0
+    ) -> str:
+        """Send `goal`; returns what to tell the asker. `tag` goes into the outcome.
+
+        A goal that is a remembered pose names the `session` and `map_epoch` of its memory,
+        so that the navigator can refuse it when the map has moved on since."""
+        tag = {**tag, 'session': session, 'map_epoch': map_epoch} if session else tag
         if not self._client.wait_for_server(timeout_sec=self._server_wait_s):
             message = f'navigator not available on {self._action_name}: goal not sent'
             self._publish({**tag, 'outcome': 'not_sent', 'message': message}, goal, None)
@@ -91,12 +98,13 @@ class NavigationClient:
         drive = _Drive(goal, tag, sent, deadline=sent + self._accept_wait_s, goal_id=goal_id)
         with self._lock:
             self._drives.append(drive)
-        future = self._client.send_goal_async(GoTo.Goal(target=goal), goal_uuid=goal_id)
+        request = GoTo.Goal(target=goal, evidence_session=session, evidence_map_epoch=map_epoch)
+        future = self._client.send_goal_async(request, goal_uuid=goal_id)
         future.add_done_callback(lambda done: self._accepted(done, drive))
         return 'goal sent to the navigator'
 
     def _accepted(self, future, drive: _Drive) -> None:
-        handle = future.result()
+        handle = None if future.exception() is not None else future.result()
         with self._lock:
             late = drive.reported
             if not late and handle is not None and handle.accepted:
@@ -110,7 +118,11 @@ class NavigationClient:
             handle.get_result_async().add_done_callback(lambda done: self._finished(done, drive))
 
     def _finished(self, future, drive: _Drive) -> None:
-        result = future.result().result
+        response = None if future.exception() is not None else future.result()
+        if response is None:
+            self._report(drive, 'failed', f'no result from the navigator: {future.exception()!r}')
+            return
+        result = response.result
         outcome = OUTCOMES.get(result.outcome, f'unknown ({result.outcome})')
         self._report(drive, outcome, result.message, result.final_pose)
 
@@ -150,12 +162,13 @@ class NavigationClient:
     ) -> None:
         record['goal'] = _planar(goal)
         record['final'] = _planar(final) if final is not None else None
-        log = self._node.get_logger()
-        (log.info if record['outcome'] == 'reached' else log.warning)(
-            f'navigation {record["outcome"]}: {record["message"]}'
-        )
-        with self._lock:
+        with self._lock:  # the record first: nothing after it can lose it
             self._outcomes.publish(String(data=json.dumps(record)))
+        line = f'navigation {record["outcome"]}: {record["message"]}'
+        if record['outcome'] == 'reached':
+            self._node.get_logger().info(line)
+        else:
+            self._node.get_logger().warning(line)
 
 
 def _planar(pose: PoseStamped) -> list[float] | None:

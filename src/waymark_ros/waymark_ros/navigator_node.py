@@ -3,9 +3,12 @@
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
 within a height band. It is inflated by the robot's radius. Every target is checked against
-it before anything moves: a target outside the map, non-finite, in another frame, or with no
-reachable free cell within `snap_radius_m` is refused with the reason; one inside a wall's
-inflation or in unknown space is moved to the nearest reachable cell.
+it before anything moves: a target outside the map, non-finite, beyond
+`max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
+`quaternion_norm_tolerance`, in another frame, or with no reachable free cell within
+`snap_radius_m` is refused with the reason; one inside a wall's inflation or in unknown
+space is moved to the nearest reachable cell. A target remembered in another map epoch
+than the current one (capture_node's, on `map_epoch_topic`) ends OUTCOME_STALE_EPOCH.
 
 Backends (`backend`):
 - `internal`: A* on the inflated grid, the path smoothed and published on `plan`, and a PD
@@ -30,6 +33,7 @@ FAILED, as in Nav2. The pose topic must be in the map frame (a LIO SLAM odometry
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 import threading
@@ -47,7 +51,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import PointCloud2
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 from visualization_msgs.msg import MarkerArray
 
 from waymark.geometry import InvalidPoseError, quaternion_from_yaw, yaw_from_quaternion
@@ -59,12 +63,18 @@ from waymark.navigation.frontiers import (
     Frontier,
     frontier_near,
 )
-from waymark.navigation.goals import check_goal
+from waymark.navigation.goals import (
+    MAX_ABS_COORDINATE_M,
+    QUATERNION_NORM_TOLERANCE,
+    check_goal,
+    goal_orientation,
+)
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid, inflate, project_point_cloud
 from waymark.navigation.planner import GridPlanner, PlanError, PlannerConfig
 from waymark_interfaces.action import Explore, GoTo
 from waymark_ros import qos
 from waymark_ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.navigation_client import OUTCOMES
 from waymark_ros.navigation_msgs import (
     navigation_markers,
     occupancy_map_from_msg,
@@ -120,6 +130,10 @@ class _Pose:
 
 class _RefusedError(Exception):
     """A target that must not be driven to; the message says why."""
+
+
+class _StaleEpochError(_RefusedError):
+    """A remembered target from another map epoch than the current one."""
 
 
 class _Leg:
@@ -226,6 +240,23 @@ class NavigatorNode(Node):
                 high=500_000_000,
             ),
         )
+        self._max_abs_coordinate = declare(
+            self,
+            'max_abs_coordinate_m',
+            MAX_ABS_COORDINATE_M,
+            'Targets with |x| or |y| beyond this are refused before any map lookup.',
+            low=1.0,
+            high=1e6,
+        )
+        self._quaternion_tolerance = declare(
+            self,
+            'quaternion_norm_tolerance',
+            QUATERNION_NORM_TOLERANCE,
+            "A target's orientation quaternion is normalised when its norm is within this "
+            'of 1, and refused otherwise (zero included).',
+            low=0.0,
+            high=0.5,
+        )
         self._align_yaw = declare(self, 'align_yaw', True, "Turn to the target's heading.")
         self._rate = declare(self, 'control_rate_hz', 20.0, 'Follower rate.', low=1.0, high=200.0)
         self._tolerance = declare(
@@ -329,6 +360,17 @@ class NavigatorNode(Node):
                 PointCloud2, cloud_topic, self._on_cloud, map_qos, callback_group=maps
             )
         self._map_topic = map_topic if source == GRID else cloud_topic
+        self._epoch_topic = declare(
+            self,
+            'map_epoch_topic',
+            'capture/stats',
+            "capture_node's latched stats (std_msgs/String, JSON): their session and "
+            'map_epoch are the current map epoch, which a remembered target must be from.',
+        )
+        self._epoch: tuple[str, int] | None = None  # (session, map epoch) now, when known
+        self.create_subscription(
+            String, self._epoch_topic, self._on_epoch, qos.latched(), callback_group=inputs
+        )
         self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._nav2_action = declare(
             self, 'nav2.action_name', 'navigate_to_pose', 'NavigateToPose server (backend nav2).'
@@ -423,6 +465,25 @@ class NavigatorNode(Node):
         with self._lock:
             self._pose = _Pose(x, y, yaw_from_quaternion(pose.orientation), stamp_s)
 
+    def _on_epoch(self, msg: String) -> None:
+        try:
+            stats = json.loads(msg.data)
+            session, epoch = stats['session'], stats['map_epoch']
+            if not (isinstance(session, str) and type(epoch) is int and epoch >= 0):
+                raise ValueError(f'session {session!r}, map_epoch {epoch!r}')
+        except (ValueError, KeyError, TypeError) as error:
+            self.get_logger().warning(
+                f'map epoch on {self._epoch_topic} unreadable, ignored: {error}',
+                throttle_duration_sec=5.0,
+            )
+            return
+        with self._lock:
+            changed = bool(session) and self._epoch != (session, epoch)
+            if session:  # no session yet: capture_node has not seen an image
+                self._epoch = (session, epoch)
+        if changed:
+            self.get_logger().info(f'current map epoch: session {session}, epoch {epoch}')
+
     def _on_grid(self, msg: OccupancyGrid) -> None:
         try:
             self._install(occupancy_map_from_msg(msg))
@@ -466,28 +527,28 @@ class NavigatorNode(Node):
     # -- goals ---------------------------------------------------------------------------
 
     def _execute(self, handle) -> GoTo.Result:
+        """Every path ends in an explicit outcome: an exception is a failure with its reason,
+        never the default result (which reads as OUTCOME_REACHED)."""
         with self._lock:
             self._active = handle  # any goal still running sees this and stops
-        result = GoTo.Result()
         try:
             outcome, message = self._run(handle)
+        except Exception as error:  # any failure is the goal's outcome
+            outcome, message = GoTo.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
         finally:
             self._release(handle)
         if outcome == GoTo.Result.OUTCOME_REACHED:
             handle.succeed()
-        elif outcome == GoTo.Result.OUTCOME_CANCELED:
-            handle.canceled()
+            self.get_logger().info(f'goal ended: {message}')
         else:
-            handle.abort()
-        log = self.get_logger()
-        (log.info if outcome == GoTo.Result.OUTCOME_REACHED else log.warning)(
-            f'goal ended: {message}'
-        )
-        result.outcome, result.message = outcome, message
+            if outcome == GoTo.Result.OUTCOME_CANCELED:
+                handle.canceled()
+            else:
+                handle.abort()
+            self.get_logger().warning(f'goal ended ({OUTCOMES[outcome]}): {message}')
         with self._lock:
-            if self._pose is not None:
-                result.final_pose = self._pose_msg(self._pose)
-        return result
+            final = self._pose_msg(self._pose) if self._pose is not None else PoseStamped()
+        return GoTo.Result(outcome=outcome, message=message, final_pose=final)
 
     def _release(self, handle) -> None:
         """Stop the robot, and free the drive unless a newer goal has taken it already."""
@@ -499,34 +560,77 @@ class NavigatorNode(Node):
     def _run(self, handle) -> tuple[int, str]:
         """Take a GoTo goal (or an exploration leg) to its end with the configured backend."""
         try:
+            self._check_epoch(handle.request)
             if self._backend == INTERNAL:
                 return self._drive(handle)
             if self._backend == NAV2:
                 return self._navigate(handle)
             return self._forward(handle)
+        except _StaleEpochError as why:
+            return GoTo.Result.OUTCOME_STALE_EPOCH, str(why)
         except _RefusedError as why:
             return GoTo.Result.OUTCOME_REFUSED, str(why)
 
     def _check(self, target: PoseStamped):
-        """The map, the robot's pose and the checked target, or _RefusedError."""
+        """The map, the robot's pose, the checked target and its unit orientation quaternion,
+        or _RefusedError."""
+        p, q = target.pose.position, target.pose.orientation
+        if not all(math.isfinite(v) for v in (p.x, p.y, p.z)):
+            raise _RefusedError(f'non-finite goal position ({p.x}, {p.y}, {p.z})')
         try:
-            pose = pose_from_msg(target.pose)
-        except InvalidPoseError as error:
+            orientation = goal_orientation((q.x, q.y, q.z, q.w), self._quaternion_tolerance)
+        except ValueError as error:
             raise _RefusedError(str(error)) from None
         state, robot = self._inputs()
         check = check_goal(
             state.grid,
-            pose.position[0],
-            pose.position[1],
+            p.x,
+            p.y,
             target.header.frame_id,
             robot.x,
             robot.y,
             self._snap,
             self._start_snap,
+            self._max_abs_coordinate,
         )
         if not check.accepted:
             raise _RefusedError(check.message)
-        return state, robot, check, yaw_from_quaternion(pose.orientation)
+        return state, robot, check, orientation
+
+    def _check_epoch(self, request: GoTo.Goal) -> None:
+        """A remembered target must be from the current map epoch, waiting input_wait_s for
+        the first report of it; else _StaleEpochError (or _RefusedError when none came)."""
+        if not request.evidence_session:
+            return
+        deadline = time.monotonic() + self._input_wait
+        while True:
+            with self._lock:
+                current = self._epoch
+            if current is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        evidence = f'session {request.evidence_session} map epoch {request.evidence_map_epoch}'
+        if current is None:
+            raise _RefusedError(
+                f'target is from {evidence}, and no current map epoch has come on '
+                f'{self._epoch_topic}'
+            )
+        if stale := self._stale(request):
+            raise _StaleEpochError(stale)
+
+    def _stale(self, request: GoTo.Goal) -> str:
+        """Why a remembered target is not in the current map epoch; empty when it is."""
+        if not request.evidence_session:
+            return ''
+        with self._lock:
+            current = self._epoch
+        evidence = (request.evidence_session, request.evidence_map_epoch)
+        if current is None or current == evidence:
+            return ''
+        return (
+            f'target is from session {evidence[0]} map epoch {evidence[1]}, the map is now '
+            f'session {current[0]} epoch {current[1]}; no alignment between them is known'
+        )
 
     def _inputs(self) -> tuple[_Map, _Pose]:
         """The latest map and pose, waiting input_wait_s for the first; else _RefusedError."""
@@ -554,7 +658,8 @@ class NavigatorNode(Node):
 
     def _drive(self, handle) -> tuple[int, str]:
         target: PoseStamped = handle.request.target
-        state, _, check, yaw = self._check(target)
+        state, _, check, orientation = self._check(target)
+        yaw = yaw_from_quaternion(orientation)
         waypoints = self._plan(state, check)
         self._show(target, check, waypoints)
         follower = PathFollower(self._follower_params)
@@ -570,6 +675,9 @@ class NavigatorNode(Node):
                 robot, current, preempted = self._pose, self._map, self._active is not handle
             if preempted:
                 return GoTo.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+            if stale := self._stale(handle.request):
+                follower.cancel()
+                return GoTo.Result.OUTCOME_STALE_EPOCH, stale
             if current is not None and current.version != state.version:
                 state = current
                 try:  # the goal is checked again: the new map may have closed it off
@@ -604,12 +712,11 @@ class NavigatorNode(Node):
 
     def _forward(self, handle) -> tuple[int, str]:
         target: PoseStamped = handle.request.target
-        _, _, check, _ = self._check(target)
+        _, _, check, orientation = self._check(target)
         goal = PoseStamped()
         goal.header.frame_id = self._map_frame
         goal.header.stamp = self.get_clock().now().to_msg()
-        goal.pose = target.pose
-        goal.pose.position.x, goal.pose.position.y = check.x, check.y
+        goal.pose = _checked_pose(target, check, orientation)
         self._show(target, check, None)
         self._goal_publisher.publish(goal)
         deadline = time.monotonic() + self._follower_params.timeout_s
@@ -621,6 +728,8 @@ class NavigatorNode(Node):
                 robot, preempted = self._pose, self._active is not handle
             if preempted:
                 return GoTo.Result.OUTCOME_FAILED, 'preempted by a newer goal'
+            if stale := self._stale(handle.request):
+                return GoTo.Result.OUTCOME_STALE_EPOCH, stale
             if robot is not None:
                 distance = math.hypot(robot.x - check.x, robot.y - check.y)
                 feedback.distance_remaining = float(distance)
@@ -644,6 +753,8 @@ class NavigatorNode(Node):
         feedback = Explore.Feedback()
         try:
             outcome, message = self._explore_until_done(handle, result, feedback, started)
+        except Exception as error:  # any failure is its outcome
+            outcome, message = Explore.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
         finally:
             self._release(handle)
             self._frontiers = ((), None)
@@ -792,7 +903,7 @@ class NavigatorNode(Node):
 
     def _navigate(self, handle) -> tuple[int, str]:
         target: PoseStamped = handle.request.target
-        _, _, check, _ = self._check(target)
+        _, _, check, orientation = self._check(target)
         self._show(target, check, None)
         if not self._nav2.wait_for_server(timeout_sec=self._nav2_wait):
             return GoTo.Result.OUTCOME_FAILED, (
@@ -802,8 +913,7 @@ class NavigatorNode(Node):
         goal = self._nav2_goal()
         goal.pose.header.frame_id = self._map_frame
         goal.pose.header.stamp = self.get_clock().now().to_msg()
-        goal.pose.pose = copy.deepcopy(target.pose)
-        goal.pose.pose.position.x, goal.pose.pose.position.y = check.x, check.y
+        goal.pose.pose = _checked_pose(target, check, orientation)
         latest = [(0, 0.0)]  # (feedback count, distance); written by the client's callbacks
 
         def on_feedback(msg) -> None:
@@ -830,6 +940,10 @@ class NavigatorNode(Node):
                 return GoTo.Result.OUTCOME_FAILED, (
                     f'canceled, but Nav2 did not confirm within {self._nav2_wait:g} s'
                 )
+            if stale := self._stale(handle.request):
+                if not self._cancel_nav2(nav, result):
+                    stale += f'; Nav2 did not confirm the cancel within {self._nav2_wait:g} s'
+                return GoTo.Result.OUTCOME_STALE_EPOCH, stale
             with self._lock:
                 preempted = self._active is not handle
             if preempted or time.monotonic() > deadline:
@@ -911,6 +1025,16 @@ class NavigatorNode(Node):
         msg.pose.orientation.x, msg.pose.orientation.y = q[0], q[1]
         msg.pose.orientation.z, msg.pose.orientation.w = q[2], q[3]
         return msg
+
+
+def _checked_pose(target: PoseStamped, check, orientation) -> PoseMsg:
+    """The target as it is to be driven: its checked (maybe snapped) position and its
+    normalised orientation."""
+    pose = copy.deepcopy(target.pose)
+    pose.position.x, pose.position.y = check.x, check.y
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = orientation
+    return pose
 
 
 def _cancel_if_accepted(sent) -> None:

@@ -652,7 +652,8 @@ class ReasonerNode(Node):
             self._marker_publisher.publish(answer_markers(answer, self._map_frame, now))
             if request.navigate and answer.has_goal:
                 tag = {'question': question, 'trace_id': result.trace_id}
-                message += '; ' + self._navigation.send(answer.goal, tag)
+                evidence = (result.goal.session, result.goal.map_epoch)
+                message += '; ' + self._navigation.send(answer.goal, tag, *evidence)
         if success:
             status = Query.Response.STATUS_ANSWERED
         elif result.cancelled:

@@ -16,7 +16,8 @@ before, so its path does not depend on when the timer fires.
 With `collision_map`, the occupied cells of the OccupancyGrid on `map_topic` stop the robot's
 centre at their boundary (unknown cells and space off the map do not). Each time it runs into
 one counts a collision on `sim_base/stats` (latched JSON, with the distance travelled and the
-pose). `sim_base/reset` (std_srvs/Empty) puts it back at `initial_pose` and clears the stats.
+pose). `sim_base/reset` (std_srvs/Trigger) puts it back at `initial_pose` and clears the stats,
+and answers whether it did.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
-from std_srvs.srv import Empty
+from std_srvs.srv import Trigger
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.grid import GridGeometry
@@ -126,7 +127,7 @@ class SimBaseNode(Node):
         self.create_subscription(Twist, cmd_vel_topic, self._on_command, _RELIABLE_LATEST)
         if collision_map:
             self.create_subscription(OccupancyGrid, map_topic, self._on_map, qos.latched())
-        self.create_service(Empty, 'sim_base/reset', self._on_reset)
+        self.create_service(Trigger, 'sim_base/reset', self._on_reset)
         self.create_timer(1.0 / rate, self._tick)
         self.create_timer(_STATS_PERIOD_S, self._publish_stats)
         self.get_logger().info(
@@ -182,10 +183,14 @@ class SimBaseNode(Node):
         )
         self._publish_stats()
 
-    def _on_reset(self, request: Empty.Request, response: Empty.Response) -> Empty.Response:
-        self._restart()
+    def _on_reset(self, _request: Trigger.Request, _response: Trigger.Response) -> Trigger.Response:
+        try:
+            self._restart()
+        except Exception as error:  # the caller hears why, the node keeps running
+            self.get_logger().error(f'reset failed: {error!r}')
+            return Trigger.Response(success=False, message=f'reset failed: {error!r}')
         self.get_logger().info('reset to the initial pose')
-        return response
+        return Trigger.Response(success=True, message='reset to the initial pose')
 
     # -- simulation ----------------------------------------------------------------------
 

@@ -117,6 +117,7 @@ class Goal:
     z: float
     yaw: float
     map_epoch: int
+    session: str = ''  # of the memory the pose comes from: its map epoch is that session's
 
 
 @dataclass
@@ -646,7 +647,7 @@ def _has_photo(run: _Run) -> bool:
 
 def _goal_of(hit: Hit) -> Goal:
     r = hit.record
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 def _distance(hit: Hit, x: float, y: float) -> float:

@@ -17,10 +17,14 @@ import numpy as np
 
 from waymark.navigation.grid import TraversabilityGrid
 
+MAX_ABS_COORDINATE_M = 10_000.0  # no map is larger; beyond it, numbers only overflow
+QUATERNION_NORM_TOLERANCE = 0.01  # a norm this close to 1 is the sender's rounding
+
 
 class GoalReason(enum.Enum):
     OK = 'ok'
     NON_FINITE = 'non_finite'
+    TOO_FAR = 'too_far'
     WRONG_FRAME = 'wrong_frame'
     OUTSIDE_MAP = 'outside_map'
     ROBOT_OUTSIDE_MAP = 'robot_outside_map'
@@ -53,16 +57,21 @@ def check_goal(
     robot_y: float,
     snap_radius_m: float = 0.5,
     start_snap_radius_m: float = 0.25,
+    max_abs_coordinate_m: float = MAX_ABS_COORDINATE_M,
 ) -> GoalCheck:
     """Validate a goal against the map and the robot's position (both in the map's frame).
 
     The robot may stand in a wall's inflation (localisation noise, a map update): it is
     moved to the nearest traversable cell within `start_snap_radius_m` to find its region.
+    A coordinate beyond `max_abs_coordinate_m` is refused before any arithmetic on it: no
+    map is that large, and such numbers overflow cell indices.
     """
     radii = (('snap_radius_m', snap_radius_m), ('start_snap_radius_m', start_snap_radius_m))
     for name, radius in radii:
         if not (math.isfinite(radius) and radius >= 0):
             raise ValueError(f'{name} must be finite and >= 0, got {radius}')
+    if not (math.isfinite(max_abs_coordinate_m) and max_abs_coordinate_m > 0):
+        raise ValueError(f'max_abs_coordinate_m must be finite and > 0, got {max_abs_coordinate_m}')
 
     def refuse(reason: GoalReason, message: str, start: tuple[int, int] | None = None) -> GoalCheck:
         return GoalCheck(False, x, y, False, 0.0, reason, message, start)
@@ -70,6 +79,11 @@ def check_goal(
     geometry = grid.geometry
     if not (math.isfinite(x) and math.isfinite(y)):
         return refuse(GoalReason.NON_FINITE, f'goal ({x}, {y}) is not a finite point')
+    if max(abs(x), abs(y)) > max_abs_coordinate_m:
+        return refuse(
+            GoalReason.TOO_FAR,
+            f'goal ({x:g}, {y:g}) lies beyond max_abs_coordinate_m ({max_abs_coordinate_m:g} m)',
+        )
     if frame_id != grid.frame_id:
         return refuse(
             GoalReason.WRONG_FRAME, f"goal is in frame '{frame_id}', the map in '{grid.frame_id}'"
@@ -112,6 +126,28 @@ def check_goal(
     sx, sy = geometry.cell_to_world(row, col)
     message = f'goal moved {distance:.2f} m to ({sx:.2f}, {sy:.2f}), the nearest reachable cell'
     return GoalCheck(True, sx, sy, True, distance, GoalReason.OK, message, start_cell, (row, col))
+
+
+def goal_orientation(
+    q: tuple[float, float, float, float], norm_tolerance: float = QUATERNION_NORM_TOLERANCE
+) -> tuple[float, float, float, float]:
+    """A goal's heading as a unit quaternion (x, y, z, w), or ValueError saying why not.
+
+    A norm within `norm_tolerance` of 1 is rounding in the sender and is normalised; a zero
+    or clearly scaled quaternion is not a heading anyone meant, so the goal is refused
+    rather than driven with a heading guessed from it.
+    """
+    if not (math.isfinite(norm_tolerance) and 0 <= norm_tolerance < 1):
+        raise ValueError(f'norm_tolerance must be in [0, 1), got {norm_tolerance}')
+    if not all(math.isfinite(v) for v in q):
+        raise ValueError(f'goal orientation {list(q)} is not finite')
+    norm = math.sqrt(sum(v * v for v in q))
+    if abs(norm - 1.0) > norm_tolerance:
+        raise ValueError(
+            f'goal orientation {list(q)} has norm {norm:.4g}, not 1 within {norm_tolerance:g}'
+        )
+    x, y, z, w = (v / norm for v in q)
+    return x, y, z, w
 
 
 def nearest_cell(

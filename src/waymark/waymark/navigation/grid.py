@@ -57,12 +57,18 @@ class GridGeometry:
 
     def world_to_cell(self, x: float, y: float) -> tuple[int, int]:
         """(row, col) of the cell holding a world point; it may lie outside the grid."""
+        row, col = self._cell_coordinates(x, y)
+        return math.floor(row), math.floor(col)
+
+    def _cell_coordinates(self, x: float, y: float) -> tuple[float, float]:
+        """(row, col) of a world point in cells, not yet floored; ValueError when they are
+        not finite (x = -1e308 is finite, but not once divided by the resolution)."""
         if not (math.isfinite(x) and math.isfinite(y)):
             raise ValueError(f'non-finite point ({x}, {y})')
-        return (
-            math.floor((y - self.origin_y) / self.resolution),
-            math.floor((x - self.origin_x) / self.resolution),
-        )
+        row, col = (y - self.origin_y) / self.resolution, (x - self.origin_x) / self.resolution
+        if not (math.isfinite(row) and math.isfinite(col)):
+            raise ValueError(f'point ({x:g}, {y:g}) is beyond any grid cell')
+        return row, col
 
     def cell_to_world(self, row: int, col: int) -> tuple[float, float]:
         """World (x, y) of a cell's centre."""
@@ -77,7 +83,11 @@ class GridGeometry:
         if not np.isfinite(xy).all():
             raise ValueError('non-finite points')
         origin = np.array([self.origin_x, self.origin_y])
-        return np.floor((xy - origin) / self.resolution).astype(np.int64)[:, ::-1]
+        with np.errstate(over='ignore'):
+            cells = np.floor((xy - origin) / self.resolution)
+        if not (np.abs(cells) < 2.0**62).all():  # int64 holds them exactly
+            raise ValueError('points beyond any grid cell')
+        return cells.astype(np.int64)[:, ::-1]
 
     def cells_to_world(self, cells: np.ndarray) -> np.ndarray:
         """(N, 2) (row, col) to (N, 2) world (x, y) of the cell centres."""
@@ -89,10 +99,12 @@ class GridGeometry:
         return 0 <= row < self.height and 0 <= col < self.width
 
     def contains(self, x: float, y: float) -> bool:
-        """Whether a world point lies on the grid (False for non-finite points)."""
-        if not (math.isfinite(x) and math.isfinite(y)):
+        """Whether a world point lies on the grid (False for non-finite or huge points)."""
+        try:
+            row, col = self._cell_coordinates(x, y)
+        except ValueError:
             return False
-        return self.contains_cell(*self.world_to_cell(x, y))
+        return 0 <= row < self.height and 0 <= col < self.width
 
 
 @dataclass(frozen=True)
