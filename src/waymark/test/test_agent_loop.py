@@ -659,6 +659,7 @@ def test_every_question_writes_a_trace_named_by_its_id(memory, tmp_path):
         'z': answer.goal.z,
         'yaw': answer.goal.yaw,
         'map_epoch': 2,
+        'session': 'route',
     }
     assert trace['answer']['evidence'] == [BAKERY]
     assert (trace['llm_calls'], trace['retrievals'], trace['verifier_calls']) == (2, 1, 0)

@@ -116,7 +116,7 @@ def pose_of(memory, entry_id: str) -> dict:
 
 def goal_of(memory, entry_id: str) -> Goal:
     [r] = memory.store.get([entry_id])
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch)
+    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 # -- quoting -------------------------------------------------------------------------------
