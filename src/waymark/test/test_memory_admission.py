@@ -18,6 +18,7 @@ from waymark.memory.admission import (
     KeyframeRules,
     RefusedError,
     SearchRules,
+    check_index_range,
     check_interval,
     check_keyframe_input,
     check_position,
@@ -112,6 +113,9 @@ def test_stamps_and_intervals():
     assert reason(lambda: check_stamp(-1, 0)) == 'stamp'
     check_interval(5, 5)
     assert reason(lambda: check_interval(6, 5)) == 'interval'
+    check_index_range(0, 2**63 - 1)
+    assert reason(lambda: check_index_range(3, 2)) == 'index_range'
+    assert reason(lambda: check_index_range(0, 2**64 - 1)) == 'index_range'
 
 
 def test_search_arguments():

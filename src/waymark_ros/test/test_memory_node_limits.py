@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
 from support.images import png_bomb
 from support.ros_harness import wait_until
@@ -93,6 +94,7 @@ def test_a_memory_in_another_map_frame_takes_its_own_frame_only(ros, launch, tmp
 
 
 def test_a_forged_keyframe_at_a_stored_stamp_never_replaces_the_entry(ros, launch, tmp_path):
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 10)
     _, stats = started(ros, launch, tmp_path, ocr=True, text_model='default')
     publish_and_wait(ros, [keyframe(0, 'PHARMACY')], stats, 1)
     hacked = keyframe(0, 'HACKED')  # the same session and stamp, another sign
@@ -104,6 +106,16 @@ def test_a_forged_keyframe_at_a_stored_stamp_never_replaces_the_entry(ros, launc
     assert stats['frames'] == 1
     found = search(ros, 'text', text='hacked', top_k=5)
     assert [(h.text, h.pose.pose.position.x) for h in found.hits] == [('PHARMACY', 0.0)]
+
+    def diagnosed() -> bool:
+        values = [
+            {item.key: item.value for item in status.values}
+            for array in list(diagnostics)
+            for status in array.status
+        ]
+        return any(v.get('keyframes_conflicting') == '1' for v in values)
+
+    wait_until(diagnosed, 10, 'the conflict is not in /diagnostics')
 
 
 def test_searches_out_of_bounds_are_refused_with_the_reason(ros, launch, tmp_path):
@@ -118,6 +130,7 @@ def test_searches_out_of_bounds_are_refused_with_the_reason(ros, launch, tmp_pat
         'interval': search(ros, 'interval', stamp=ns_to_stamp(T0 + S), end_stamp=ns_to_stamp(T0)),
         'position': search(ros, 'position', position=Point(x=1e300)),
         'radius': search(ros, 'range', position=Point(), radius=10.5),
+        'index_range': search(ros, 'index_range', sessions=['tour'], last_index=2**64 - 1),
     }
     for reason, response in refused.items():
         assert not response.success and response.message, reason

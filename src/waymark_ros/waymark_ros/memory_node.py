@@ -32,6 +32,7 @@ from waymark.memory.admission import (
     KeyframeRules,
     RefusedError,
     SearchRules,
+    check_index_range,
     check_interval,
     check_position,
     check_search_image,
@@ -561,6 +562,7 @@ class MemoryNode(Node):
         if mode == Request.MODE_INDEX_RANGE:
             if not sessions or len(set(sessions)) != 1:
                 raise ValueError('index_range search needs exactly one session')
+            check_index_range(request.first_index, request.last_index)
             return self._memory.search_index_range(
                 sessions[0], request.first_index, request.last_index, k, level, request.text, views
             )

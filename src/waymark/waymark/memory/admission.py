@@ -17,6 +17,7 @@ from waymark.memory.entries import FrameRecord, Keyframe, check_session_name
 from waymark.memory.image_codec import ImageLimits, ImageTooLargeError, check_image_limits
 
 NS_PER_S = 1_000_000_000
+MAX_INDEX = 2**63 - 1
 
 
 class RefusedError(ValueError):
@@ -160,6 +161,14 @@ def check_search_image(rules: SearchRules, data: bytes) -> None:
 def check_interval(start_ns: int, end_ns: int) -> None:
     if end_ns < start_ns:
         raise RefusedError('interval', 'interval search needs end_stamp >= stamp')
+
+
+def check_index_range(first: int, last: int) -> None:
+    """Entry indices are int64 in the store: larger ones cannot exist and would overflow."""
+    if not 0 <= first <= last <= MAX_INDEX:
+        raise RefusedError(
+            'index_range', f'index range {first}..{last} must be ordered and within 0..{MAX_INDEX}'
+        )
 
 
 def same_keyframe(stored: FrameRecord, keyframe: Keyframe, image_ref: str) -> bool:
