@@ -94,6 +94,16 @@ def test_a_bad_keyframe_is_refused_with_its_reason(fields, expected):
     assert reason(lambda: check(**fields)) == expected
 
 
+def test_errors_from_outside_text_are_one_short_line():
+    with pytest.raises(RefusedError) as refused:
+        check(session='a\nb' * 10_000)
+    message = str(refused.value)
+    assert '\n' not in message and len(message) < 300
+    with pytest.raises(RefusedError) as refused:
+        check(frame_id='odom\n' * 10_000)
+    assert '\n' not in str(refused.value) and len(str(refused.value)) < 300
+
+
 def test_a_lost_pose_is_not_checked_but_its_frame_is():
     check(pose_valid=False, position=(1e300, math.nan, 0.0), orientation=(0.0,) * 4)
     assert reason(lambda: check(pose_valid=False, frame_id='odom')) == 'frame'

@@ -40,6 +40,7 @@ from waymark.memory.admission import (
     check_search_sessions,
     check_search_text,
     check_stamp,
+    shown,
 )
 from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
@@ -399,7 +400,9 @@ class MemoryNode(Node):
         except RefusedError as error:
             self.counts['keyframes_rejected'] += 1
             self.counts[f'keyframes_refused_{error.reason}'] += 1
-            self.get_logger().warning(f'rejected keyframe {msg.session}/{msg.index}: {error}')
+            self.get_logger().warning(
+                f'rejected keyframe {shown(msg.session)}/{msg.index}: {error}'
+            )
             return
         path = None
         try:

@@ -42,6 +42,22 @@ class KeyframeRules:
     image: ImageLimits = field(default_factory=ImageLimits)
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """A string from outside as it may appear in an error: quoted, escaped, clipped."""
+    return repr(text[:limit]) + ('...' if len(text) > limit else '')
+
+
+def _check_session(reason: str, name: str) -> None:
+    try:
+        check_session_name(name)
+    except ValueError:
+        raise RefusedError(
+            reason,
+            f'invalid session name {shown(name)}: use 1-64 letters, digits, "_", "." or "-", '
+            'starting with a letter or digit',
+        ) from None
+
+
 def check_stamp(sec: int, nanosec: int, what: str = 'stamp') -> int:
     """A message time in UTC nanoseconds; refuses negative times and nanosec >= 1 s (two
     different stamps would otherwise name the same instant)."""
@@ -76,14 +92,11 @@ def check_keyframe_input(
     A pose marked invalid (tracking lost) is stored without a position, so its numbers
     are not checked; its frame still is: a sender in another frame is misconfigured.
     """
-    try:
-        check_session_name(session)
-    except ValueError as error:
-        raise RefusedError('session', str(error)) from error
+    _check_session('session', session)
     if frame_id != rules.map_frame:
         raise RefusedError(
             'frame',
-            f'keyframe in frame {frame_id!r}, memory stores poses in {rules.map_frame!r}',
+            f'keyframe in frame {shown(frame_id)}, memory stores poses in {rules.map_frame!r}',
         )
     if pose_valid:
         check_position(position, rules.max_coordinate_m, 'keyframe position')
@@ -133,10 +146,7 @@ def check_search_sessions(rules: SearchRules, sessions: Sequence[str]) -> None:
             'sessions', f'{len(sessions)} sessions named, at most max_sessions={rules.max_sessions}'
         )
     for name in sessions:
-        try:
-            check_session_name(name)
-        except ValueError as error:
-            raise RefusedError('sessions', str(error)) from error
+        _check_session('sessions', name)
 
 
 def check_search_radius(rules: SearchRules, radius: float) -> None:
