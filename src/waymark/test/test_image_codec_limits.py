@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import io
 import resource
 
 import cv2
 import numpy as np
 import pytest
-from PIL import Image
+from support.images import png_bomb
 
 from waymark.memory.image_codec import (
     ImageDecodeError,
@@ -18,13 +17,6 @@ from waymark.memory.image_codec import (
     check_image_limits,
     decode_image,
 )
-
-
-def png_bomb(side: int) -> bytes:
-    """A black PNG of side x side pixels: a few hundred kB that decode to side² x 3 bytes."""
-    buffer = io.BytesIO()
-    Image.new('1', (side, side)).save(buffer, format='PNG', optimize=True)
-    return buffer.getvalue()
 
 
 def test_small_images_pass_with_their_size():

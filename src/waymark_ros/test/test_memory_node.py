@@ -82,8 +82,10 @@ def test_bad_keyframes_are_counted_and_skipped(ros, memory):
     corrupt.image.data = b'\xff\xd8\xff garbage'
     empty_session = keyframe(2, 'LIBRARY', session='')
     publish_and_wait(ros, [nan_pose, corrupt, empty_session, keyframe(3, 'LIBRARY')], stats, 1)
-    wait_until(lambda: stats.get('keyframes_undecodable') == 1, 10, 'corrupt image not counted')
-    assert stats['keyframes_rejected'] == 2
+    wait_until(lambda: stats.get('keyframes_rejected') == 3, 10, 'refusals not counted')
+    assert stats['keyframes_refused_position'] == 1
+    assert stats['keyframes_refused_image'] == 1  # refused from its header, never journaled
+    assert stats['keyframes_refused_session'] == 1
     assert node.running()
 
 
@@ -109,6 +111,7 @@ def test_memory_survives_a_restart_and_a_replay_is_idempotent(ros, launch, memor
     publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
     wait_until(lambda: stats.get('keyframes_ingested') == len(SIGNS), 30, 'replay not ingested')
     assert stats['frames'] == len(SIGNS)
+    assert stats['keyframes_duplicate'] == len(SIGNS)  # compared, nothing rewritten
     # ...while a new keyframe of the session is numbered after the last one.
     fresh = keyframe(0, 'FIRE EXIT')
     fresh.header.stamp = ns_to_stamp(T0 + 100 * S)

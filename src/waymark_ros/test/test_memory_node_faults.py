@@ -72,12 +72,16 @@ def test_sessions_are_listed_and_deleted_with_their_segments(ros, launch, tmp_pa
     assert ranked.success and ranked.hits[0].index == 0 and ranked.hits[0].view == 'text'
     assert not search(ros, 'index_range', level='segment', last_index=3).success  # no session
 
-    gone = ros.call(DeleteSession, 'delete_session', DeleteSession.Request(session='first'))
+    gone = ros.call(
+        DeleteSession, 'delete_session', DeleteSession.Request(session='first', confirm='first')
+    )
     assert gone.success and (gone.frames_deleted, gone.segments_deleted) == (6, 2)
     wait_until(lambda: stats.get('frames') == 3, 10, 'frames not updated after deletion')
     left = ros.call(ListSessions, 'list_sessions', ListSessions.Request())
     assert [info.name for info in left.sessions] == ['second']
-    bad = ros.call(DeleteSession, 'delete_session', DeleteSession.Request(session='../x'))
+    bad = ros.call(
+        DeleteSession, 'delete_session', DeleteSession.Request(session='../x', confirm='../x')
+    )
     assert not bad.success and bad.message
 
 

@@ -10,6 +10,7 @@ from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
 
 from waymark.geometry import Pose
+from waymark.memory.admission import KeyframeRules, check_keyframe_input, check_stamp
 from waymark.memory.entries import (
     FRAME,
     SEGMENT,
@@ -70,26 +71,36 @@ def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
     return msg
 
 
-def keyframe_from_msg(msg: KeyframeMsg) -> Keyframe:
-    """Raises ValueError (InvalidPoseError included) on a keyframe that must not be stored.
+def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
+    """Raises RefusedError (a ValueError naming its reason) on a keyframe that must not be
+    stored: see waymark.memory.admission. Nothing is decoded here.
 
     A keyframe whose pose is marked invalid (tracking lost) is kept with an identity pose:
     whatever numbers it carries are not a position.
     """
-    check_session_name(msg.session)
-    if not msg.image.data:
-        raise ValueError('keyframe without image data')
+    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+    image = bytes(msg.image.data)
+    check_keyframe_input(
+        rules,
+        session=msg.session,
+        frame_id=msg.header.frame_id,
+        position=(p.x, p.y, p.z),
+        orientation=(q.x, q.y, q.z, q.w),
+        pose_valid=msg.pose_valid,
+        image=image,
+    )
+    stamp_ns = check_stamp(msg.header.stamp.sec, msg.header.stamp.nanosec, 'keyframe stamp')
     pose = pose_from_msg(msg.pose.pose) if msg.pose_valid else Pose()
     return Keyframe(
         session=msg.session,
         index=int(msg.index),
-        stamp_ns=stamp_to_ns(msg.header.stamp),
+        stamp_ns=stamp_ns,
         pose=pose,
         pose_valid=bool(msg.pose_valid),
         map_epoch=int(msg.map_epoch),
-        image=bytes(msg.image.data),
+        image=image,
         image_format=msg.image.format or 'jpeg',
-        frame_id=msg.header.frame_id or 'map',
+        frame_id=msg.header.frame_id,
     )
 
 

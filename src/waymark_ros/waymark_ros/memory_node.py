@@ -29,17 +29,30 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
+from waymark.memory.admission import (
+    KeyframeRules,
+    RefusedError,
+    SearchRules,
+    check_index_range,
+    check_interval,
+    check_position,
+    check_search_image,
+    check_search_radius,
+    check_search_sessions,
+    check_search_text,
+    check_stamp,
+    shown,
+)
 from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
-from waymark.memory.image_codec import decode_image
+from waymark.memory.image_codec import ImageLimits, decode_image
 from waymark.memory.image_store import ImageStore
 from waymark.memory.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ocr import TextReader
@@ -53,7 +66,7 @@ from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
 from waymark_ros import qos
-from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp, stamp_to_ns
+from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp
 from waymark_ros.memory_markers import hit_markers, memory_markers
 from waymark_ros.params import declare
 from waymark_ros.spin import run_node
@@ -101,7 +114,81 @@ class MemoryNode(Node):
             low=1,
             high=64,
         )
-        self._frame_id = declare(self, 'map_frame', 'map', 'Frame of stored poses.')
+        self._frame_id = declare(
+            self,
+            'map_frame',
+            'map',
+            'Frame of stored poses; keyframes in another frame (or none) are refused.',
+        )
+        image_limits = ImageLimits(
+            max_bytes=declare(
+                self,
+                'max_image_bytes',
+                20_000_000,
+                'Largest compressed image accepted, in a keyframe or a search request.',
+                low=1_000,
+                high=1_000_000_000,
+            ),
+            max_pixels=declare(
+                self,
+                'max_image_pixels',
+                40_000_000,
+                'Most pixels an image may decode to (read from its header before decoding: '
+                'a small PNG can decode to gigabytes).',
+                low=1_000,
+                high=1_000_000_000,
+            ),
+        )
+        max_coordinate = declare(
+            self,
+            'max_coordinate_m',
+            100_000.0,
+            'Farthest a keyframe position or a searched position may be from the map origin.',
+            low=1.0,
+            high=1e9,
+        )
+        self._keyframe_rules = KeyframeRules(
+            map_frame=self._frame_id,
+            max_coordinate_m=max_coordinate,
+            quaternion_tolerance=declare(
+                self,
+                'quaternion_tolerance',
+                0.01,
+                'How far a keyframe quaternion norm may be from 1 before it is refused.',
+                low=1e-6,
+                high=0.5,
+            ),
+            image=image_limits,
+        )
+        self._search_rules = SearchRules(
+            max_coordinate_m=max_coordinate,
+            max_radius_m=declare(
+                self, 'max_radius_m', 1_000.0, 'Largest range-search radius.', low=0.1, high=1e7
+            ),
+            max_query_chars=declare(
+                self,
+                'max_query_chars',
+                1_000,
+                'Longest search text, in characters.',
+                low=1,
+                high=100_000,
+            ),
+            max_sessions=declare(
+                self,
+                'max_search_sessions',
+                100,
+                'Most sessions one search may name.',
+                low=1,
+                high=1_000,
+            ),
+            image=image_limits,
+        )
+        self._allow_delete = declare(
+            self,
+            'allow_delete',
+            True,
+            'Serve delete_session (it cannot be undone); false refuses every deletion.',
+        )
         self._default_k = declare(
             self, 'default_top_k', 5, 'Hits when a request asks for 0.', low=1, high=1000
         )
@@ -250,6 +337,7 @@ class MemoryNode(Node):
             text_embedder=text_embedder,
             reader=TextReader(min_confidence=ocr_min_confidence) if ocr and text_embedder else None,
             segments=segments,
+            image_limits=image_limits,
         )
         self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=journal_mb << 20)
         self.counts: Counter[str] = Counter()
@@ -316,11 +404,12 @@ class MemoryNode(Node):
     def _on_keyframe(self, msg: KeyframeMsg) -> None:
         self.counts['keyframes_received'] += 1
         self._last_keyframe = time.monotonic()
-        name = f'{msg.session}/{msg.index}'
+        name = f'{shown(msg.session)}/{msg.index}'
         try:
-            keyframe = keyframe_from_msg(msg)
-        except ValueError as error:
+            keyframe = keyframe_from_msg(msg, self._keyframe_rules)
+        except RefusedError as error:
             self.counts['keyframes_rejected'] += 1
+            self.counts[f'keyframes_refused_{error.reason}'] += 1
             self.get_logger().warning(f'rejected keyframe {name}: {error}')
             self._acknowledge(msg.session, msg.index, refused=True)
             return
@@ -332,6 +421,7 @@ class MemoryNode(Node):
             return
         if self._journal.path_of(keyframe).exists():
             self.counts['keyframes_rejected'] += 1
+            self.counts['keyframes_conflicting'] += 1
             self.get_logger().warning(
                 f'rejected keyframe {name}: another keyframe with its session and stamp is '
                 'journaled'
@@ -445,6 +535,10 @@ class MemoryNode(Node):
         while True:
             try:
                 self._memory.commit(prepared)
+            except RefusedError as error:  # the same stamp with other content: never replaced
+                self.counts['keyframes_conflicting'] += 1
+                self.get_logger().warning(f'refused keyframe {name}: {error}')
+                return True
             except ValueError as error:
                 self.counts['keyframes_failed'] += 1
                 self.get_logger().error(f'could not store keyframe {name}: {error}')
@@ -471,12 +565,15 @@ class MemoryNode(Node):
         k = min(request.top_k or self._default_k, self._max_k)
         sessions = list(request.sessions) or None
         try:
+            check_search_sessions(self._search_rules, request.sessions)
             hits = self._search(request, k, sessions)
             total = self._count(sessions, request.level or FRAME)
         except ValueError as error:
             response.success = False
             response.message = str(error)
             self.counts['searches_refused'] += 1
+            if isinstance(error, RefusedError):
+                self.counts[f'searches_refused_{error.reason}'] += 1
             return response
         except Exception as error:  # never let one request take the service down
             response.success = False
@@ -486,7 +583,9 @@ class MemoryNode(Node):
         response.success = True
         response.hits = [hit_to_msg(hit, self._frame_id) for hit in hits]
         response.total_entries = total
-        response.message = f'{len(hits)} hits among {total} entries'
+        response.message = f'{len(hits)} hits among {total} entries' + (
+            f' (top_k capped at max_top_k={self._max_k})' if request.top_k > self._max_k else ''
+        )
         self.counts['searches'] += 1
         self._last_hits = (hits, request.text or request.mode)
         return response
@@ -501,37 +600,42 @@ class MemoryNode(Node):
         if level not in LEVELS:
             raise ValueError(f'unknown level {level!r}; use frame or segment')
         views = list(request.views) or None
+        rules = self._search_rules
+        check_search_text(rules, request.text)
         if mode == Request.MODE_TEXT:
             if not request.text.strip():
                 raise ValueError('text search needs a non-empty text')
             return self._memory.search_text(request.text, k, sessions, level, views)
         if mode == Request.MODE_IMAGE:
+            data = bytes(request.image.data)
+            check_search_image(rules, data)
             try:
-                image = decode_image(bytes(request.image.data))
+                image = decode_image(data, rules.image)
             except ValueError as error:
                 raise ValueError(f'image search needs a decodable image: {error}') from error
             return self._memory.search_image(image, k, sessions, level)
         if mode == Request.MODE_TIME:
-            return self._memory.search_time(stamp_to_ns(request.stamp), k, sessions, level)
+            stamp = check_stamp(request.stamp.sec, request.stamp.nanosec)
+            return self._memory.search_time(stamp, k, sessions, level)
         if mode == Request.MODE_INTERVAL:
-            start, end = stamp_to_ns(request.stamp), stamp_to_ns(request.end_stamp)
-            if end < start:
-                raise ValueError('interval search needs end_stamp >= stamp')
+            start = check_stamp(request.stamp.sec, request.stamp.nanosec)
+            end = check_stamp(request.end_stamp.sec, request.end_stamp.nanosec, 'end_stamp')
+            check_interval(start, end)
             return self._memory.search_interval(start, end, k, sessions, level)
         if mode == Request.MODE_INDEX_RANGE:
             if not sessions or len(set(sessions)) != 1:
                 raise ValueError('index_range search needs exactly one session')
+            check_index_range(request.first_index, request.last_index)
             return self._memory.search_index_range(
                 sessions[0], request.first_index, request.last_index, k, level, request.text, views
             )
         p = request.position
-        if not all(np.isfinite([p.x, p.y, p.z])):
-            raise ValueError('position search needs a finite position')
+        if mode in (Request.MODE_POSITION, Request.MODE_RANGE):
+            check_position((p.x, p.y, p.z), rules.max_coordinate_m, 'search position')
         if mode == Request.MODE_POSITION:
             return self._memory.search_position(p.x, p.y, p.z, k, sessions, level)
         if mode == Request.MODE_RANGE:
-            if not (np.isfinite(request.radius) and request.radius > 0.0):
-                raise ValueError('range search needs a positive radius')
+            check_search_radius(rules, request.radius)
             return self._memory.search_range(p.x, p.y, float(request.radius), sessions, k, level)
         raise ValueError(
             f'unknown search mode {mode!r}; use text, image, time, interval, index_range, '
@@ -562,6 +666,15 @@ class MemoryNode(Node):
         return response
 
     def _on_delete_session(self, request, response: DeleteSession.Response):
+        refusal = None
+        if not self._allow_delete:
+            refusal = 'deletion is disabled on this robot (memory_node allow_delete: false)'
+        elif request.confirm != request.session:
+            refusal = f'not deleted: confirm must repeat the session name {request.session!r}'
+        if refusal is not None:
+            self.counts['deletions_refused'] += 1
+            response.success, response.message = False, refusal
+            return response
         try:
             frames, segments = self._memory.delete_session(request.session)
         except ValueError as error:

@@ -16,6 +16,7 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 from tqdm import tqdm
 
+from waymark.memory.admission import RefusedError
 from waymark.memory.capture import CaptureConfig, KeyframeBuilder
 from waymark.memory.entries import Keyframe
 from waymark.memory.image_codec import check_encoding, compressed_to_jpeg, raw_to_jpeg
@@ -137,6 +138,10 @@ def _store(keyframes: list[Keyframe], memory: MemoryService, report: IngestRepor
         report.keyframes += 1
         try:
             memory.ingest(keyframe)
+        except RefusedError as error:  # a stamp already stored with other content
+            report.counts[f'keyframes_{error.reason}'] += 1
+            report.errors.append(str(error))
+            continue
         except ValueError as error:
             report.counts['keyframes_undecodable'] += 1
             report.errors.append(str(error))

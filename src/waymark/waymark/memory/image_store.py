@@ -68,15 +68,7 @@ class ImageStore:
         Raises ImageStoreFullError (errno ENOSPC) if the cap would be exceeded or the disk
         is full, ValueError for empty data or an unknown format.
         """
-        extension = _EXTENSIONS.get(fmt.lower())
-        if extension is None:
-            raise ValueError(
-                f'unsupported image format {fmt!r}; expected one of {sorted(_EXTENSIONS)}'
-            )
-        if not data:
-            raise ValueError('refusing to store an empty image')
-        digest = hashlib.sha256(data).hexdigest()
-        ref = f'{_IMAGES}/{digest[:2]}/{digest}.{extension}'
+        ref = self.reference(data, fmt)
         target = self.path(ref)
         with self._lock:
             if target.exists():
@@ -94,6 +86,19 @@ class ImageStore:
                 # refer to this file.
                 _fsync_directory(target.parent)
         return ref
+
+    @staticmethod
+    def reference(data: bytes, fmt: str = 'jpeg') -> str:
+        """The reference `put` gives these bytes, computed without writing anything."""
+        extension = _EXTENSIONS.get(fmt.lower())
+        if extension is None:
+            raise ValueError(
+                f'unsupported image format {fmt!r}; expected one of {sorted(_EXTENSIONS)}'
+            )
+        if not data:
+            raise ValueError('refusing to store an empty image')
+        digest = hashlib.sha256(data).hexdigest()
+        return f'{_IMAGES}/{digest[:2]}/{digest}.{extension}'
 
     def get(self, ref: str) -> bytes:
         return self.path(ref).read_bytes()

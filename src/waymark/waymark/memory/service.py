@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from waymark.memory.admission import RefusedError, same_keyframe
 from waymark.memory.embedders import ImageTextModel, TextEmbedder
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
 from waymark.memory.fusion import best_per_entry, reciprocal_rank_fusion
-from waymark.memory.image_codec import decode_image
+from waymark.memory.image_codec import ImageLimits, decode_image
 from waymark.memory.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.ocr import TextReader, joined
 from waymark.memory.record_table import SessionSummary
@@ -83,6 +84,7 @@ class MemoryService:
         text_embedder: TextEmbedder | None,
         reader: TextReader | None,
         segments: SegmentMemory | None = None,
+        image_limits: ImageLimits | None = None,
     ) -> None:
         wanted = view_dims(image_embedder, text_embedder)
         for view, dim in wanted.items():
@@ -97,6 +99,7 @@ class MemoryService:
         self.text_embedder = text_embedder
         self.reader = reader
         self.segments = segments
+        self.image_limits = image_limits or ImageLimits()
         self.views = list(wanted)
         self.counts: Counter[str] = Counter()
         # Writers (ingest, captions arriving, deletion) take turns; searches do not wait.
@@ -111,10 +114,11 @@ class MemoryService:
         return self.commit(self.prepare(keyframe))
 
     def prepare(self, keyframe: Keyframe) -> PreparedKeyframe:
-        """Decode, read text, embed. ValueError when the image does not decode."""
+        """Decode, read text, embed. ValueError when the image does not decode or is over
+        `image_limits` (checked on its header, before decoding)."""
         started = time.perf_counter()
         try:
-            image = decode_image(keyframe.image)
+            image = decode_image(keyframe.image, self.image_limits)
         except ValueError as error:
             raise ValueError(f'keyframe {keyframe.session}/{keyframe.index}: {error}') from error
         lines = self.reader.read(image) if self.reader is not None else []
@@ -132,15 +136,27 @@ class MemoryService:
         """Write a prepared keyframe: image file, database rows, then its segment.
 
         Memory numbers each session's entries itself, densely and in arrival order
-        (`keyframe.index` is the sender's count). A keyframe already stored (same session
-        and stamp: a bag replayed twice) keeps its entry instead of adding one. A full
-        image disk keeps the entry without its image (image_ref empty) rather than lose it.
+        (`keyframe.index` is the sender's count). A stored entry is never replaced: the
+        same keyframe again (a resend, a bag replayed twice) returns the stored entry and
+        writes nothing; another keyframe with a stored session and stamp raises RefusedError
+        (reason `conflicting`). A full image disk keeps the entry without its image
+        (image_ref empty) rather than lose it.
         """
         started = time.perf_counter()
         keyframe = prepared.keyframe
         with self._write_lock:
             existing = self.store.find_stamp(keyframe.session, keyframe.stamp_ns)
-            index = existing.index if existing else self.store.next_index(keyframe.session)
+            if existing is not None:
+                reference = self.image_store.reference(keyframe.image, keyframe.image_format)
+                if not same_keyframe(existing, keyframe, reference):
+                    raise RefusedError(
+                        'conflicting',
+                        f'keyframe {keyframe.session}/{keyframe.index}: entry {existing.id} '
+                        'has the same stamp and other content; it is kept',
+                    )
+                self.counts['keyframes_duplicate'] += 1
+                return existing
+            index = self.store.next_index(keyframe.session)
             try:
                 image_ref = self.image_store.put(keyframe.image, keyframe.image_format)
             except ImageStoreFullError:
@@ -163,7 +179,7 @@ class MemoryService:
             )
             self.store.add(record, prepared.vectors)
             self._ingested += 1
-            if self.segments is not None and existing is None:
+            if self.segments is not None:
                 self.segments.add_frame(record, prepared.vectors.get(IMAGE_VIEW))
         self._ingest_seconds += time.perf_counter() - started
         return record
