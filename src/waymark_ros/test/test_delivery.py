@@ -15,6 +15,7 @@ from sensor_msgs.msg import CompressedImage
 from support.ros_harness import wait_for_subscriber, wait_until
 from support.signs import SIGNS, T0, S, keyframe, search
 
+from waymark.memory.admission import KeyframeRules
 from waymark.memory.journal import KeyframeJournal
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
@@ -157,7 +158,7 @@ def test_every_journaled_keyframe_is_ingested_at_start_in_order_behind_live_ones
     # What a run with a full ingest queue leaves: 25 keyframes journaled, none stored.
     journal = KeyframeJournal(tmp_path / 'm' / 'journal', max_bytes=1 << 30)
     for i in range(25):
-        journal.write(keyframe_from_msg(keyframe(i, SIGNS[i % len(SIGNS)])))
+        journal.write(keyframe_from_msg(keyframe(i, SIGNS[i % len(SIGNS)]), KeyframeRules()))
     acks = ros.collect(KeyframeAck, 'keyframes/ack', qos.keyframes(100))
     _, stats = start_memory(ros, launch, tmp_path / 'm', ingest_queue_size=1)
     assert stats['keyframes_recovered_from_journal'] == 25

@@ -413,6 +413,18 @@ class MemoryNode(Node):
             self.get_logger().warning(f'rejected keyframe {name}: {error}')
             self._acknowledge(msg.session, msg.index, refused=True)
             return
+        try:
+            stored = self._memory.stored_as(keyframe)
+        except RefusedError as error:  # another keyframe is stored at its stamp
+            self.counts['keyframes_rejected'] += 1
+            self.counts['keyframes_conflicting'] += 1
+            self.get_logger().warning(f'rejected keyframe {name}: {error}')
+            self._acknowledge(keyframe.session, keyframe.index, refused=True)
+            return
+        if stored is not None:  # sent again after it was stored: nothing to write
+            self.counts['keyframes_duplicate'] += 1
+            self._acknowledge(keyframe.session, keyframe.index)
+            return
         if self._journal.holds(keyframe):
             # Sent again (our acknowledgement was lost, or the sender restarted): it is
             # queued or in the backlog already.
@@ -725,7 +737,8 @@ class MemoryNode(Node):
     def _stats(self) -> dict:
         memory = self._memory.stats()
         stats = dict(self.counts)
-        stats.update(memory.counts)
+        for key, count in memory.counts.items():  # both count duplicates: at arrival, at commit
+            stats[key] = stats.get(key, 0) + count
         stats.update(
             frames=memory.frames,
             segments=memory.segments,

@@ -132,6 +132,25 @@ class MemoryService:
         self._ingest_seconds += time.perf_counter() - started
         return PreparedKeyframe(keyframe, text, text_size, vectors)
 
+    def stored_as(self, keyframe: Keyframe) -> FrameRecord | None:
+        """The stored entry this very keyframe became, None when its stamp is not stored.
+
+        Raises RefusedError (reason `conflicting`) when an entry with its session and stamp
+        holds other content: checked at arrival too, so that a forged keyframe is refused
+        before it reaches the journal, where it could stand in the way of a true resend.
+        """
+        existing = self.store.find_stamp(keyframe.session, keyframe.stamp_ns)
+        if existing is None:
+            return None
+        reference = self.image_store.reference(keyframe.image, keyframe.image_format)
+        if not same_keyframe(existing, keyframe, reference):
+            raise RefusedError(
+                'conflicting',
+                f'keyframe {keyframe.session}/{keyframe.index}: entry {existing.id} '
+                'has the same stamp and other content; it is kept',
+            )
+        return existing
+
     def commit(self, prepared: PreparedKeyframe) -> FrameRecord:
         """Write a prepared keyframe: image file, database rows, then its segment.
 
@@ -145,15 +164,8 @@ class MemoryService:
         started = time.perf_counter()
         keyframe = prepared.keyframe
         with self._write_lock:
-            existing = self.store.find_stamp(keyframe.session, keyframe.stamp_ns)
+            existing = self.stored_as(keyframe)
             if existing is not None:
-                reference = self.image_store.reference(keyframe.image, keyframe.image_format)
-                if not same_keyframe(existing, keyframe, reference):
-                    raise RefusedError(
-                        'conflicting',
-                        f'keyframe {keyframe.session}/{keyframe.index}: entry {existing.id} '
-                        'has the same stamp and other content; it is kept',
-                    )
                 self.counts['keyframes_duplicate'] += 1
                 return existing
             index = self.store.next_index(keyframe.session)
