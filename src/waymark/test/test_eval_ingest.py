@@ -6,10 +6,17 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from waymark.evaluation.ingest import BagTopicError, find_topics, ingest_bag
+from waymark.evaluation.ingest import (
+    BagTopicError,
+    find_topics,
+    ingest_bag,
+    ingest_problem,
+    summarize,
+)
 from waymark.memory.capture import CaptureConfig
 from waymark.memory.image_codec import UnsupportedEncodingError
 from waymark.memory.image_store import ImageStore
+from waymark.memory.keyframes import KeyframePolicy
 from waymark.memory.service import MemoryService
 from waymark.memory.store import MemoryStore
 
@@ -119,3 +126,50 @@ def test_raw_images_and_pose_stamped_become_keyframes(tmp_path):
     hits = service.search_time(T0, 10)
     assert [round(h.record.x, 6) for h in hits] == [0.0, 1.0, 2.0, 3.0, 4.0]
     service.store.close()
+
+
+def pose_with_covariance(stamp_ns: int, x: float, variance: float):
+    stamped = pose_stamped(stamp_ns, x)
+    covariance = np.zeros(36)
+    covariance[[0, 7, 14]] = variance
+    return T['geometry_msgs/msg/PoseWithCovarianceStamped'](
+        header=stamped.header,
+        pose=T['geometry_msgs/msg/PoseWithCovariance'](pose=stamped.pose, covariance=covariance),
+    )
+
+
+def test_the_covariance_gates_tracking_as_capture_node_does_and_the_summary_says_so(tmp_path):
+    bag = tmp_path / 'covariance'
+    kind = 'geometry_msgs/msg/PoseWithCovarianceStamped'
+    messages = []
+    for i in range(6):
+        stamp = T0 + i * 1_000_000_000
+        variance = 50.0 if i >= 2 else 0.01  # SLAM lost track after 2 s
+        messages.append(('/pose', kind, stamp, pose_with_covariance(stamp, float(i), variance)))
+        messages.append(
+            ('/image', 'sensor_msgs/msg/Image', stamp + 10, raw_image(stamp + 10, 'mono8'))
+        )
+    write(bag, messages)
+    service = memory(tmp_path)
+    policy = KeyframePolicy(max_interval_s=1.0)  # one keyframe a second while lost
+    report = ingest_bag(bag, service, CaptureConfig(session='cov', policy=policy))
+    assert report.topics.pose_type == 'pose_with_covariance'
+    valid = [h.record.pose_valid for h in service.search_time(T0, 10)]
+    service.store.close()
+    assert valid[:2] == [True, True] and len(valid) > 3 and not any(valid[2:])
+    summary = summarize(report.counts)
+    assert summary['poses_rejected'] == {'tracking lost (covariance)': 4}
+    assert (summary['poses'], summary['poses_accepted']) == (6, 2)
+    assert summary['tracking_lost_spans'] == 1
+    assert summary['keyframes_pose_valid'] == 2 < summary['keyframes']
+    sensors = {
+        'map_frame': 'map',
+        'map_frame_from': 'preset',
+        'pose_frames': {'map': 6},
+        'pose_topic': '/pose',
+        'image_topic': '/image',
+    }
+    problem = ingest_problem(summary, sensors, 0.5)
+    assert problem.startswith(f'2 of {summary["keyframes"]} keyframes have a valid pose: 4 of 6')
+    assert 'tracking.max_position_variance' in problem and '\n' not in problem
+    assert ingest_problem(summary, sensors, 0.2) == ''

@@ -243,3 +243,11 @@ def test_documented_example_loads(tmp_path):
     path.write_text(example)
     questions = load_questions(path)
     assert {q.category for q in questions.questions} == set(Category)
+
+
+def test_the_hand_written_example_for_a_robots_bag_loads(tmp_path):
+    docs = Path(__file__).resolve().parents[3] / 'docs' / 'questions.md'
+    robot = docs.read_text().split("## Evaluating a robot's bag")[1]
+    path = tmp_path / 'lab.yaml'
+    path.write_text(robot.split('```yaml\n')[1].split('```')[0])
+    assert [q.id for q in load_questions(path).questions] == ['extinguisher', 'bike']

@@ -54,3 +54,15 @@ def test_topics_asked_for_must_exist_and_be_installed(ros, bag):
     except ImportError:
         with pytest.raises(ReplayError, match='tf2_msgs/msg/TFMessage is not available'):
             replay(ros.node, bag, topics=['/tf_static'])
+
+
+def test_presets_name_the_topics_to_replay_layered_as_the_launch_layers_them(capsys):
+    from waymark_ros.replay import main, preset_topics
+
+    realsense = ['/camera/camera/color/image_raw/compressed', '/Odometry']
+    assert preset_topics(['realsense_d455']) == realsense
+    zed_image = '/zed/zed_node/rgb/image_rect_color/compressed'
+    assert preset_topics(['zed2i']) == [zed_image, '/zed/zed_node/pose_with_covariance']
+    assert preset_topics(['zed2i', 'point_lio_mid360']) == [zed_image, '/aft_mapped_to_init']
+    assert main(['some_bag', '--preset', 'zed3']) == 2
+    assert "no sensor preset 'zed3'" in capsys.readouterr().err

@@ -2,7 +2,11 @@
 """`waymark evaluate` with memory built over DDS: the bag is replayed through capture_node
 and memory_node, exactly as on the robot, then scored like the direct build.
 
-    python -m waymark_ros.evaluate BAG QUESTIONS --mode dds [--rate 2]
+    python -m waymark_ros.evaluate BAG QUESTIONS --mode dds [--rate 2] [--preset NAME]
+
+capture_node gets the sensor presets' parameters, as on the robot, with the evaluation's
+topics, map frame and extrinsic on top; sensor presets are found by name in this
+package's installed config/sensors.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import rclpy
+from ament_index_python.packages import get_package_share_directory
 from rclpy.executors import SingleThreadedExecutor
-from rosbags.highlevel import AnyReader
 
-from waymark.evaluation.harness import SESSION, EvaluationConfig, camera_extrinsic
+from waymark.evaluation.harness import SESSION, EvaluationConfig, resolve_sensors
 from waymark.evaluation.harness import main as harness
-from waymark.evaluation.ingest import find_topics
+from waymark.evaluation.ingest import summarize
 from waymark_ros.processes import start_node, stop_node
 from waymark_ros.replay import replay
 from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
@@ -28,11 +32,8 @@ INGEST_TIMEOUT_S = 3600.0
 
 
 def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
-    with AnyReader([config.bag]) as reader:
-        topics = find_topics(
-            {c.topic: c.msgtype for c in reader.connections}, config.image_topic, config.pose_topic
-        )
-    extrinsic = camera_extrinsic(config, truth)
+    sensors = resolve_sensors(config, truth)
+    extrinsic = sensors.extrinsic
     logs = config.out / 'logs'
     started = time.monotonic()
     nodes = [
@@ -45,19 +46,23 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
                 'image_model': config.image_model,
                 'ocr': config.ocr,
                 'segments.window_s': float(config.segment_window_s),
+                'map_frame': sensors.map_frame,
             },
         ),
         start_node(
             'capture_node',
             logs,
             {
+                **sensors.parameters,
                 'session': SESSION,
                 'state_dir': str(data / 'capture'),  # a new build starts it over too
                 'reliable_input': True,
-                'image_topic': topics.image,
-                'image_type': topics.image_type,
-                'pose_topic': topics.pose,
-                'pose_type': topics.pose_type,
+                'image_topic': sensors.image_topic,
+                'image_type': sensors.image_type,
+                'pose_topic': sensors.pose_topic,
+                'pose_type': sensors.pose_type,
+                'map_frame': sensors.map_frame,
+                'extrinsic_source': 'parameter',
                 'camera_extrinsic': [*extrinsic.position, *extrinsic.orientation],
             },
         ),
@@ -69,8 +74,9 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
     try:
         ready = lambda: 'frames' in client.status['memory'] and client.status['capture']  # noqa: E731
         spin_until(executor, ready, STARTUP_TIMEOUT_S, 'memory_node and capture_node')
-        report = replay(client, config.bag, rate=config.rate, topics=[topics.image, topics.pose])
-        wait_for_ingest(executor, client, report.published[topics.image], INGEST_TIMEOUT_S)
+        topics = [sensors.image_topic, sensors.pose_topic]
+        report = replay(client, config.bag, rate=config.rate, topics=topics)
+        wait_for_ingest(executor, client, report.published[sensors.image_topic], INGEST_TIMEOUT_S)
         capture, memory = dict(client.status['capture']), dict(client.status['memory'])
     finally:
         for node in reversed(nodes):
@@ -84,13 +90,16 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
         'ingested': memory.get('keyframes_ingested', 0),
         'seconds': time.monotonic() - started,
         'counts': {**capture, **{f'memory.{k}': v for k, v in memory.items()}},
-        'topics': {'image': topics.image, 'pose': topics.pose},
+        'topics': {'image': sensors.image_topic, 'pose': sensors.pose_topic},
         'all_acknowledged': report.all_acknowledged,
+        'sensors': sensors.to_dict(),
+        'ingest': summarize(capture),
     }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return harness(argv, builders={'dds': build_over_dds})
+    presets = Path(get_package_share_directory('waymark_ros')) / 'config' / 'sensors'
+    return harness(argv, builders={'dds': build_over_dds}, preset_dir=presets)
 
 
 if __name__ == '__main__':

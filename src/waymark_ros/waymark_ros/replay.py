@@ -4,7 +4,9 @@
 Messages go out as the bag stored them (serialized CDR), paced by their recorded
 stamps times `--rate`. Publishers are reliable with a deep history and the replay
 waits for subscribers before it starts and for acknowledgements before it ends, so
-a replay at any rate loses nothing to a reliable subscriber.
+a replay at any rate loses nothing to a reliable subscriber. `--preset` replays the
+camera and pose topics of sensor presets (this package's config/sensors/NAME.yaml, or a
+path), the ones a stack launched with those presets listens to.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rclpy
+from ament_index_python.packages import get_package_share_directory
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from rosgraph_msgs.msg import Clock
 
+from waymark.evaluation.sensors import SensorError, preset_path, read_presets
 from waymark_ros.conversions import ns_to_stamp
 
 
@@ -124,6 +128,15 @@ def _wait_for_subscribers(publishers, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+def preset_topics(names: Sequence[str]) -> list[str]:
+    """The camera and pose topics the sensor presets name, layered as the launch does."""
+    if not names:
+        return []
+    folder = Path(get_package_share_directory('waymark_ros')) / 'config' / 'sensors'
+    parameters = read_presets([preset_path(name, folder) for name in names])
+    return [str(parameters[key]) for key in ('image_topic', 'pose_topic') if key in parameters]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('bag', type=Path, help='rosbag2 directory (or .mcap/.db3 file)')
@@ -132,12 +145,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument('--topics', nargs='*', default=[], help='only these topics')
     parser.add_argument(
+        '--preset',
+        action='append',
+        default=[],
+        metavar='NAME',
+        help='also the camera and pose topics of this sensor preset (repeatable)',
+    )
+    parser.add_argument(
         '--remap', nargs='*', default=[], metavar='FROM:=TO', help='topic remappings'
     )
     parser.add_argument('--clock', action='store_true', help='publish /clock from the bag stamps')
     parser.add_argument('--wait-subscribers', type=float, default=5.0, metavar='S')
     args, ros_args = parser.parse_known_args(argv)
     remap = dict(item.split(':=', 1) for item in args.remap)
+    try:
+        topics = [*args.topics, *preset_topics(args.preset)]
+    except SensorError as error:
+        print(f'replay: {error}', file=sys.stderr)
+        return 2
     rclpy.init(args=ros_args)
     node = Node('waymark_replay')
     try:
@@ -145,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             node,
             args.bag,
             rate=args.rate,
-            topics=args.topics,
+            topics=list(dict.fromkeys(topics)),
             remap=remap,
             publish_clock=args.clock,
             wait_subscribers_s=args.wait_subscribers,

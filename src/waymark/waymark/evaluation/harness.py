@@ -11,6 +11,11 @@ memory format or with other settings, is wiped and redone, never half used), eac
 is appended to a per-answerer JSON-lines file as it comes, and a rerun skips what is done.
 The report is written last and atomically, with `complete: true`; a report without it is
 not a result.
+
+The sensors (topics, map frame, camera extrinsic) come from flags, else from sensor presets
+(the robot's config/sensors/*.yaml), else from the bag; the report says which. A build
+where most keyframes have no valid pose, or an evaluation where nothing was answered, is
+an error naming the likely fix, not a report of zeros.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import cv2
+from rosbags.highlevel import AnyReader
 from tqdm import tqdm
 
 from waymark.agent.agent import AgentConfig
@@ -40,12 +46,28 @@ from waymark.evaluation.answerers import (
     parse_embedder_name,
     standard_answerers,
 )
-from waymark.evaluation.ingest import BagTopicError, ingest_bag
+from waymark.evaluation.ingest import (
+    BagTopicError,
+    find_topics,
+    ingest_bag,
+    ingest_problem,
+    summarize,
+    summary_lines,
+)
 from waymark.evaluation.metrics import POSITION_METRICS, Prediction, evaluate
 from waymark.evaluation.questions import QuestionFileError, QuestionSet, load_questions
 from waymark.evaluation.report import markdown, plot_all, write_json_atomically
+from waymark.evaluation.sensors import (
+    SensorError,
+    Sensors,
+    camera_intrinsics,
+    capture_config,
+    choose_map_frame,
+    pose_frames,
+    preset_path,
+    read_presets,
+)
 from waymark.geometry import Pose
-from waymark.memory.capture import CaptureConfig
 from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import SEGMENT
 from waymark.memory.image_store import ImageStore
@@ -57,6 +79,7 @@ from waymark.memory.store import MemoryStore
 
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
+PRESET_DIR = Path('config/sensors')  # the robot's sensor presets, from the repository root
 # Version of what a build writes under memory/: a build marked with another one (or none)
 # is rebuilt, not opened. 2: frames and segments in the two-level store.
 MEMORY_FORMAT = 2
@@ -72,9 +95,16 @@ class EvaluationConfig:
     out: Path
     answerers: tuple[str, ...] | None = None  # None: standard_answerers for what memory has
     position_metric: str = 'object'
-    camera_extrinsic: tuple[float, ...] | None = None  # x y z qx qy qz qw; None: ground truth
-    image_topic: str | None = None
-    pose_topic: str | None = None
+    # x y z qx qy qz qw; None: the presets', else the bag's ground truth, else identity
+    camera_extrinsic: tuple[float, ...] | None = None
+    image_topic: str | None = None  # None: the presets', else the bag's only camera topic
+    pose_topic: str | None = None  # None: the presets', else the bag's only pose topic
+    presets: tuple[str, ...] = ()  # sensor preset names (in preset_dir) or paths; later win
+    preset_dir: Path = PRESET_DIR
+    map_frame: str | None = None  # None: the presets', else the frame of the bag's poses
+    hfov_deg: float | None = None  # used only when the bag has no CameraInfo
+    # Memory with a smaller share of keyframes with a valid pose is an error, not a result.
+    min_valid_pose_share: float = 0.5
     image_model: str = ''
     text_model: str = 'default'
     ocr: bool = True
@@ -103,11 +133,20 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
     if config.llm_url:
         agent_config(config, search_between=True)
         agent_name(label=config.agent_label)
+    if not 0.0 <= config.min_valid_pose_share <= 1.0:
+        raise EvaluationError('min_valid_pose_share must be in [0, 1]')
     questions = load_questions(config.questions)
     truth = _ground_truth(config.bag)
     config.out.mkdir(parents=True, exist_ok=True)
     memory, ingest = _memory(config, truth, build or build_direct)
     try:
+        problem = (
+            ingest_problem(ingest['ingest'], ingest['sensors'], config.min_valid_pose_share)
+            if 'ingest' in ingest
+            else ''
+        )
+        if problem:
+            raise EvaluationError(problem, ingest)
         results = {}
         for name in config.answerers or (*standard_answerers(memory), *agent_rows(memory, config)):
             answerer = _answerer(name, memory, config)
@@ -115,6 +154,13 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
             result = evaluate(questions.questions, predictions, config.position_metric)
             result['predictions'] = [_prediction_row(p) for p in predictions]
             results[answerer.name] = result
+        if questions.questions and not any(r['overall']['answered'] for r in results.values()):
+            raise EvaluationError(
+                f'none of the {len(questions.questions)} questions was answered by any of '
+                f'{", ".join(results)}, with {memory.store.count()} frames in memory; '
+                f'see the ingest summary',
+                ingest,
+            )
         report = {
             'title': questions.world or config.bag.name,
             'bag': str(config.bag),
@@ -134,6 +180,8 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
             },
             'answerers': results,
         }
+        if 'ingest' in ingest:
+            report['sensors'], report['ingest'] = ingest['sensors'], ingest['ingest']
         report['plots'] = plot_all(config.out, report, questions, truth)
         report['complete'] = True
         write_json_atomically(config.out / 'report.json', report)
@@ -141,6 +189,14 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
         return report
     finally:
         memory.store.close()
+
+
+class EvaluationError(ValueError):
+    """Memory or answers not worth a report; carries the build summary to show."""
+
+    def __init__(self, message: str, build: dict | None = None) -> None:
+        super().__init__(message)
+        self.build = build or {}
 
 
 def _ground_truth(bag: Path) -> dict | None:
@@ -179,6 +235,10 @@ def build_settings(config: EvaluationConfig) -> dict:
         'camera_extrinsic': list(config.camera_extrinsic or []),
         'image_topic': config.image_topic,
         'pose_topic': config.pose_topic,
+        'map_frame': config.map_frame,
+        'hfov_deg': config.hfov_deg,  # reported with the build
+        # The presets' values, so that an edited preset is a new build.
+        'presets': read_presets([preset_path(n, config.preset_dir) for n in config.presets]),
     }
 
 
@@ -202,23 +262,71 @@ def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
     return MemoryService(store, images, image, text, reader, segments)
 
 
-def camera_extrinsic(config: EvaluationConfig, truth: dict | None) -> Pose:
-    """The configured extrinsic, else the one in the bag's ground truth, else identity."""
-    values = config.camera_extrinsic or (truth or {}).get('camera', {}).get('extrinsic')
-    return Pose.checked(values[:3], values[3:]) if values else Pose()
+def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
+    """The bag's sensors as the flags, the presets and the bag itself say, in that order."""
+    names = ', '.join(config.presets)
+    parameters = read_presets([preset_path(n, config.preset_dir) for n in config.presets])
+    with AnyReader([config.bag]) as reader:
+        topics = find_topics(
+            {c.topic: c.msgtype for c in reader.connections},
+            config.image_topic or parameters.get('image_topic'),
+            config.pose_topic or parameters.get('pose_topic'),
+        )
+        frames = pose_frames(reader, topics.pose)
+        intrinsics = camera_intrinsics(reader, topics.image, config.hfov_deg)
+    map_frame, map_frame_from = choose_map_frame(
+        config.map_frame, parameters.get('map_frame'), frames, topics.pose
+    )
+    extrinsic, extrinsic_from = _extrinsic(config, parameters, truth)
+    return Sensors(
+        image_topic=topics.image,
+        image_type=topics.image_type,
+        pose_topic=topics.pose,
+        pose_type=topics.pose_type,
+        map_frame=map_frame,
+        map_frame_from=map_frame_from.replace('preset', f'preset {names}'),
+        extrinsic=extrinsic,
+        extrinsic_from=extrinsic_from.replace('preset', f'preset {names}'),
+        intrinsics=intrinsics,
+        pose_frames=dict(frames),
+        presets=config.presets,
+        parameters=parameters,
+    )
+
+
+def _extrinsic(config: EvaluationConfig, parameters: dict, truth: dict | None) -> tuple[Pose, str]:
+    """The flag's extrinsic, else the presets', else the bag's ground truth, else identity."""
+    if config.camera_extrinsic:
+        values, source = config.camera_extrinsic, 'flag --camera-extrinsic'
+    elif parameters.get('extrinsic_source') == 'tf':
+        raise SensorError(
+            'the preset takes the camera extrinsic from TF, which an evaluation does not '
+            'read: pass --camera-extrinsic X Y Z QX QY QZ QW'
+        )
+    elif 'camera_extrinsic' in parameters:
+        values, source = parameters['camera_extrinsic'], 'preset'
+    elif (truth or {}).get('camera', {}).get('extrinsic'):
+        values, source = truth['camera']['extrinsic'], "the bag's ground truth"
+    else:
+        return Pose(), 'default (identity)'
+    if len(values) != 7:
+        raise SensorError(f'camera extrinsic needs 7 numbers (x y z qx qy qz qw), got {values}')
+    return Pose.checked(values[:3], values[3:]), source
 
 
 def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
     """Memory from the bag through the core code, no DDS."""
+    sensors = resolve_sensors(config, truth)
     memory = open_memory(config, data)
     try:
-        capture = CaptureConfig(session=SESSION, camera_extrinsic=camera_extrinsic(config, truth))
+        capture = capture_config(sensors.parameters, SESSION, sensors.map_frame, sensors.extrinsic)
         report = ingest_bag(
             config.bag,
             memory,
             capture,
-            image_topic=config.image_topic,
-            pose_topic=config.pose_topic,
+            image_topic=sensors.image_topic,
+            pose_topic=sensors.pose_topic,
+            jpeg_quality=int(sensors.parameters.get('jpeg_quality', 90)),
             progress=config.progress,
         )
         memory.close_segments()  # the recording is over: its last window is complete
@@ -233,6 +341,8 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
         'seconds': report.seconds,
         'counts': dict(report.counts),
         'topics': dataclasses.asdict(report.topics),
+        'sensors': sensors.to_dict(),
+        'ingest': summarize(report.counts),
     }
 
 
@@ -364,9 +474,12 @@ def agent_options(args: argparse.Namespace) -> dict:
 
 
 def main(
-    argv: Sequence[str] | None = None, builders: Mapping[str, MemoryBuilder] | None = None
+    argv: Sequence[str] | None = None,
+    builders: Mapping[str, MemoryBuilder] | None = None,
+    preset_dir: Path = PRESET_DIR,
 ) -> int:
-    """The CLI; `builders` adds ways of building memory (the ROS package adds 'dds')."""
+    """The CLI; `builders` adds ways of building memory (the ROS package adds 'dds'),
+    `preset_dir` is where sensor presets are found by name."""
     builders = {'direct': build_direct, **(builders or {})}
     parser = argparse.ArgumentParser(prog='waymark evaluate', description=__doc__.splitlines()[0])
     parser.add_argument('bag', type=Path, help='rosbag2 directory with camera and pose topics')
@@ -381,9 +494,31 @@ def main(
         '(default: every level and view memory has)',
     )
     parser.add_argument('--position-metric', default='object', choices=POSITION_METRICS)
-    parser.add_argument('--camera-extrinsic', type=float, nargs=7, metavar='V')
-    parser.add_argument('--image-topic')
-    parser.add_argument('--pose-topic')
+    sensors = parser.add_argument_group('sensors (default: the presets, else the bag)')
+    sensors.add_argument(
+        '--preset',
+        action='append',
+        default=[],
+        metavar='NAME',
+        help=f'sensor preset: {preset_dir}/NAME.yaml or a path; repeat to layer a camera and '
+        'an odometry preset as the robot launch does (later wins)',
+    )
+    sensors.add_argument('--map-frame', help="frame of the poses (default: the bag's poses')")
+    sensors.add_argument(
+        '--camera-extrinsic', type=float, nargs=7, metavar='V', help='x y z qx qy qz qw'
+    )
+    sensors.add_argument('--image-topic')
+    sensors.add_argument('--pose-topic')
+    sensors.add_argument(
+        '--hfov', type=float, metavar='DEG', help='field of view when the bag has no CameraInfo'
+    )
+    sensors.add_argument(
+        '--min-valid-poses',
+        type=float,
+        default=0.5,
+        metavar='SHARE',
+        help='fail when a smaller share of keyframes has a valid pose (0-1)',
+    )
     parser.add_argument('--image-model', default='', help='SigLIP/CLIP id or path (off if empty)')
     parser.add_argument(
         '--segment-window', type=float, default=DEFAULT_WINDOW_S, help='segment length s (0: off)'
@@ -402,6 +537,11 @@ def main(
         camera_extrinsic=tuple(args.camera_extrinsic) if args.camera_extrinsic else None,
         image_topic=args.image_topic,
         pose_topic=args.pose_topic,
+        presets=tuple(args.preset),
+        preset_dir=preset_dir,
+        map_frame=args.map_frame,
+        hfov_deg=args.hfov,
+        min_valid_pose_share=args.min_valid_poses,
         image_model=args.image_model,
         segment_window_s=args.segment_window,
         top_k=args.top_k,
@@ -412,7 +552,18 @@ def main(
     )
     try:
         report = run(config, builders[args.mode])
-    except (QuestionFileError, BagTopicError, FileNotFoundError, AnswererError) as error:
+    except EvaluationError as error:
+        if 'ingest' in error.build:
+            print('\n'.join(summary_lines(error.build['ingest'], error.build['sensors'])))
+        print(f'waymark evaluate: {error}', file=sys.stderr)
+        return 1
+    except (
+        QuestionFileError,
+        BagTopicError,
+        SensorError,
+        FileNotFoundError,
+        AnswererError,
+    ) as error:
         print(f'waymark evaluate: {error}', file=sys.stderr)
         return 2
     print(markdown(report))

@@ -29,6 +29,7 @@ IMAGE_TYPES = {
 POSE_TYPES = {
     'nav_msgs/msg/Odometry': 'odometry',
     'geometry_msgs/msg/PoseStamped': 'pose_stamped',
+    'geometry_msgs/msg/PoseWithCovarianceStamped': 'pose_with_covariance',
 }
 NS_PER_S = 1_000_000_000
 
@@ -59,25 +60,27 @@ def find_topics(
     available: dict[str, str], image_topic: str | None = None, pose_topic: str | None = None
 ) -> BagTopics:
     """The camera and pose topics to use: the ones named, or the only ones of their kind."""
-    image = _pick(available, image_topic, IMAGE_TYPES, 'camera')
-    pose = _pick(available, pose_topic, POSE_TYPES, 'pose')
+    image = _pick(available, image_topic, IMAGE_TYPES, 'camera', '--image-topic')
+    pose = _pick(available, pose_topic, POSE_TYPES, 'pose', '--pose-topic')
     return BagTopics(image, IMAGE_TYPES[available[image]], pose, POSE_TYPES[available[pose]])
 
 
-def _pick(available: dict[str, str], wanted: str | None, kinds: dict[str, str], what: str) -> str:
+def _pick(
+    available: dict[str, str], wanted: str | None, kinds: dict[str, str], what: str, flag: str
+) -> str:
     listing = ', '.join(f'{t} [{m}]' for t, m in sorted(available.items())) or 'no topics'
     if wanted is not None:
         if available.get(wanted) not in kinds:
             raise BagTopicError(
                 f'{what} topic {wanted} is not in the bag with a supported type '
-                f'({", ".join(kinds)}); the bag has: {listing}'
+                f'({", ".join(kinds)}); pass {flag} TOPIC; the bag has: {listing}'
             )
         return wanted
     candidates = [t for t, m in sorted(available.items()) if m in kinds]
     if len(candidates) != 1:
         found = 'none' if not candidates else 'several: ' + ', '.join(candidates)
         raise BagTopicError(
-            f'cannot choose the {what} topic ({found}); name it. The bag has: {listing}'
+            f'cannot choose the {what} topic ({found}); pass {flag} TOPIC; the bag has: {listing}'
         )
     return candidates[0]
 
@@ -104,13 +107,19 @@ def ingest_bag(
         for connection, _, raw in tqdm(messages, total=total, disable=not progress, unit='msg'):
             msg = reader.deserialize(raw, connection.msgtype)
             if connection.topic == topics.pose:
-                pose = msg.pose.pose if topics.pose_type == 'odometry' else msg.pose
+                # PoseStamped carries no covariance; the others carry the one the
+                # tracking gate reads, as capture_node does.
+                if topics.pose_type == 'pose_stamped':
+                    pose, covariance = msg.pose, None
+                else:
+                    pose, covariance = msg.pose.pose, msg.pose.covariance
                 p, q = pose.position, pose.orientation
                 done = builder.add_pose(
                     _ns(msg.header.stamp),
                     msg.header.frame_id,
                     (p.x, p.y, p.z),
                     (q.x, q.y, q.z, q.w),
+                    covariance,
                 )
             else:
                 done = builder.add_image(
@@ -151,3 +160,81 @@ def _store(keyframes: list[Keyframe], memory: MemoryService, report: IngestRepor
 
 def _ns(stamp) -> int:
     return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+# Pose drops by capture's count name -> the reason the summary gives.
+POSE_REJECTIONS = {
+    'pose_wrong_frame': 'not in the map frame',
+    'pose_invalid': 'not a pose (NaN or zero quaternion)',
+    'pose_tracking_lost': 'tracking lost (covariance)',
+}
+
+
+def summarize(counts: dict[str, int]) -> dict:
+    """What became of the bag's images and poses, from capture's counts (either build)."""
+    keyframes = counts.get('keyframes_published', 0)
+    received = counts.get('poses_received', 0)
+    rejected = {reason: counts.get(name, 0) for name, reason in POSE_REJECTIONS.items()}
+    return {
+        'images': counts.get('images_received', 0),
+        'keyframes': keyframes,
+        'keyframes_pose_valid': keyframes - counts.get('keyframes_pose_invalid', 0),
+        'images_without_pose': counts.get('image_without_pose', 0),
+        'poses': received,
+        'poses_accepted': received - sum(rejected.values()),
+        'poses_rejected': {reason: n for reason, n in rejected.items() if n},
+        'tracking_lost_spans': counts.get('tracking_lost_events', 0),
+    }
+
+
+def summary_lines(summary: dict, sensors: dict) -> list[str]:
+    """The ingest summary for people: one fact a line."""
+    rejected = ', '.join(f'{n} {reason}' for reason, n in summary['poses_rejected'].items())
+    intrinsics = sensors['intrinsics']
+    return [
+        f'images: {summary["images"]} on {sensors["image_topic"]}',
+        f'keyframes: {summary["keyframes"]} kept, {summary["keyframes_pose_valid"]} '
+        f'with a valid pose',
+        f'poses: {summary["poses"]} on {sensors["pose_topic"]}, '
+        f'{summary["poses_accepted"]} accepted' + (f', rejected: {rejected}' if rejected else ''),
+        f'map frame: {sensors["map_frame"]} (from {sensors["map_frame_from"]}); '
+        f'poses by frame: {sensors["pose_frames"] or "none"}',
+        f'tracking lost: {summary["tracking_lost_spans"]} spans',
+        f'camera extrinsic: {sensors["camera_extrinsic"]} '
+        f'(from {sensors["camera_extrinsic_from"]})',
+        f'intrinsics: horizontal field of view {intrinsics["hfov_deg"]:.1f} deg '
+        f'(from {intrinsics["source"]})',
+    ]
+
+
+def ingest_problem(summary: dict, sensors: dict, min_valid_share: float) -> str:
+    """Why memory built from the bag is not worth evaluating, naming the fix; '' if it is."""
+    keyframes, valid = summary['keyframes'], summary['keyframes_pose_valid']
+    if keyframes and valid >= min_valid_share * keyframes:
+        return ''
+    if not summary['images']:
+        return f'no images were read from {sensors["image_topic"]}: pass --image-topic'
+    head = f'{valid} of {keyframes} keyframes have a valid pose'
+    map_frame, poses = sensors['map_frame'], summary['poses']
+    others = {f: n for f, n in sensors['pose_frames'].items() if f and f != map_frame}
+    wrong = summary['poses_rejected'].get(POSE_REJECTIONS['pose_wrong_frame'], 0)
+    if others and 2 * wrong >= poses:
+        seen = max(others, key=others.get)
+        return (
+            f'{head}: {wrong} of {poses} poses are in frame {seen!r}, not the map frame '
+            f'{map_frame!r} (from {sensors["map_frame_from"]}); pass --map-frame {seen} '
+            f'or a --preset whose map frame it is'
+        )
+    if not poses:
+        return f'{head}: no poses were read from {sensors["pose_topic"]}: pass --pose-topic'
+    lost = summary['poses_rejected'].get(POSE_REJECTIONS['pose_tracking_lost'], 0)
+    if 2 * lost >= poses:
+        return (
+            f'{head}: {lost} of {poses} poses say tracking was lost (position variance '
+            f'above tracking.max_position_variance, or NaN); check the SLAM or the preset'
+        )
+    return (
+        f'{head}: {summary["images_without_pose"]} images had no pose within '
+        f'max_pose_gap_s of their stamp; check that images and poses share a clock, '
+        f'or raise max_pose_gap_s in the preset'
+    )

@@ -14,6 +14,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 
 from waymark.evaluation.answerers import is_per_view
+from waymark.evaluation.ingest import summary_lines
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.questions import AnswerType, QuestionSet
 
@@ -38,6 +39,9 @@ def markdown(report: dict) -> str:
         f'from {memory["keyframes"]} keyframes; position error against the '
         f'{report["position_metric"]} ground truth.'
     )
+    if 'ingest' in report:  # reports from before the ingest summary lack it
+        lines += ['', '## Ingest', '']
+        lines += [f'- {line}' for line in summary_lines(report['ingest'], report['sensors'])]
     lines += ['', '## Overall', '']
     lines += _table(report, lambda r: r['overall'])
     for category in report['categories']:

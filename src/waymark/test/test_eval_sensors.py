@@ -1,0 +1,82 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Sensor presets read for an evaluation: capture_node's section, layered as the launch
+layers them, into the CaptureConfig capture_node makes; the map frame's origin."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from waymark.evaluation.sensors import (
+    DEFAULT_MAP_FRAME,
+    SensorError,
+    capture_config,
+    choose_map_frame,
+    preset_path,
+    read_presets,
+)
+from waymark.geometry import Pose
+
+PRESETS = Path(__file__).resolve().parents[3] / 'config' / 'sensors'
+
+
+def test_a_later_preset_wins_as_on_the_robot():
+    zed = read_presets([preset_path('zed2i', PRESETS)])
+    assert (zed['map_frame'], zed['pose_type']) == ('map', 'pose_with_covariance')
+    layered = read_presets([preset_path(n, PRESETS) for n in ('zed2i', 'fast_lio_mid360')])
+    assert layered['image_topic'] == zed['image_topic']  # FAST-LIO names no camera
+    assert (layered['pose_topic'], layered['map_frame']) == ('/Odometry', 'camera_init')
+    assert layered['tracking.status_topic'] == ''  # nested keys flattened as ROS does
+    # Other nodes' sections do not leak in (navigator_node's odom_topic, cloud_topic).
+    assert 'cloud_topic' not in layered and 'odom_topic' not in layered
+
+
+def test_sections_for_all_nodes_apply_and_other_nodes_do_not(tmp_path):
+    path = tmp_path / 'mine.yaml'
+    path.write_text(
+        '/**:\n  ros__parameters:\n    max_pose_gap_s: 0.3\n'
+        'capture_node:\n  ros__parameters:\n    keyframe:\n      min_distance_m: 2.0\n'
+        '/**/memory_node:\n  ros__parameters:\n    map_frame: other\n'
+    )
+    parameters = read_presets([preset_path(str(path), PRESETS)])
+    assert parameters == {'max_pose_gap_s': 0.3, 'keyframe.min_distance_m': 2.0}
+    config = capture_config(parameters, 'eval', 'odom', Pose())
+    assert config.max_pose_gap_s == 0.3 and config.policy.min_distance_m == 2.0
+    assert config.map_frame == 'odom' and config.session == 'eval'
+
+
+def test_capture_config_takes_the_presets_limits():
+    parameters = read_presets([preset_path('point_lio_mid360', PRESETS)])
+    config = capture_config(parameters, 'eval', 'camera_init', Pose())
+    assert config.pose_buffer_size == 50000
+    assert (config.max_position_variance, config.max_speed_mps) == (1.0, 5.0)
+    with pytest.raises(SensorError, match='max_pose_gap_s'):
+        capture_config({'max_pose_gap_s': -1.0}, 'eval', 'map', Pose())
+
+
+def test_bad_presets_are_one_line_errors(tmp_path):
+    with pytest.raises(SensorError, match=r"no sensor preset 'zed3' .*available: .*zed2i"):
+        preset_path('zed3', PRESETS)
+    broken = tmp_path / 'broken.yaml'
+    broken.write_text('capture_node: [\n')
+    with pytest.raises(SensorError, match=r'broken\.yaml'):
+        read_presets([broken])
+    listed = tmp_path / 'list.yaml'
+    listed.write_text('- 1\n')
+    with pytest.raises(SensorError, match='not a ROS 2 parameter file'):
+        read_presets([listed])
+
+
+def test_the_map_frame_comes_from_the_flag_the_preset_or_the_poses():
+    frames = Counter({'camera_init': 40})
+    assert choose_map_frame('odom', 'map', frames, '/Odometry') == ('odom', 'flag --map-frame')
+    assert choose_map_frame(None, 'map', frames, '/Odometry') == ('map', 'preset')
+    frame, source = choose_map_frame(None, None, frames, '/Odometry')
+    assert frame == 'camera_init' and source.startswith('bag')
+    assert choose_map_frame(None, None, Counter({'': 3}), '/p')[0] == DEFAULT_MAP_FRAME
+    with pytest.raises(
+        SensorError, match=r"several frames: 'a' \(2\), 'b' \(1\); pass --map-frame"
+    ):
+        choose_map_frame(None, None, Counter({'a': 2, 'b': 1}), '/p')
