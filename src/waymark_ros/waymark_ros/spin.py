@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -30,6 +31,22 @@ def _interrupt_when_parent_dies() -> None:
         raise SystemExit(0)
 
 
+def _construct(make_node: Callable[[], Node]) -> Node | str:
+    """The node, or why it could not be built, on one line.
+
+    A constructor that raised leaves a half-built node that rclpy still tracks, kept alive
+    by the exception's frames; shutdown would then call its destroy_node on attributes it
+    never set and print a second traceback. Dropping the exception and collecting the
+    node first lets shutdown skip it.
+    """
+    try:
+        return make_node()
+    except Exception as error:
+        reason = ' '.join(str(error).split()) or type(error).__name__
+    gc.collect()
+    return reason
+
+
 def run_node(make_node: Callable[[], Node], name: str, args=None, threads: int = 1) -> None:
     """Run one node. A node that cannot start (a bad parameter, a locked database, a
     model that does not load) logs one line saying why and exits with status 2."""
@@ -37,11 +54,11 @@ def run_node(make_node: Callable[[], Node], name: str, args=None, threads: int =
     rclpy.init(args=args)
     node = None
     try:
-        try:
-            node = make_node()
-        except Exception as error:
-            rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
-            raise SystemExit(EXIT_START_FAILED) from None
+        built = _construct(make_node)
+        if isinstance(built, str):
+            rclpy.logging.get_logger(name).fatal(f'cannot start: {built}')
+            raise SystemExit(EXIT_START_FAILED)
+        node = built
         executor = (
             MultiThreadedExecutor(num_threads=threads) if threads > 1 else SingleThreadedExecutor()
         )
