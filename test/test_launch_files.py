@@ -224,7 +224,7 @@ def arguments(**given: str) -> dict[str, str]:
         'memory_uri': '',
         'llm_base_url': '',
         'llm_model': '',
-        'image_model': '',
+        'image_model': launch_plan.FROM_PRESET,
         'backend': 'internal',
         'params_file': str(CONFIG / 'robot.yaml'),
     }
@@ -274,6 +274,36 @@ def test_empty_arguments_leave_the_files_values():
     overrides = launch_plan.node_overrides(arguments(), use_sim_time=False)
     assert overrides['memory_node'] == {'use_sim_time': False}
     assert overrides['reasoner_node'] == {'use_sim_time': False}
+
+
+def test_an_empty_image_model_turns_the_image_view_off_as_the_parameter_does():
+    off = launch_plan.node_overrides(arguments(image_model=''), use_sim_time=False)
+    assert off['memory_node']['image_model'] == ''
+    kept = launch_plan.expected_parameters(CONFIG, arguments(models='orin_nx'), False)
+    preset = yaml.safe_load((CONFIG / 'models' / 'orin_nx.yaml').read_text())
+    wanted = preset['/**/memory_node']['ros__parameters']['image_model']
+    assert kept['memory_node']['image_model'] == wanted != ''
+    plan = launch_plan.expected_parameters(CONFIG, arguments(image_model=''), False)
+    assert plan['memory_node']['image_model'] == ''
+
+
+def test_the_expected_parameters_layer_files_then_arguments():
+    plan = launch_plan.expected_parameters(
+        CONFIG, arguments(camera='realsense_d455', backend='goal_pose'), use_sim_time=True
+    )
+    assert set(plan) == set(launch_plan.NODES)
+    camera = yaml.safe_load((CONFIG / 'sensors' / 'realsense_d455.yaml').read_text())
+    preset = camera['/**/capture_node']['ros__parameters']
+    for key in flatten(preset):
+        assert plan['capture_node'][key] == _lookup(preset, key), key
+    assert plan['navigator_node']['backend'] == 'goal_pose'
+    assert all(parameters['use_sim_time'] is True for parameters in plan.values())
+
+
+def _lookup(tree: dict, dotted: str) -> object:
+    for part in dotted.split('.'):
+        tree = tree[part]
+    return tree
 
 
 def published_topics() -> set[str]:

@@ -16,6 +16,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
 from waymark_ros.launch_plan import (
+    FROM_PRESET,
     MODEL_PRESETS,
     NO_ODOMETRY,
     NODES,
@@ -74,8 +75,9 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             'image_model',
-            default_value='',
-            description="image embedder (Hugging Face id); empty: the preset's",
+            default_value=FROM_PRESET,
+            description=f'image embedder (Hugging Face id or directory); {FROM_PRESET}: the '
+            "models preset's; empty: no image view",
         ),
         DeclareLaunchArgument(
             'backend',
