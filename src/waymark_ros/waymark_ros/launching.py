@@ -91,6 +91,12 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
         ),
+        DeclareLaunchArgument(
+            'stop_timeout_s',
+            default_value='90',
+            description='on shutdown, how long a node may take after SIGINT before it gets '
+            "SIGTERM; longer than memory_node's shutdown_wait_s (it ingests what is queued)",
+        ),
     ]
 
 
@@ -101,6 +107,7 @@ def stack_nodes(
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
+    stop_timeout_s = LaunchConfiguration('stop_timeout_s').perform(context)
     nodes = [
         Node(
             package='waymark_ros',
@@ -109,6 +116,8 @@ def stack_nodes(
             parameters=[*files, overrides[name]],
             output='screen',
             emulate_tty=True,
+            # performed now: at shutdown, a scoped include's arguments are gone
+            sigterm_timeout=stop_timeout_s,
         )
         for name in NODES
     ]
