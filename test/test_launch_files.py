@@ -227,6 +227,8 @@ def arguments(**given: str) -> dict[str, str]:
         'image_model': launch_plan.FROM_PRESET,
         'backend': 'internal',
         'params_file': str(CONFIG / 'robot.yaml'),
+        'ros_domain_id': launch_plan.DEFAULT_DOMAIN_ID,
+        'discovery_range': launch_plan.DEFAULT_DISCOVERY_RANGE,
     }
     return values | given
 
@@ -298,6 +300,42 @@ def test_the_expected_parameters_layer_files_then_arguments():
         assert plan['capture_node'][key] == _lookup(preset, key), key
     assert plan['navigator_node']['backend'] == 'goal_pose'
     assert all(parameters['use_sim_time'] is True for parameters in plan.values())
+
+
+def test_the_nodes_default_to_a_non_zero_domain_seen_only_on_this_machine():
+    assert launch_plan.dds_environment(arguments()) == {
+        'ROS_DOMAIN_ID': launch_plan.DEFAULT_DOMAIN_ID,
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+    }
+    assert launch_plan.DEFAULT_DOMAIN_ID != '0'
+    wider = launch_plan.dds_environment(arguments(ros_domain_id='5', discovery_range='subnet'))
+    assert wider == {'ROS_DOMAIN_ID': '5', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET'}
+
+
+@pytest.mark.parametrize(
+    ('argument', 'value'),
+    [
+        ('ros_domain_id', '-1'),
+        ('ros_domain_id', '102'),
+        ('ros_domain_id', 'x'),
+        ('discovery_range', 'EVERYWHERE'),
+    ],
+)
+def test_a_bad_domain_or_discovery_range_is_refused_before_any_node_starts(argument, value):
+    with pytest.raises(ValueError, match=argument):
+        launch_plan.dds_environment(arguments(**{argument: value}))
+
+
+def test_compose_defaults_to_the_same_domain_and_range_as_the_launch():
+    compose = yaml.safe_load((ROOT / 'docker' / 'compose.yaml').read_text())
+    for service in ('waymark', 'rviz'):
+        environment = compose['services'][service]['environment']
+        assert environment['ROS_DOMAIN_ID'] == (
+            f'${{ROS_DOMAIN_ID:-{launch_plan.DEFAULT_DOMAIN_ID}}}'
+        )
+        assert environment['ROS_AUTOMATIC_DISCOVERY_RANGE'] == (
+            f'${{ROS_AUTOMATIC_DISCOVERY_RANGE:-{launch_plan.DEFAULT_DISCOVERY_RANGE}}}'
+        )
 
 
 def _lookup(tree: dict, dotted: str) -> object:

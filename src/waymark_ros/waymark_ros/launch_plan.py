@@ -18,6 +18,12 @@ import yaml
 NODES = ('capture_node', 'memory_node', 'reasoner_node', 'navigator_node')
 MODEL_PRESETS = ('workstation', 'orin_nx')
 NO_ODOMETRY = 'none'  # poses from the camera preset
+# DDS defaults of a launch when the environment sets none: not the domain every other ROS
+# user starts in, and no discovery beyond this machine (docs/security.md).
+DEFAULT_DOMAIN_ID = '17'
+DEFAULT_DISCOVERY_RANGE = 'LOCALHOST'
+DISCOVERY_RANGES = ('LOCALHOST', 'SUBNET', 'OFF', 'SYSTEM_DEFAULT')
+MAX_DOMAIN_ID = 101  # the highest ID that is safe on every OS (ROS 2 docs)
 # An image_model argument that leaves the parameter files' model; an empty one turns the
 # image view off, as an empty image_model parameter does.
 FROM_PRESET = 'preset'
@@ -43,6 +49,20 @@ def preset(folder: Path, name: str) -> Path:
         available = ', '.join(sorted(p.stem for p in folder.glob('*.yaml')))
         raise ValueError(f'no preset {name!r} in {folder}; available: {available}')
     return path
+
+
+def dds_environment(arguments: Mapping[str, str]) -> dict[str, str]:
+    """ROS_DOMAIN_ID and ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes, checked."""
+    domain, reach = arguments['ros_domain_id'].strip(), arguments['discovery_range'].strip()
+    if not domain.isdigit() or int(domain) > MAX_DOMAIN_ID:
+        raise ValueError(
+            f'ros_domain_id must be an integer in [0, {MAX_DOMAIN_ID}], got {domain!r}'
+        )
+    if reach.upper() not in DISCOVERY_RANGES:
+        raise ValueError(
+            f'discovery_range must be one of {", ".join(DISCOVERY_RANGES)}, got {reach!r}'
+        )
+    return {'ROS_DOMAIN_ID': str(int(domain)), 'ROS_AUTOMATIC_DISCOVERY_RANGE': reach.upper()}
 
 
 def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str, dict]:
