@@ -318,6 +318,7 @@ def test_the_nodes_default_to_a_non_zero_domain_seen_only_on_this_machine():
         ('ros_domain_id', '-1'),
         ('ros_domain_id', '102'),
         ('ros_domain_id', 'x'),
+        ('ros_domain_id', '\u00b2'),
         ('discovery_range', 'EVERYWHERE'),
     ],
 )

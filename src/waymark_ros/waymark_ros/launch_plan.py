@@ -54,7 +54,7 @@ def preset(folder: Path, name: str) -> Path:
 def dds_environment(arguments: Mapping[str, str]) -> dict[str, str]:
     """ROS_DOMAIN_ID and ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes, checked."""
     domain, reach = arguments['ros_domain_id'].strip(), arguments['discovery_range'].strip()
-    if not domain.isdigit() or int(domain) > MAX_DOMAIN_ID:
+    if not (domain.isascii() and domain.isdigit()) or int(domain) > MAX_DOMAIN_ID:
         raise ValueError(
             f'ros_domain_id must be an integer in [0, {MAX_DOMAIN_ID}], got {domain!r}'
         )
