@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test test-llm eval-llm llm-tier suite bench lint format clean
+.PHONY: bootstrap build demo test test-launch test-llm eval-llm llm-tier suite bench lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -20,6 +20,11 @@ demo: bootstrap
 
 test: bootstrap
 	$(ENV) && python -m pytest $(PYTEST_ARGS)
+
+# Only the launch tests (robot, replay, demo through launch_testing; part of `make test`).
+# Without a ROS 2 install they use ../shared/vendor/ros2 when it is there.
+test-launch: bootstrap
+	$(ENV) && python -m pytest test/test_launch_testing.py $(PYTEST_ARGS)
 
 # The optional tier with a real model: llama.cpp (compiled once, ~5-7 min) serving
 # SmolLM2-135M-Instruct on CPU, or the server in WAYMARK_LLM_URL / WAYMARK_LLM_MODEL.

@@ -11,10 +11,11 @@ each answer; its report goes to `out`.
 from pathlib import Path
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, ExecuteProcess
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.substitutions import ExecutableInPackage
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
 CONFIG = SHARE / 'config'
@@ -31,10 +32,11 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
             ),
-            Node(
-                package='waymark_ros',
-                executable='demo',
-                arguments=[
+            # A plain process: the demo starts the nodes itself and takes no --ros-args,
+            # which launch_ros's Node always appends.
+            ExecuteProcess(
+                cmd=[
+                    ExecutableInPackage(executable='demo', package='waymark_ros'),
                     '--seed',
                     LaunchConfiguration('seed'),
                     '--rate',

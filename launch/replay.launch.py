@@ -5,15 +5,21 @@
 
 The nodes take the same arguments as robot.launch.py (presets, memory URI, LLM server),
 use the bag's clock, and write to replay_memory, not the robot's memory (config/replay.yaml).
-`ros2 bag play` starts after `play_delay_s`, once the nodes subscribe. For scoring answers
-against a question file, use the evaluation tool instead (README, "Offline evaluation").
+waymark's `replay` plays the bag (no ros2 CLI needed): it waits up to `wait_subscribers_s`
+for the nodes to subscribe, publishes /clock, and waits for every message to be
+acknowledged; with `exit_when_done:=true` the launch ends when the bag does. For scoring
+answers against a question file, use the evaluation tool instead (README, "Offline
+evaluation").
 """
 
 from pathlib import Path
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, TimerAction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler, Shutdown
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
 
 from waymark_ros.launching import stack_arguments, stack_nodes
 
@@ -22,24 +28,35 @@ CONFIG = SHARE / 'config'
 
 
 def generate_launch_description() -> LaunchDescription:
-    play = ExecuteProcess(
-        cmd=[
-            'ros2',
-            'bag',
-            'play',
+    play = Node(
+        package='waymark_ros',
+        executable='replay',
+        arguments=[
             LaunchConfiguration('bag'),
             '--clock',
             '--rate',
             LaunchConfiguration('rate'),
+            '--wait-subscribers',
+            LaunchConfiguration('wait_subscribers_s'),
         ],
         output='screen',
     )
     return LaunchDescription(
         [
             DeclareLaunchArgument('bag', description='rosbag2 folder to play (required)'),
-            DeclareLaunchArgument('rate', default_value='1.0', description='playback speed'),
             DeclareLaunchArgument(
-                'play_delay_s', default_value='5.0', description='wait for the nodes this long'
+                'rate', default_value='1.0', description='playback speed; 0: as fast as taken'
+            ),
+            DeclareLaunchArgument(
+                'wait_subscribers_s',
+                default_value='60.0',
+                description='longest wait for the nodes to subscribe to every topic of the bag',
+            ),
+            DeclareLaunchArgument(
+                'exit_when_done',
+                default_value='false',
+                choices=['true', 'false'],
+                description='end the launch when the whole bag has been played',
             ),
             *stack_arguments(CONFIG / 'replay.yaml'),
             OpaqueFunction(
@@ -50,6 +67,10 @@ def generate_launch_description() -> LaunchDescription:
                     'use_sim_time': True,
                 },
             ),
-            TimerAction(period=LaunchConfiguration('play_delay_s'), actions=[play]),
+            play,
+            RegisterEventHandler(
+                OnProcessExit(target_action=play, on_exit=[Shutdown(reason='the bag ended')]),
+                condition=IfCondition(LaunchConfiguration('exit_when_done')),
+            ),
         ]
     )

@@ -224,9 +224,11 @@ def arguments(**given: str) -> dict[str, str]:
         'memory_uri': '',
         'llm_base_url': '',
         'llm_model': '',
-        'image_model': '',
+        'image_model': launch_plan.FROM_PRESET,
         'backend': 'internal',
         'params_file': str(CONFIG / 'robot.yaml'),
+        'ros_domain_id': launch_plan.DEFAULT_DOMAIN_ID,
+        'discovery_range': launch_plan.DEFAULT_DISCOVERY_RANGE,
     }
     return values | given
 
@@ -274,6 +276,73 @@ def test_empty_arguments_leave_the_files_values():
     overrides = launch_plan.node_overrides(arguments(), use_sim_time=False)
     assert overrides['memory_node'] == {'use_sim_time': False}
     assert overrides['reasoner_node'] == {'use_sim_time': False}
+
+
+def test_an_empty_image_model_turns_the_image_view_off_as_the_parameter_does():
+    off = launch_plan.node_overrides(arguments(image_model=''), use_sim_time=False)
+    assert off['memory_node']['image_model'] == ''
+    kept = launch_plan.expected_parameters(CONFIG, arguments(models='orin_nx'), False)
+    preset = yaml.safe_load((CONFIG / 'models' / 'orin_nx.yaml').read_text())
+    wanted = preset['/**/memory_node']['ros__parameters']['image_model']
+    assert kept['memory_node']['image_model'] == wanted != ''
+    plan = launch_plan.expected_parameters(CONFIG, arguments(image_model=''), False)
+    assert plan['memory_node']['image_model'] == ''
+
+
+def test_the_expected_parameters_layer_files_then_arguments():
+    plan = launch_plan.expected_parameters(
+        CONFIG, arguments(camera='realsense_d455', backend='goal_pose'), use_sim_time=True
+    )
+    assert set(plan) == set(launch_plan.NODES)
+    camera = yaml.safe_load((CONFIG / 'sensors' / 'realsense_d455.yaml').read_text())
+    preset = camera['/**/capture_node']['ros__parameters']
+    for key in flatten(preset):
+        assert plan['capture_node'][key] == _lookup(preset, key), key
+    assert plan['navigator_node']['backend'] == 'goal_pose'
+    assert all(parameters['use_sim_time'] is True for parameters in plan.values())
+
+
+def test_the_nodes_default_to_a_non_zero_domain_seen_only_on_this_machine():
+    assert launch_plan.dds_environment(arguments()) == {
+        'ROS_DOMAIN_ID': launch_plan.DEFAULT_DOMAIN_ID,
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+    }
+    assert launch_plan.DEFAULT_DOMAIN_ID != '0'
+    wider = launch_plan.dds_environment(arguments(ros_domain_id='5', discovery_range='subnet'))
+    assert wider == {'ROS_DOMAIN_ID': '5', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET'}
+
+
+@pytest.mark.parametrize(
+    ('argument', 'value'),
+    [
+        ('ros_domain_id', '-1'),
+        ('ros_domain_id', '102'),
+        ('ros_domain_id', 'x'),
+        ('ros_domain_id', '\u00b2'),
+        ('discovery_range', 'EVERYWHERE'),
+    ],
+)
+def test_a_bad_domain_or_discovery_range_is_refused_before_any_node_starts(argument, value):
+    with pytest.raises(ValueError, match=argument):
+        launch_plan.dds_environment(arguments(**{argument: value}))
+
+
+def test_compose_defaults_to_the_same_domain_and_range_as_the_launch():
+    compose = yaml.safe_load((ROOT / 'docker' / 'compose.yaml').read_text())
+    for service in ('waymark', 'rviz'):
+        environment = compose['services'][service]['environment']
+        assert environment['ROS_DOMAIN_ID'] == (
+            f'${{ROS_DOMAIN_ID:-{launch_plan.DEFAULT_DOMAIN_ID}}}'
+        )
+        assert environment['ROS_AUTOMATIC_DISCOVERY_RANGE'] == (
+            f'${{ROS_AUTOMATIC_DISCOVERY_RANGE:-{launch_plan.DEFAULT_DISCOVERY_RANGE}}}'
+        )
+
+
+def _lookup(tree: dict, dotted: str) -> object:
+    for part in dotted.split('.'):
+        tree = tree[part]
+    return tree
 
 
 def published_topics() -> set[str]:

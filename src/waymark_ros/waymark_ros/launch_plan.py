@@ -13,9 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import yaml
+
 NODES = ('capture_node', 'memory_node', 'reasoner_node', 'navigator_node')
 MODEL_PRESETS = ('workstation', 'orin_nx')
 NO_ODOMETRY = 'none'  # poses from the camera preset
+# DDS defaults of a launch when the environment sets none: not the domain every other ROS
+# user starts in, and no discovery beyond this machine (docs/security.md).
+DEFAULT_DOMAIN_ID = '17'
+DEFAULT_DISCOVERY_RANGE = 'LOCALHOST'
+DISCOVERY_RANGES = ('LOCALHOST', 'SUBNET', 'OFF', 'SYSTEM_DEFAULT')
+MAX_DOMAIN_ID = 101  # the highest ID that is safe on every OS (ROS 2 docs)
+# An image_model argument that leaves the parameter files' model; an empty one turns the
+# image view off, as an empty image_model parameter does.
+FROM_PRESET = 'preset'
 
 
 def parameter_files(config: Path, arguments: Mapping[str, str]) -> list[Path]:
@@ -40,8 +51,23 @@ def preset(folder: Path, name: str) -> Path:
     return path
 
 
+def dds_environment(arguments: Mapping[str, str]) -> dict[str, str]:
+    """ROS_DOMAIN_ID and ROS_AUTOMATIC_DISCOVERY_RANGE of the nodes, checked."""
+    domain, reach = arguments['ros_domain_id'].strip(), arguments['discovery_range'].strip()
+    if not (domain.isascii() and domain.isdigit()) or int(domain) > MAX_DOMAIN_ID:
+        raise ValueError(
+            f'ros_domain_id must be an integer in [0, {MAX_DOMAIN_ID}], got {domain!r}'
+        )
+    if reach.upper() not in DISCOVERY_RANGES:
+        raise ValueError(
+            f'discovery_range must be one of {", ".join(DISCOVERY_RANGES)}, got {reach!r}'
+        )
+    return {'ROS_DOMAIN_ID': str(int(domain)), 'ROS_AUTOMATIC_DISCOVERY_RANGE': reach.upper()}
+
+
 def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str, dict]:
-    """Launch arguments as per-node parameters; an empty argument leaves the files' value.
+    """Launch arguments as per-node parameters; an empty argument leaves the files' value,
+    except image_model, where empty means off and `FROM_PRESET` leaves the files' value.
 
     One OpenAI-compatible server (llm_base_url, llm_model) serves the agent, the verifier
     and the captioner.
@@ -53,7 +79,7 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
         memory['captioner.model'] = reasoner['llm.model'] = model
     if arguments['memory_uri']:
         memory['uri'] = arguments['memory_uri']
-    if arguments['image_model']:
+    if arguments['image_model'] != FROM_PRESET:
         memory['image_model'] = arguments['image_model']
     overrides: dict[str, dict] = {
         'capture_node': {},
@@ -64,3 +90,29 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
     for parameters in overrides.values():
         parameters['use_sim_time'] = use_sim_time
     return overrides
+
+
+def expected_parameters(
+    config: Path, arguments: Mapping[str, str], use_sim_time: bool
+) -> dict[str, dict[str, object]]:
+    """Each node's parameters as the launch sets them (dotted names), files then overrides."""
+    overrides = node_overrides(arguments, use_sim_time)
+    expected: dict[str, dict[str, object]] = {}
+    for node in NODES:
+        values: dict[str, object] = {}
+        for path in parameter_files(config, arguments):
+            sections = yaml.safe_load(path.read_text()) or {}
+            for key in ('/**', f'/**/{node}'):
+                values |= _dotted(sections.get(key, {}).get('ros__parameters', {}))
+        expected[node] = values | overrides[node]
+    return expected
+
+
+def _dotted(tree: Mapping[str, object], prefix: str = '') -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat |= _dotted(value, f'{prefix}{key}.')
+        else:
+            flat[prefix + key] = value
+    return flat

@@ -12,13 +12,18 @@ from pathlib import Path
 from launch.actions import DeclareLaunchArgument, GroupAction
 from launch.conditions import IfCondition
 from launch.launch_context import LaunchContext
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
 from waymark_ros.launch_plan import (
+    DEFAULT_DISCOVERY_RANGE,
+    DEFAULT_DOMAIN_ID,
+    DISCOVERY_RANGES,
+    FROM_PRESET,
     MODEL_PRESETS,
     NO_ODOMETRY,
     NODES,
+    dds_environment,
     node_overrides,
     parameter_files,
 )
@@ -35,6 +40,8 @@ ARGUMENTS = (
     'image_model',
     'backend',
     'params_file',
+    'ros_domain_id',
+    'discovery_range',
 )
 
 
@@ -74,8 +81,9 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
         ),
         DeclareLaunchArgument(
             'image_model',
-            default_value='',
-            description="image embedder (Hugging Face id); empty: the preset's",
+            default_value=FROM_PRESET,
+            description=f'image embedder (Hugging Face id or directory); {FROM_PRESET}: the '
+            "models preset's; empty: no image view",
         ),
         DeclareLaunchArgument(
             'backend',
@@ -89,6 +97,26 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument(
             'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
         ),
+        DeclareLaunchArgument(
+            'ros_domain_id',
+            default_value=EnvironmentVariable('ROS_DOMAIN_ID', default_value=DEFAULT_DOMAIN_ID),
+            description=f'DDS domain of the nodes; default: ROS_DOMAIN_ID, else '
+            f'{DEFAULT_DOMAIN_ID}',
+        ),
+        DeclareLaunchArgument(
+            'discovery_range',
+            default_value=EnvironmentVariable(
+                'ROS_AUTOMATIC_DISCOVERY_RANGE', default_value=DEFAULT_DISCOVERY_RANGE
+            ),
+            description=f'how far the nodes look for peers ({", ".join(DISCOVERY_RANGES)}); '
+            f'default: ROS_AUTOMATIC_DISCOVERY_RANGE, else {DEFAULT_DISCOVERY_RANGE}',
+        ),
+        DeclareLaunchArgument(
+            'stop_timeout_s',
+            default_value='90',
+            description='on shutdown, how long a node may take after SIGINT before it gets '
+            "SIGTERM; longer than memory_node's shutdown_wait_s (it ingests what is queued)",
+        ),
     ]
 
 
@@ -99,6 +127,8 @@ def stack_nodes(
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
+    stop_timeout_s = LaunchConfiguration('stop_timeout_s').perform(context)
+    dds = dds_environment(arguments)
     nodes = [
         Node(
             package='waymark_ros',
@@ -107,6 +137,9 @@ def stack_nodes(
             parameters=[*files, overrides[name]],
             output='screen',
             emulate_tty=True,
+            # performed now: at shutdown, a scoped include's arguments are gone
+            sigterm_timeout=stop_timeout_s,
+            additional_env=dds,
         )
         for name in NODES
     ]
@@ -115,6 +148,7 @@ def stack_nodes(
         executable='rviz2',
         arguments=['-d', str(rviz_config)],
         parameters=[{'use_sim_time': use_sim_time}],
+        additional_env=dds,
         condition=IfCondition(LaunchConfiguration('rviz')),
     )
     return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -30,6 +31,22 @@ def _interrupt_when_parent_dies() -> None:
         raise SystemExit(0)
 
 
+def _construct(make_node: Callable[[], Node]) -> Node | str:
+    """The node, or why it could not be built, on one line.
+
+    A constructor that raised leaves a half-built node that rclpy still tracks, kept alive
+    by the exception's frames; shutdown would then call its destroy_node on attributes it
+    never set and print a second traceback. Dropping the exception and collecting the
+    node first lets shutdown skip it.
+    """
+    try:
+        return make_node()
+    except Exception as error:
+        reason = ' '.join(str(error).split()) or type(error).__name__
+    gc.collect()
+    return reason
+
+
 def run_node(
     make_node: Callable[[], Node],
     name: str,
@@ -43,11 +60,11 @@ def run_node(
     rclpy.init(args=args)
     node = None
     try:
-        try:
-            node = make_node()
-        except Exception as error:
-            rclpy.logging.get_logger(name).fatal(f'cannot start: {error}')
-            raise SystemExit(EXIT_START_FAILED) from None
+        built = _construct(make_node)
+        if isinstance(built, str):
+            rclpy.logging.get_logger(name).fatal(f'cannot start: {built}')
+            raise SystemExit(EXIT_START_FAILED)
+        node = built
         count = threads(node) if callable(threads) else threads
         executor = (
             MultiThreadedExecutor(num_threads=count) if count > 1 else SingleThreadedExecutor()

