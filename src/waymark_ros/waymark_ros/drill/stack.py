@@ -82,6 +82,7 @@ class Stack:
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
         self.stats: dict[str, dict] = {}
+        self._clients: dict = {}
         self._incarnation: dict[str, int] = {}
         for name, topic in STATS.items():
             self.stats[name] = {}
@@ -100,6 +101,9 @@ class Stack:
         self._incarnation[name] = self._incarnation.get(name, 0) + 1
         logs = self.root / 'logs' / f'{name}.{self._incarnation[name]}'
         self.stats.pop(name, None)
+        for client in self._clients.values():
+            self.node.destroy_client(client)
+        self._clients.clear()
         if name in STATS:
             self.stats[name] = {}
         node = start_node(name, logs, self.parameters[name], env=env, params_file=params_file())
@@ -152,30 +156,32 @@ class Stack:
         return self.call_many(srv_type, service, [request], timeout_s)[0][0]
 
     def call_many(self, srv_type, service: str, requests: list, timeout_s: float):
-        """Send all `requests` at once; [(response or None, seconds)] in request order."""
-        client = self.node.create_client(srv_type, service)
-        try:
+        """Send all `requests` at once; [(response or None, seconds)] in request order.
+        Clients are kept until a node restarts, so each match settles only once."""
+        client = self._clients.get(service)
+        if client is None:
+            client = self.node.create_client(srv_type, service)
             if not client.wait_for_service(timeout_sec=timeout_s):
+                self.node.destroy_client(client)
                 return [(None, timeout_s)] * len(requests)
             time.sleep(MATCH_SETTLE_S)
-            sent = time.monotonic()
-            futures = [client.call_async(request) for request in requests]
-            took: dict[int, float] = {}
-            for i, future in enumerate(futures):
-                future.add_done_callback(lambda _f, i=i: took.setdefault(i, time.monotonic()))
-            deadline = sent + timeout_s
-            while not all(f.done() for f in futures) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            results = []
-            for i, future in enumerate(futures):
-                if future.done():
-                    results.append((future.result(), took.get(i, time.monotonic()) - sent))
-                else:
-                    client.remove_pending_request(future)
-                    results.append((None, timeout_s))
-            return results
-        finally:
-            self.node.destroy_client(client)
+            self._clients[service] = client
+        sent = time.monotonic()
+        futures = [client.call_async(request) for request in requests]
+        took: dict[int, float] = {}
+        for i, future in enumerate(futures):
+            future.add_done_callback(lambda _f, i=i: took.setdefault(i, time.monotonic()))
+        deadline = sent + timeout_s
+        while not all(f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        results = []
+        for i, future in enumerate(futures):
+            if future.done():
+                results.append((future.result(), took.get(i, time.monotonic()) - sent))
+            else:
+                client.remove_pending_request(future)
+                results.append((None, timeout_s))
+        return results
 
     def go_to(self, goal: GoTo.Goal, timeout_s: float) -> tuple[str, str]:
         """('reached' | 'refused' | 'failed' | 'canceled' | 'rejected' | 'unanswered', message)."""
