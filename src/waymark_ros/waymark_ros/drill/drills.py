@@ -258,7 +258,8 @@ def kill_drill(stack: Stack, victim: str, settings: Settings, bag: Path, camera:
                 result.answered += probe[0]
                 if not probe[0]:
                     result.note(f'after kill {kill + 1}: no answer to {probe[1]}')
-        done.wait(duration_s + 120.0)
+        if not done.wait(duration_s + 120.0):
+            raise RuntimeError(f'the replay did not end within {duration_s + 120.0:.0f} s')
         if failure:
             raise RuntimeError(f'replay failed: {failure[0]}')
         memory_settled(stack, quiet_s=5.0, timeout_s=settings.settle_timeout_s)

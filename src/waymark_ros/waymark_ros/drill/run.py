@@ -50,8 +50,9 @@ def run_drill(name: str, settings: drills.Settings, root: Path, domain: int) -> 
     try:
         result = DRILLS[name](stack, settings, root)
     except Exception as error:
+        where = traceback.extract_tb(error.__traceback__)[-1]
         result = DrillResult(name, error=f'{type(error).__name__}: {error}')
-        result.note(traceback.format_exc(limit=3).strip().splitlines()[-1])
+        result.note(f'raised at {Path(where.filename).name}:{where.lineno} ({where.name})')
         result.dead = sorted(n for n, up in stack.alive().items() if not up)
     finally:
         stack.close()
