@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.json:
             print(f'drill {name} ...', flush=True)
         results.append(run_drill(name, settings, args.out, args.domain + offset))
+        if not args.json:
+            print(f'  {results[-1].row()[-1]} in {results[-1].seconds:.0f} s', flush=True)
     print(to_json(results) if args.json else '\n' + table(results))
     return 0 if all(r.passed for r in results) else 1
 

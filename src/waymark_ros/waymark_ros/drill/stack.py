@@ -77,6 +77,9 @@ class Stack:
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain)
         self.node = rclpy.create_node('waymark_drill', context=self.context)
+        # Made before the executor spins: an action client added while it iterates the
+        # node's waitables can be seen half-built, which kills the spinning thread.
+        self._go_to = ActionClient(self.node, GoTo, 'go_to')
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
@@ -134,7 +137,7 @@ class Stack:
             if name == 'reasoner_node':
                 return self._service_ready('query')
             if name == 'navigator_node':
-                return self._action_ready('go_to')
+                return self._go_to.server_is_ready()
             return True
 
         wait_until(up, self.start_timeout_s, what)
@@ -142,13 +145,6 @@ class Stack:
 
     def _service_ready(self, service: str) -> bool:
         return any(n == f'/{service}' for n, _ in self.node.get_service_names_and_types())
-
-    def _action_ready(self, action: str) -> bool:
-        client = ActionClient(self.node, GoTo, action)
-        try:
-            return client.server_is_ready()
-        finally:
-            client.destroy()
 
     # Requests --------------------------------------------------------------------------
     def call(self, srv_type, service: str, request, timeout_s: float):
@@ -185,38 +181,36 @@ class Stack:
 
     def go_to(self, goal: GoTo.Goal, timeout_s: float) -> tuple[str, str]:
         """('reached' | 'refused' | 'failed' | 'canceled' | 'rejected' | 'unanswered', message)."""
-        client = ActionClient(self.node, GoTo, 'go_to')
-        try:
-            if not client.wait_for_server(timeout_sec=timeout_s):
-                return 'unanswered', 'no go_to action server'
-            time.sleep(MATCH_SETTLE_S)
-            deadline = time.monotonic() + timeout_s
-            sent = client.send_goal_async(goal)
-            while not sent.done() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if not sent.done():
-                return 'unanswered', 'the goal was neither accepted nor rejected'
-            handle = sent.result()
-            if not handle.accepted:
-                return 'rejected', 'goal rejected without a result'
-            result = handle.get_result_async()
-            while not result.done() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if not result.done():
-                handle.cancel_goal_async()
-                return 'unanswered', f'no result within {timeout_s:.0f} s'
-            answer = result.result()
-            outcome = OUTCOMES.get(answer.result.outcome, f'outcome {answer.result.outcome}')
-            status = STATUSES.get(answer.status, str(answer.status))
-            # The status tells a real result from a default one left by an aborted goal.
-            return outcome, f'{status}: {answer.result.message!r}'
-        finally:
-            client.destroy()
+        client = self._go_to
+        if not client.wait_for_server(timeout_sec=timeout_s):
+            return 'unanswered', 'no go_to action server'
+        time.sleep(MATCH_SETTLE_S)
+        deadline = time.monotonic() + timeout_s
+        sent = client.send_goal_async(goal)
+        while not sent.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not sent.done():
+            return 'unanswered', 'the goal was neither accepted nor rejected'
+        handle = sent.result()
+        if not handle.accepted:
+            return 'rejected', 'goal rejected without a result'
+        result = handle.get_result_async()
+        while not result.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not result.done():
+            handle.cancel_goal_async()
+            return 'unanswered', f'no result within {timeout_s:.0f} s'
+        answer = result.result()
+        outcome = OUTCOMES.get(answer.result.outcome, f'outcome {answer.result.outcome}')
+        status = STATUSES.get(answer.status, str(answer.status))
+        # The status tells a real result from a default one left by an aborted goal.
+        return outcome, f'{status}: {answer.result.message!r}'
 
     def close(self) -> None:
         for node in reversed(list(self.nodes.values())):
             stop_node(node, timeout_s=20.0)
         self.executor.shutdown()
+        self._go_to.destroy()
         self.node.destroy_node()
         self.context.try_shutdown()
         self._thread.join(timeout=5.0)
