@@ -37,6 +37,14 @@ STATUSES = {
     GoalStatus.STATUS_CANCELED: 'canceled',
 }
 STATS = {'capture_node': 'capture/stats', 'memory_node': 'memory/stats'}
+# The DDS topic that carries each node's requests (service or action goal). A killed
+# server's endpoints stay in the graph until its lease runs out (about 20 s), so a node is
+# back only when a reader appears on it that was not there before the restart.
+REQUESTS = {
+    'memory_node': 'rq/search_memoryRequest',
+    'reasoner_node': 'rq/queryRequest',
+    'navigator_node': 'rq/go_to/_action/send_goalRequest',
+}
 
 
 def params_file() -> Path:
@@ -86,6 +94,7 @@ class Stack:
         self._thread.start()
         self.stats: dict[str, dict] = {}
         self._clients: dict = {}
+        self._known_readers: dict[str, set[bytes]] = {}
         self._incarnation: dict[str, int] = {}
         for name, topic in STATS.items():
             self.stats[name] = {}
@@ -102,6 +111,7 @@ class Stack:
         self.parameters[name] = parameters or self.parameters.get(name, {})
         env = {'ROS_DOMAIN_ID': str(self.domain), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
         self._incarnation[name] = self._incarnation.get(name, 0) + 1
+        self._known_readers[name] = self._readers(name)
         logs = self.root / 'logs' / f'{name}.{self._incarnation[name]}'
         self.stats.pop(name, None)
         for client in self._clients.values():
@@ -126,25 +136,24 @@ class Stack:
         return memory_kb(self.nodes[name].process.pid)
 
     def wait_ready(self, name: str) -> None:
-        """Until `name` serves what the drills use: its stats, service or action."""
+        """Until this start of `name` publishes its stats and takes requests."""
         what = f'{name} to start (log: {self.nodes[name].log_path})'
 
         def up() -> bool:
             if not self.nodes[name].running():
                 raise RuntimeError(f'{name} exited with {self.nodes[name].process.returncode}')
-            if name in STATS:
-                return bool(self.stats.get(name))
-            if name == 'reasoner_node':
-                return self._service_ready('query')
-            if name == 'navigator_node':
-                return self._go_to.server_is_ready()
-            return True
+            if name in STATS and not self.stats.get(name):
+                return False
+            return name not in REQUESTS or bool(self._readers(name) - self._known_readers[name])
 
         wait_until(up, self.start_timeout_s, what)
         time.sleep(MATCH_SETTLE_S)
 
-    def _service_ready(self, service: str) -> bool:
-        return any(n == f'/{service}' for n, _ in self.node.get_service_names_and_types())
+    def _readers(self, name: str) -> set[bytes]:
+        if name not in REQUESTS:
+            return set()
+        infos = self.node.get_subscriptions_info_by_topic(REQUESTS[name], no_mangle=True)
+        return {bytes(info.endpoint_gid) for info in infos}
 
     # Requests --------------------------------------------------------------------------
     def call(self, srv_type, service: str, request, timeout_s: float):
