@@ -75,7 +75,7 @@ def unconfirmed_delete(session: str) -> DeleteSession.Request:
 
 def refused(response) -> bool:
     """An explicit, clear refusal: success false with a one-line reason."""
-    message = getattr(response, 'message', '')
+    message = response.message
     return not response.success and bool(message.strip()) and '\n' not in message
 
 
@@ -115,13 +115,13 @@ def png_bomb(side: int = 12_000) -> bytes:
         body = kind + data
         return struct.pack('>I', len(data)) + body + struct.pack('>I', zlib.crc32(body))
 
-    rows, row_bytes = 100, 1 + 3 * side  # a filter byte, then the pixels
+    rows, row_bytes = math.gcd(side, 100), 1 + 3 * side  # a filter byte, then the pixels
     deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
     block = deflate.compress(bytes(rows * row_bytes)) + deflate.flush(zlib.Z_FULL_FLUSH)
     size = row_bytes * side
     stream = (
         b'\x78\xda'
-        + block * math.ceil(side / rows)
+        + block * (side // rows)
         + deflate.flush()
         + struct.pack('>I', ((size % 65521) << 16) | 1)  # adler32 of `size` zero bytes
     )
