@@ -35,10 +35,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=int(os.environ.get('ROS_DOMAIN_ID', '30')),
         help='DDS domain of the first drill; the next ones count up from it',
     )
-    parser.add_argument('--keyframes', type=int, default=defaults.keyframes)
-    parser.add_argument('--kills', type=int, default=defaults.kills)
-    parser.add_argument('--replay-rate', type=float, default=defaults.replay_rate)
-    parser.add_argument('--llm-queries', type=int, default=defaults.llm_queries)
+    parser.add_argument(
+        '--keyframes', type=int, default=defaults.keyframes, help="kill drills' replay length"
+    )
+    parser.add_argument('--kills', type=int, default=defaults.kills, help='kill -9 per node')
+    parser.add_argument(
+        '--replay-rate', type=float, default=defaults.replay_rate, help='replay speed factor'
+    )
+    parser.add_argument(
+        '--llm-queries', type=int, default=defaults.llm_queries, help='questions per LLM fault'
+    )
     parser.add_argument(
         '--deadline', type=float, default=defaults.deadline_s, help="reasoner's agent.deadline_s"
     )
@@ -49,8 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.drills or list(DRILLS)
     if args.domain < 0 or args.domain + len(names) - 1 > MAX_DOMAIN:
         parser.error(f'--domain {args.domain}: drills need domains up to {MAX_DOMAIN}')
-    if args.keyframes < 10 or args.kills < 1 or args.llm_queries < 1 or args.replay_rate <= 0:
-        parser.error('--keyframes >= 10, --kills >= 1, --llm-queries >= 1, --replay-rate > 0')
+    if (
+        min(args.keyframes - 10, args.kills - 1, args.llm_queries - 1) < 0
+        or min(args.replay_rate, args.deadline) <= 0
+    ):
+        parser.error(
+            'need --keyframes >= 10, --kills >= 1, --llm-queries >= 1, --replay-rate > 0 '
+            'and --deadline > 0'
+        )
     settings = Settings(
         keyframes=args.keyframes,
         kills=args.kills,
