@@ -55,10 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.drills or list(DRILLS)
     if args.domain < 0 or args.domain + len(names) - 1 > MAX_DOMAIN:
         parser.error(f'--domain {args.domain}: drills need domains up to {MAX_DOMAIN}')
-    if (
-        min(args.keyframes - 10, args.kills - 1, args.llm_queries - 1) < 0
-        or min(args.replay_rate, args.deadline) <= 0
-    ):
+    too_small = (
+        args.keyframes < 10,
+        args.kills < 1,
+        args.llm_queries < 1,
+        args.replay_rate <= 0,
+        args.deadline <= 0,
+    )
+    if any(too_small):
         parser.error(
             'need --keyframes >= 10, --kills >= 1, --llm-queries >= 1, --replay-rate > 0 '
             'and --deadline > 0'
