@@ -1,0 +1,72 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The drill tool's own parts, without a stack: the image bomb it sends, the LLM fault
+injector it serves, and the verdict its table gives."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from waymark_ros.drill.drills import png_bomb
+from waymark_ros.drill.llm_faults import GARBAGE, FaultyLLM
+from waymark_ros.drill.report import DrillResult, table, to_json
+
+
+def test_the_png_bomb_is_a_valid_image_far_larger_than_its_bytes():
+    data = png_bomb(side=1530)  # not a multiple of the rows packed per deflate block
+    image = Image.open(io.BytesIO(data))
+    assert image.size == (1530, 1530) and image.mode == 'RGB'
+    pixels = np.asarray(image)  # decodes: the checksums and the stream are right
+    assert pixels.shape == (1530, 1530, 3) and not pixels.any()
+    assert len(data) * 100 < pixels.nbytes
+
+
+def _chat(llm: FaultyLLM, timeout_s: float = 5.0) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        llm.base_url + '/chat/completions',
+        data=b'{"model": "m", "messages": []}',
+        headers={'Content-Type': 'application/json'},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_the_llm_faults_fail_as_named_and_the_model_list_still_answers():
+    with FaultyLLM('fail') as llm:
+        status, body = _chat(llm)
+        assert status == 500 and json.loads(body)['error']['message']
+        with urllib.request.urlopen(llm.base_url + '/models', timeout=5.0) as models:
+            assert json.loads(models.read())['data']
+    with FaultyLLM('garbage') as llm:
+        bodies = [_chat(llm)[1] for _ in GARBAGE]
+        assert bodies == [body for _, body in GARBAGE]
+    with FaultyLLM('slow', delay_s=0.2) as llm:
+        status, body = _chat(llm)
+        assert status == 200 and json.loads(body)['choices'][0]['message']['content']
+    with FaultyLLM('hang') as llm, pytest.raises(TimeoutError):
+        _chat(llm, timeout_s=1.0)
+    with pytest.raises(ValueError, match='unknown LLM fault'):
+        FaultyLLM('flaky')
+
+
+def test_a_drill_passes_only_with_nothing_lost_wrong_unanswered_or_dead():
+    clean = DrillResult('clean', injected=3, requests=3, answered=3)
+    assert clean.passed
+    for change in ({'lost': 1}, {'wrong': 1}, {'answered': 2}, {'dead': ['memory_node']}):
+        counts = {'injected': 3, 'requests': 3, 'answered': 3} | change
+        assert not DrillResult('x', **counts).passed
+    broken = DrillResult('broken', error='memory_node exited with 1')
+    assert not broken.passed
+    text = table([clean, broken])
+    assert '| clean ' in text and 'pass' in text and 'ERROR' in text
+    assert 'error: memory_node exited with 1' in text
+    assert json.loads(to_json([clean, broken]))['passed'] is False
