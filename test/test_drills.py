@@ -4,9 +4,6 @@ node during a short replay, two questions per LLM fault, the refused goals and t
 inputs, each on a fresh stack. A drill passes only with nothing lost, nothing answered
 wrongly, every request answered and every node alive at the end.
 
-Markers name the part of issue 14 each failing drill waits for; remove them as the parts
-land (strict: a drill that starts passing fails its marker, so none is forgotten; the one
-drill that fails only sometimes today cannot be strict).
 """
 
 from __future__ import annotations
@@ -29,27 +26,11 @@ def drill(name: str, tmp_path) -> None:
     assert result.passed, '\n' + table([result])
 
 
-def waits_for(part: str, why: str):
-    return pytest.mark.xfail(strict=True, reason=f'issue 14, part ({part}): {why}')
-
-
 @pytest.mark.parametrize(
     'name',
     [
-        # Not strict: whether a restarted capture_node's first keyframes reach memory_node
-        # depends on which subscriber discovers it first, so today it fails now and then.
-        pytest.param(
-            'kill-capture',
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason='issue 14, part (ack): keyframes a restarted capture_node publishes '
-                'before memory_node has matched it are lost (sometimes)',
-            ),
-        ),
-        pytest.param(
-            'kill-memory',
-            marks=waits_for('ack', 'keyframes published while memory_node restarts are lost'),
-        ),
+        'kill-capture',
+        'kill-memory',
         'kill-reasoner',
         'kill-navigator',
     ],
@@ -63,11 +44,9 @@ def test_llm_faults_answer_every_query_within_its_deadline(name, tmp_path):
     drill(name, tmp_path)
 
 
-@waits_for('nav', 'off-map, NaN, -1e308 and zero-quaternion goals come back REACHED')
 def test_refused_goals_before_and_after_a_reached_one(tmp_path):
     drill('refused-goals', tmp_path)
 
 
-@waits_for('mem, agent', 'bad keyframes are stored, image bombs decoded, bad searches served')
 def test_bad_inputs_get_a_clear_error_and_lose_nothing(tmp_path):
     drill('bad-inputs', tmp_path)

@@ -79,6 +79,12 @@ def refused(response) -> bool:
     return not response.success and bool(message.strip()) and '\n' not in message
 
 
+def capped(response) -> bool:
+    """A request beyond a size limit served within it, the message saying so on one line."""
+    message = response.message
+    return response.success and 'capped' in message and '\n' not in message
+
+
 # Building blocks ------------------------------------------------------------------------
 def memory_params(stack: Stack) -> dict:
     return {'data_dir': str(stack.root / 'memory'), 'ocr': False}
@@ -532,7 +538,9 @@ def bad_inputs_drill(stack: Stack, settings: Settings) -> DrillResult:
                 result.wrong += 1
                 result.note(f'{name}: stored')
 
-    def ask(name: str, srv, service: str, request, timeout_s: float, node: str) -> None:
+    def ask(
+        name: str, srv, service: str, request, timeout_s: float, node: str, accept=refused
+    ) -> None:
         result.injected += 1
         result.requests += 1
         before = stack.memory_kb(node)
@@ -542,7 +550,7 @@ def bad_inputs_drill(stack: Stack, settings: Settings) -> DrillResult:
             result.note(f'{name}: no answer within {timeout_s:.0f} s')
             return
         result.answered += 1
-        if not refused(response):
+        if not accept(response):
             result.wrong += 1
             result.note(f'{name}: success={response.success} ({response.message[:120]!r})')
         if growth >= settings.rss_limit_mb:
@@ -556,8 +564,12 @@ def bad_inputs_drill(stack: Stack, settings: Settings) -> DrillResult:
     huge = Query.Request(question=('where is the door ' * 60_000)[: 1 << 20])
     ask('1 MB question', Query, 'query', huge, deadline, 'reasoner_node')
 
+    # A page larger than max_top_k is served capped at it, and the message says so.
+    huge_page = SearchMemory.Request(mode='time', top_k=2**32 - 1)
+    ask(
+        'search top_k 2^32-1', SearchMemory, 'search_memory', huge_page, 30.0, 'memory_node', capped
+    )
     searches = {
-        'top_k 2^32-1': SearchMemory.Request(mode='time', top_k=2**32 - 1),
         'radius NaN': SearchMemory.Request(mode='range', radius=math.nan),
         'radius -1': SearchMemory.Request(mode='range', radius=-1.0),
         'radius inf': SearchMemory.Request(mode='range', radius=math.inf),
