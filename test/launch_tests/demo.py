@@ -17,6 +17,7 @@ from pathlib import Path
 import launch
 import launch_testing.actions
 import launch_testing.asserts
+import launch_testing.util
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
@@ -32,7 +33,11 @@ def generate_test_description():
         PythonLaunchDescriptionSource(str(DEMO)),
         launch_arguments={'seed': '0', 'out': str(OUT)}.items(),
     )
-    return launch.LaunchDescription([demo, launch_testing.actions.ReadyToTest()])
+    # The launch ends by itself; kept alive so that launch_testing sees the active test
+    # finish first (else it fails every test with 'Launch stopped before ...').
+    return launch.LaunchDescription(
+        [demo, launch_testing.util.KeepAliveProc(), launch_testing.actions.ReadyToTest()]
+    )
 
 
 class TestTheDemoRuns(unittest.TestCase):

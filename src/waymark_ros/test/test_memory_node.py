@@ -107,11 +107,12 @@ def test_memory_survives_a_restart_and_a_replay_is_idempotent(ros, launch, memor
     node, stats = memory()
     assert stats['frames'] == len(SIGNS)
     assert search(ros, 'text', text='bakery', top_k=1).hits[0].index == 1
-    # The same keyframes again (a bag replayed twice) keep their entries...
+    # The same keyframes again (a bag replayed twice) keep their entries: each is compared
+    # with its stored entry on arrival and nothing is rewritten...
     publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
-    wait_until(lambda: stats.get('keyframes_ingested') == len(SIGNS), 30, 'replay not ingested')
+    wait_until(lambda: stats.get('keyframes_duplicate') == len(SIGNS), 30, 'replay not compared')
     assert stats['frames'] == len(SIGNS)
-    assert stats['keyframes_duplicate'] == len(SIGNS)  # compared, nothing rewritten
+    assert stats.get('keyframes_ingested', 0) == 0
     # ...while a new keyframe of the session is numbered after the last one.
     fresh = keyframe(0, 'FIRE EXIT')
     fresh.header.stamp = ns_to_stamp(T0 + 100 * S)
