@@ -191,14 +191,17 @@ def test_each_preset_evaluates_to_located_memory_direct_and_over_dds(
     assert sensors['map_frame'] == shape.frame and sensors['map_frame_from'] == frame_from
     assert (sensors['image_topic'], sensors['pose_topic']) == (shape.image_topic, shape.pose_topic)
     # The preset's extrinsic, not the simulation's ground truth.
-    preset_extrinsic = harness.read_presets([PRESETS / f'{options["presets"][0]}.yaml'])
-    assert sensors['camera_extrinsic'] == preset_extrinsic['camera_extrinsic']
+    preset = harness.read_presets([PRESETS / f'{options["presets"][0]}.yaml'])
+    assert sensors['camera_extrinsic'] == preset['camera_extrinsic']
     assert ingest['poses_rejected'] == {} and ingest['poses'] == ingest['poses_accepted'] > 0
     assert ingest['keyframes_pose_valid'] == ingest['keyframes'] > 10
     if shape.camera_info:
         assert sensors['intrinsics']['source'] == f'camera_info {shape.camera_info}'
         assert sensors['intrinsics']['hfov_deg'] == pytest.approx(HFOV_DEG)
-    else:
+    elif 'camera_hfov_deg' in preset:  # a camera preset's data-sheet figure
+        assert sensors['intrinsics']['source'] == f'preset {options["presets"][0]}'
+        assert sensors['intrinsics']['hfov_deg'] == preset['camera_hfov_deg'] > 0
+    else:  # a pose-only preset names no camera
         assert sensors['intrinsics']['source'] == 'default field of view'
     assert report['answerers']['embedder-only']['overall']['answered'] > 0
 

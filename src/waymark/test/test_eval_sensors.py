@@ -80,3 +80,9 @@ def test_the_map_frame_comes_from_the_flag_the_preset_or_the_poses():
         SensorError, match=r"several frames: 'a' \(2\), 'b' \(1\); pass --map-frame"
     ):
         choose_map_frame(None, None, Counter({'a': 2, 'b': 1}), '/p')
+
+
+def test_camera_presets_state_their_field_of_view_and_pose_presets_none():
+    assert read_presets([preset_path('zed2i', PRESETS)])['camera_hfov_deg'] == 110.0
+    assert read_presets([preset_path('realsense_d455', PRESETS)])['camera_hfov_deg'] == 90.0
+    assert 'camera_hfov_deg' not in read_presets([preset_path('fast_lio_mid360', PRESETS)])

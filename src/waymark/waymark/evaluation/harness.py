@@ -273,7 +273,9 @@ def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
             config.pose_topic or parameters.get('pose_topic'),
         )
         frames = pose_frames(reader, topics.pose)
-        intrinsics = camera_intrinsics(reader, topics.image, config.hfov_deg)
+        intrinsics = camera_intrinsics(
+            reader, topics.image, config.hfov_deg, parameters.get('camera_hfov_deg'), names
+        )
     map_frame, map_frame_from = choose_map_frame(
         config.map_frame, parameters.get('map_frame'), frames, topics.pose
     )

@@ -119,7 +119,7 @@ def capture_config(
 class Intrinsics:
     """The camera's pinhole model as far as it is known, and where it came from."""
 
-    source: str  # 'camera_info <topic>', 'flag --hfov' or 'default field of view'
+    source: str  # 'camera_info <topic>', 'flag --hfov', 'preset ...' or 'default field of view'
     hfov_deg: float
     width: int = 0
     height: int = 0
@@ -130,10 +130,15 @@ class Intrinsics:
 
 
 def camera_intrinsics(
-    reader: AnyReader, image_topic: str, hfov_deg: float | None = None
+    reader: AnyReader,
+    image_topic: str,
+    hfov_deg: float | None = None,
+    preset_hfov_deg: float | None = None,
+    preset_names: str = '',
 ) -> Intrinsics:
     """From the bag's CameraInfo beside the image topic (the only one, or the one whose
-    namespace holds the image topic), else the given or the default field of view."""
+    namespace holds the image topic), else the given field of view, else the preset's
+    (`camera_hfov_deg`, the camera's data-sheet figure), else the default."""
     infos = [c for c in reader.connections if c.msgtype == CAMERA_INFO]
     beside = [c for c in infos if image_topic.startswith(c.topic.rsplit('/', 1)[0] + '/')]
     chosen = beside or (infos if len({c.topic for c in infos}) == 1 else [])
@@ -157,6 +162,8 @@ def camera_intrinsics(
                 )
     if hfov_deg is not None:
         return Intrinsics('flag --hfov', float(hfov_deg))
+    if preset_hfov_deg:  # 0 in a preset means the camera is not known
+        return Intrinsics(f'preset {preset_names}'.strip(), float(preset_hfov_deg))
     return Intrinsics('default field of view', DEFAULT_HFOV_DEG)
 
 
