@@ -174,6 +174,16 @@ class CaptureNode(Node):
             'camera_link',
             'With extrinsic_source tf: the camera body frame (x forward, not optical).',
         )
+        self._camera_hfov_deg = declare(
+            self,
+            'camera_hfov_deg',
+            0.0,
+            "The camera's horizontal field of view in degrees (data sheet; 0 = not stated). "
+            'Reported in capture/stats; offline evaluation uses it when a bag has no '
+            'CameraInfo.',
+            low=0.0,
+            high=180.0,
+        )
         tf_timeout_s = declare(
             self,
             'tf_timeout_s',
@@ -510,6 +520,7 @@ class CaptureNode(Node):
             images_pending=builder.pending_images,
             map_epoch=builder.map_epoch,
             tracking_lost=builder.tracking_lost,
+            camera_hfov_deg=self._camera_hfov_deg,
         )
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         level, message = self._health()
