@@ -622,7 +622,7 @@ class MemoryNode(Node):
             data = bytes(request.image.data)
             check_search_image(rules, data)
             try:
-                image = decode_image(data, rules.image)
+                image = decode_image(data)  # its limits were checked just above
             except ValueError as error:
                 raise ValueError(f'image search needs a decodable image: {error}') from error
             return self._memory.search_image(image, k, sessions, level)

@@ -109,14 +109,7 @@ def check_keyframe_input(
                 f'keyframe orientation {list(orientation)} has norm {norm:.3g}, not 1 '
                 f'(within {rules.quaternion_tolerance:g})',
             )
-    if not image:
-        raise RefusedError('image', 'keyframe without image data')
-    try:
-        check_image_limits(image, rules.image)
-    except ImageTooLargeError as error:
-        raise RefusedError('image_too_large', f'keyframe image refused: {error}') from error
-    except ValueError as error:
-        raise RefusedError('image', f'keyframe image refused: {error}') from error
+    check_image('keyframe image', image, rules.image)
 
 
 @dataclass(frozen=True)
@@ -158,14 +151,20 @@ def check_search_radius(rules: SearchRules, radius: float) -> None:
 
 def check_search_image(rules: SearchRules, data: bytes) -> None:
     """Image search needs an image within the limits; checked on its header alone."""
+    check_image('query image', data, rules.image)
+
+
+def check_image(what: str, data: bytes, limits: ImageLimits) -> None:
+    """Refuses an empty image, one over `limits` (reason image_too_large) or one whose
+    header is not an image's, before any pixel is decoded."""
     if not data:
-        raise RefusedError('image', 'image search needs an image')
+        raise RefusedError('image', f'{what}: no image data')
     try:
-        check_image_limits(data, rules.image)
+        check_image_limits(data, limits)
     except ImageTooLargeError as error:
-        raise RefusedError('image_too_large', f'query image refused: {error}') from error
+        raise RefusedError('image_too_large', f'{what} refused: {error}') from error
     except ValueError as error:
-        raise RefusedError('image', f'image search needs a decodable image: {error}') from error
+        raise RefusedError('image', f'{what} refused: {error}') from error
 
 
 def check_interval(start_ns: int, end_ns: int) -> None:
