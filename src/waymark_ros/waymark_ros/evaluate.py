@@ -29,6 +29,11 @@ from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
 
 STARTUP_TIMEOUT_S = 120.0
 INGEST_TIMEOUT_S = 3600.0
+# capture_node places an image with the poses it has once the pose stream has been quiet
+# for max_pose_wait_s (0.5 s on the robot). A replay's publisher can pause that long on a
+# busy machine, and then an image would get a neighbour's pose or none: wait longer, so
+# the memory built does not depend on the machine's load.
+REPLAY_POSE_WAIT_S = 5.0
 
 
 def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
@@ -64,6 +69,9 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
                 'map_frame': sensors.map_frame,
                 'extrinsic_source': 'parameter',
                 'camera_extrinsic': [*extrinsic.position, *extrinsic.orientation],
+                'max_pose_wait_s': max(
+                    REPLAY_POSE_WAIT_S, float(sensors.parameters.get('max_pose_wait_s', 0.0))
+                ),
             },
         ),
     ]

@@ -54,13 +54,15 @@ def spin_until(executor, predicate, timeout_s: float, what: str) -> None:
 
 
 def wait_for_ingest(executor, client: StackClient, images: int, timeout_s: float) -> None:
-    """Until every image was placed and every keyframe is in memory."""
+    """Until every image was placed, every keyframe is in memory and capture_node holds
+    none unacknowledged (its resends would otherwise still be counted as received)."""
 
     def done() -> bool:
         capture, memory = client.status['capture'], client.status['memory']
         return (
             capture.get('images_received') == images
             and capture.get('images_pending') == 0
+            and capture.get('outbox_pending') == 0
             and memory.get('queued') == 0
             and memory.get('keyframes_received') == capture.get('keyframes_published')
             and memory.get('frames', -1) >= 0

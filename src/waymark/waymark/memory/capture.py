@@ -199,6 +199,7 @@ class KeyframeBuilder:
         self._pending: deque[_Image] = deque()
         self._pending_bytes = 0
         self._last_input = clock()
+        self._quiet_seen = False  # the previous poll already found the pose stream quiet
         # Why tracking is lost, per source; '' is fine.
         self._status_lost = ''
         self._covariance_lost = ''
@@ -269,14 +270,14 @@ class KeyframeBuilder:
                 lambda image: not looped or image.timeline < current,
             )
         self._newest_pose_ns = stamp_ns
-        self._last_input = self._clock()
+        self._heard()
         try:
             pose = Pose.checked(position, orientation)
         except InvalidPoseError as error:
             # Not a position, and a sign that SLAM is in trouble: nearby images get none.
             self._lost.append(stamp_ns)
             self._drop('pose_invalid', str(error))
-            return done + self.poll()
+            return done + self._release()
         problem = covariance_problem(covariance, self.config.max_position_variance)
         self._covariance_lost = problem
         if problem:
@@ -289,7 +290,7 @@ class KeyframeBuilder:
                 done += self._new_epoch(jump, lambda image: image.stamp_ns < stamp_ns)
             self._poses.add(stamp_ns, pose)
         self._update_tracking()
-        return done + self.poll()
+        return done + self._release()
 
     def add_image(
         self, stamp_ns: int, size: int, encode: Encoder, thumbnail: Thumbnail | None = None
@@ -304,12 +305,12 @@ class KeyframeBuilder:
             self._warn('image time went backwards: keyframe selection restarted')
         self._last_image_ns = stamp_ns
         if not self._pending:
-            self._last_input = self._clock()
+            self._heard()
         lost = bool(self._status_lost)
         image = _Image(stamp_ns, size, encode, thumbnail, lost, self._image_timeline)
         self._pending.append(image)
         self._pending_bytes += image.size
-        return self.poll()
+        return self._release()
 
     def set_tracking_status(self, ok: bool) -> None:
         """A tracking status from SLAM. It carries no stamp, so it applies to the images
@@ -325,8 +326,23 @@ class KeyframeBuilder:
 
     def poll(self, flush: bool = False) -> list[Keyframe]:
         """Place the waiting images whose pose is known, or all of them with `flush`
-        (the end of a recording) or once the pose stream has stalled."""
-        stalled = flush or self._clock() - self._last_input >= self.config.max_pose_wait_s
+        (the end of a recording) or once the pose stream has stalled.
+
+        Call it on a timer. Stalled means quiet for `max_pose_wait_s` at two polls in a
+        row: a process that was not scheduled for a while finds its own clock far ahead
+        at the first poll, before it has read the poses that arrived meanwhile.
+        """
+        quiet = self._clock() - self._last_input >= self.config.max_pose_wait_s
+        stalled = flush or (quiet and self._quiet_seen)
+        self._quiet_seen = quiet
+        return self._release(stalled)
+
+    def _heard(self) -> None:
+        self._last_input = self._clock()
+        self._quiet_seen = False
+
+    def _release(self, stalled: bool = False) -> list[Keyframe]:
+        """Place the waiting images whose pose is known (all of them when `stalled`)."""
         done = []
         while self._pending:
             image = self._pending[0]
