@@ -16,7 +16,7 @@ bootstrap:
 build: bootstrap
 
 demo: bootstrap
-	$(ENV) && python -m waymark_ros.demo $(DEMO_ARGS)
+	$(ENV) && python -m waymark_ros.tools.demo $(DEMO_ARGS)
 
 test: bootstrap
 	$(ENV) && python -m pytest $(PYTEST_ARGS)

@@ -39,7 +39,7 @@ def ros():
 @pytest.fixture
 def launch(tmp_path, request):
     """Start node executables; stops them at teardown and prints their logs on failure."""
-    from waymark_ros.processes import start_node, stop_node
+    from waymark_ros.tools.processes import start_node, stop_node
 
     started = []
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from waymark_ros.launching import stack_arguments, stack_nodes
+from waymark_ros.ros.launching import stack_arguments, stack_nodes
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
 CONFIG = SHARE / 'config'

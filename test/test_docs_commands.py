@@ -287,9 +287,9 @@ def stack(tmp_path_factory):
     from support.ros_harness import RosHarness, wait_until
     from support.signs import SIGNS, keyframe, publish_and_wait
 
-    from waymark_ros import qos
-    from waymark_ros.navigation_msgs import occupancy_grid_msg
-    from waymark_ros.processes import start_node, stop_node
+    from waymark_ros.ros import qos
+    from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+    from waymark_ros.tools.processes import start_node, stop_node
 
     root = tmp_path_factory.mktemp('docs')
     logs = root / 'logs'

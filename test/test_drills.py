@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The fault drills of `python -m waymark_ros.drill`, reduced to fit CI: one kill -9 per
+"""The fault drills of `python -m waymark_ros.tools.drill`, reduced to fit CI: one kill -9 per
 node during a short replay, two questions per LLM fault, the refused goals and the bad
 inputs, each on a fresh stack. A drill passes only with nothing lost, nothing answered
 wrongly, every request answered and every node alive at the end.
@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from waymark_ros.drill.drills import Settings
-from waymark_ros.drill.report import table
-from waymark_ros.drill.run import run_drill
+from waymark_ros.tools.drill.drills import Settings
+from waymark_ros.tools.drill.report import table
+from waymark_ros.tools.drill.run import run_drill
 
 pytestmark = pytest.mark.dds
 

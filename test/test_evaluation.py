@@ -14,7 +14,7 @@ from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.memory.entries import FRAME, SEGMENT
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
-from waymark_ros.evaluate import build_over_dds
+from waymark_ros.tools.evaluate import build_over_dds
 
 pytestmark = pytest.mark.dds
 

@@ -23,7 +23,7 @@ from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.memory.entries import FRAME
 from waymark.sim.bag import BAG_VERSION, GROUND_TRUTH_FILE, write_bag
 from waymark.sim.world import build_demo_world
-from waymark_ros.evaluate import build_over_dds
+from waymark_ros.tools.evaluate import build_over_dds
 
 pytestmark = pytest.mark.dds
 
@@ -259,7 +259,7 @@ def test_memory_that_answers_nothing_fails_instead_of_a_report_of_zeros(recordin
 
 
 def _dds_main(argv):
-    from waymark_ros.evaluate import main
+    from waymark_ros.tools.evaluate import main
 
     return main(argv)
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The launch files, checked where ROS 2 `launch` is not installed: read, never run.
 
-Each launch file and waymark_ros/launching.py is parsed with `ast`; every argument used is
+Each launch file and waymark_ros/ros/launching.py is parsed with `ast`; every argument used is
 declared, every executable is installed by setup.py, every file named exists, argument
 defaults and choices name real presets and backends, and setup.py installs all of it where
 the launch files look. What the launches start (files, per-node parameters) is worked out
@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from waymark_ros import launch_plan
+from waymark_ros.ros import launch_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / 'launch'
 CONFIG = ROOT / 'config'
-LAUNCHING = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'launching.py'
+LAUNCHING = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'ros' / 'launching.py'
 SETUP = ROOT / 'src' / 'waymark_ros' / 'setup.py'
 EXTERNAL_EXECUTABLES = {'rviz2'}  # from other packages, installed with ROS
 LAUNCH_FILES = ('robot.launch.py', 'replay.launch.py', 'demo.launch.py')
@@ -93,7 +93,7 @@ def declared_of(name: str) -> LaunchSource:
 
 
 def console_scripts() -> set[str]:
-    return set(re.findall(r"'(\w+) = waymark_ros\.\w+:main'", SETUP.read_text()))
+    return set(re.findall(r"'(\w+) = waymark_ros\.[\w.]+:main'", SETUP.read_text()))
 
 
 def choices(source: LaunchSource, argument: str) -> list[str] | None:
@@ -169,7 +169,7 @@ def test_the_robot_and_replay_launches_take_the_arguments_the_issue_asks_for():
 
 
 def test_defaults_and_choices_name_real_presets_and_backends():
-    from waymark_ros.navigator_node import BACKENDS
+    from waymark_ros.nodes.navigator_node import BACKENDS
 
     source = declared_of('robot.launch.py')
     assert (CONFIG / 'sensors' / f'{default(source, "camera")}.yaml').is_file()
@@ -347,7 +347,7 @@ def _lookup(tree: dict, dotted: str) -> object:
 
 def published_topics() -> set[str]:
     """Topics the nodes publish, absolute, as written in their create_publisher calls."""
-    sources = (ROOT / 'src' / 'waymark_ros' / 'waymark_ros').glob('*_node.py')
+    sources = (ROOT / 'src' / 'waymark_ros' / 'waymark_ros').rglob('*.py')
     topics = set()
     for path in sources:
         for topic in re.findall(r"create_publisher\(\s*\w+,\s*'([\w/]+)'", path.read_text()):

@@ -7,8 +7,8 @@ rclpy's shutdown after the failure hid the reason and made the exit code 1.
 
 from __future__ import annotations
 
-from waymark_ros.processes import start_node
-from waymark_ros.spin import EXIT_START_FAILED
+from waymark_ros.ros.spin import EXIT_START_FAILED
+from waymark_ros.tools.processes import start_node
 
 
 def test_a_model_that_is_not_cached_stops_memory_node_with_one_fatal_line(tmp_path):

@@ -21,10 +21,10 @@ from waymark.sim.visibility import sees
 from waymark.sim.world import build_demo_world, occupancy_grid
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
-from waymark_ros import qos
-from waymark_ros.conversions import pose_from_msg
-from waymark_ros.navigation_msgs import occupancy_grid_msg
-from waymark_ros.replay import replay
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import pose_from_msg
+from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+from waymark_ros.tools.replay import replay
 
 pytestmark = pytest.mark.dds
 

@@ -31,14 +31,14 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'capture_node = waymark_ros.capture_node:main',
-            'memory_node = waymark_ros.memory_node:main',
-            'reasoner_node = waymark_ros.reasoner_node:main',
-            'navigator_node = waymark_ros.navigator_node:main',
-            'sim_base_node = waymark_ros.sim_base_node:main',
-            'replay = waymark_ros.replay:main',
-            'demo = waymark_ros.demo:main',
-            'evaluate = waymark_ros.evaluate:main',
+            'capture_node = waymark_ros.nodes.capture_node:main',
+            'memory_node = waymark_ros.nodes.memory_node:main',
+            'reasoner_node = waymark_ros.nodes.reasoner_node:main',
+            'navigator_node = waymark_ros.nodes.navigator_node:main',
+            'sim_base_node = waymark_ros.nodes.sim_base_node:main',
+            'replay = waymark_ros.tools.replay:main',
+            'demo = waymark_ros.tools.demo:main',
+            'evaluate = waymark_ros.tools.evaluate:main',
         ],
     },
 )

@@ -11,7 +11,7 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from std_msgs.msg import String
 
-from waymark_ros import qos
+from waymark_ros.ros import qos
 
 # Discovery is not symmetric: a new endpoint can see its peer a moment before the peer has
 # matched it back, and what is sent in that moment is dropped (a service response: Fast DDS

@@ -12,8 +12,8 @@ from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import SearchMemory
-from waymark_ros import qos
-from waymark_ros.conversions import keyframe_to_msg
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import keyframe_to_msg
 
 T0 = 1_768_471_200_000_000_000
 S = 1_000_000_000

@@ -20,8 +20,8 @@ from std_msgs.msg import Bool, Empty
 from support.ros_harness import wait_until
 
 from waymark_interfaces.msg import Keyframe
-from waymark_ros import qos
-from waymark_ros.conversions import ns_to_stamp, stamp_to_ns
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import ns_to_stamp, stamp_to_ns
 
 pytestmark = pytest.mark.dds
 

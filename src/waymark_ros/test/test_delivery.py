@@ -20,8 +20,8 @@ from waymark.memory.journal import KeyframeJournal
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import ListSessions
-from waymark_ros import qos
-from waymark_ros.conversions import keyframe_from_msg, ns_to_stamp
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import keyframe_from_msg, ns_to_stamp
 
 pytestmark = pytest.mark.dds
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from waymark_ros.drill.drills import png_bomb
-from waymark_ros.drill.llm_faults import GARBAGE, FaultyLLM
-from waymark_ros.drill.report import DrillResult, table, to_json
+from waymark_ros.tools.drill.drills import png_bomb
+from waymark_ros.tools.drill.llm_faults import GARBAGE, FaultyLLM
+from waymark_ros.tools.drill.report import DrillResult, table, to_json
 
 
 def test_the_png_bomb_is_a_valid_image_far_larger_than_its_bytes():

@@ -16,7 +16,7 @@ from support.ros_harness import wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
 from waymark_interfaces.srv import SearchMemory
-from waymark_ros.conversions import ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
 
 pytestmark = pytest.mark.dds
 
@@ -101,7 +101,7 @@ def test_lost_poses_are_kept_but_never_used_as_positions(ros, memory):
 def test_memory_survives_a_restart_and_a_replay_is_idempotent(ros, launch, memory):
     node, stats = memory()
     publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
-    from waymark_ros.processes import stop_node
+    from waymark_ros.tools.processes import stop_node
 
     assert stop_node(node) == 0
     node, stats = memory()
@@ -158,7 +158,7 @@ def test_image_view_with_an_image_text_model(ros, launch, tmp_path):
 
 
 def test_database_lock_is_released_on_clean_shutdown(ros, memory, tmp_path):
-    from waymark_ros.processes import stop_node
+    from waymark_ros.tools.processes import stop_node
 
     node, _ = memory()
     assert stop_node(node) == 0

@@ -17,8 +17,8 @@ from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search
 
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import DeleteSession, ListSessions
-from waymark_ros import qos
-from waymark_ros.conversions import ns_to_stamp
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import ns_to_stamp
 
 pytestmark = pytest.mark.dds
 

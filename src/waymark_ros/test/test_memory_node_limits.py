@@ -15,7 +15,7 @@ from support.ros_harness import wait_until
 from support.signs import T0, S, keyframe, publish_and_wait, search
 
 from waymark_interfaces.srv import DeleteSession, ListSessions
-from waymark_ros.conversions import ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
 
 pytestmark = pytest.mark.dds
 

@@ -19,8 +19,8 @@ from support.actions import connect, go_to
 from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
-from waymark_ros import qos
-from waymark_ros.navigation_client import NavigationClient
+from waymark_ros.ros import qos
+from waymark_ros.ros.navigation_client import NavigationClient
 
 pytestmark = pytest.mark.dds
 

@@ -14,7 +14,7 @@ from visualization_msgs.msg import Marker
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.frontiers import Frontier
-from waymark_ros.navigation_msgs import (
+from waymark_ros.ros.navigation_msgs import (
     cloud_msg,
     navigation_markers,
     occupancy_grid_msg,

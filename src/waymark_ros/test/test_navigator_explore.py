@@ -22,8 +22,8 @@ from support.ros_harness import wait_until
 from visualization_msgs.msg import MarkerArray
 
 from waymark_interfaces.action import Explore
-from waymark_ros import qos
-from waymark_ros.navigation_msgs import occupancy_grid_msg
+from waymark_ros.ros import qos
+from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
 
 pytestmark = pytest.mark.dds
 

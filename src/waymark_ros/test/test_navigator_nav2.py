@@ -30,7 +30,7 @@ from support.ros_harness import wait_until
 
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
-from waymark_ros import qos
+from waymark_ros.ros import qos
 
 pytestmark = pytest.mark.dds
 

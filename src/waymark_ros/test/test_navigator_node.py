@@ -26,9 +26,9 @@ from support.unicycle import Unicycle
 
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
-from waymark_ros import qos
-from waymark_ros.navigation_client import NavigationClient
-from waymark_ros.navigation_msgs import cloud_msg
+from waymark_ros.ros import qos
+from waymark_ros.ros.navigation_client import NavigationClient
+from waymark_ros.ros.navigation_msgs import cloud_msg
 
 pytestmark = pytest.mark.dds
 

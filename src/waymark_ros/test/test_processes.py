@@ -16,7 +16,7 @@ pytestmark = pytest.mark.dds
 PARENT = """
 import sys, time
 from pathlib import Path
-from waymark_ros.processes import start_node
+from waymark_ros.tools.processes import start_node
 node = start_node('navigator_node', Path(sys.argv[1]))
 print(node.process.pid, flush=True)
 time.sleep(600)

@@ -37,11 +37,11 @@ from waymark.memory.entries import SEGMENT, FrameRecord, Hit
 from waymark_interfaces.action import Ask, GoTo
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
-from waymark_ros import qos
-from waymark_ros.conversions import hit_from_msg, hit_to_msg
-from waymark_ros.memory_client import ImageFiles
-from waymark_ros.processes import start_node, stop_node
-from waymark_ros.reasoner_node import answer_markers
+from waymark_ros.nodes.reasoner_node import answer_markers
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
+from waymark_ros.ros.memory_client import ImageFiles
+from waymark_ros.tools.processes import start_node, stop_node
 
 CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'robot.yaml'
 BAKERY = SIGNS.index('BAKERY')  # keyframe index; the sign's frame is 'tour/<index>'

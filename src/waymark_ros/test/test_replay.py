@@ -9,7 +9,7 @@ from rosbags.typesys import Stores, get_typestore
 from std_msgs.msg import String
 from support.ros_harness import wait_until
 
-from waymark_ros.replay import ReplayError, replay
+from waymark_ros.tools.replay import ReplayError, replay
 
 pytestmark = pytest.mark.dds
 
@@ -32,7 +32,7 @@ def bag(tmp_path):
 
 
 def test_replays_everything_in_order_and_skips_types_not_installed(ros, bag):
-    from waymark_ros import qos
+    from waymark_ros.ros import qos
 
     received = ros.collect(String, '/chatter', qos.sensor_input(True, 10))
     report = replay(ros.node, bag, rate=0.0, wait_subscribers_s=10.0)
@@ -57,7 +57,7 @@ def test_topics_asked_for_must_exist_and_be_installed(ros, bag):
 
 
 def test_presets_name_the_topics_to_replay_layered_as_the_launch_layers_them(capsys):
-    from waymark_ros.replay import main, preset_topics
+    from waymark_ros.tools.replay import main, preset_topics
 
     realsense = ['/camera/camera/color/image_raw/compressed', '/Odometry']
     assert preset_topics(['realsense_d455']) == realsense

@@ -20,7 +20,7 @@ from std_srvs.srv import Trigger
 from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
-from waymark_ros import qos
+from waymark_ros.ros import qos
 
 pytestmark = pytest.mark.dds
 

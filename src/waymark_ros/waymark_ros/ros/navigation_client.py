@@ -28,7 +28,7 @@ from unique_identifier_msgs.msg import UUID
 
 from waymark.geometry import yaw_from_quaternion
 from waymark_interfaces.action import GoTo
-from waymark_ros import qos
+from waymark_ros.ros import qos
 
 OUTCOMES = {
     GoTo.Result.OUTCOME_REACHED: 'reached',

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from waymark_ros.drill.drills import Settings
-from waymark_ros.drill.report import table, to_json
-from waymark_ros.drill.run import DRILLS, run_drill
+from waymark_ros.tools.drill.drills import Settings
+from waymark_ros.tools.drill.report import table, to_json
+from waymark_ros.tools.drill.run import DRILLS, run_drill
 
 MAX_DOMAIN = 232  # the highest ROS_DOMAIN_ID Fast DDS accepts on Linux
 
@@ -24,7 +24,7 @@ MAX_DOMAIN = 232  # the highest ROS_DOMAIN_ID Fast DDS accepts on Linux
 def main(argv: Sequence[str] | None = None) -> int:
     defaults = Settings()
     parser = argparse.ArgumentParser(
-        prog='python -m waymark_ros.drill', description=__doc__.splitlines()[0]
+        prog='python -m waymark_ros.tools.drill', description=__doc__.splitlines()[0]
     )
     parser.add_argument('drills', nargs='*', metavar='DRILL', help=f'any of {", ".join(DRILLS)}')
     parser.add_argument('--out', type=Path, default=Path('drill_output'), help='data and logs')

@@ -72,13 +72,13 @@ from waymark.memory.image_codec import ImageLimits, check_image_limits, decode_i
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
-from waymark_ros import qos
-from waymark_ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
-from waymark_ros.memory_client import ImageFiles, MemoryClient, memory_deadline
-from waymark_ros.navigation_client import NavigationClient
-from waymark_ros.params import declare
-from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
-from waymark_ros.spin import run_node
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
+from waymark_ros.ros.memory_client import ImageFiles, MemoryClient, memory_deadline
+from waymark_ros.ros.navigation_client import NavigationClient
+from waymark_ros.ros.params import declare
+from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
+from waymark_ros.ros.spin import run_node
 
 KINDS = {
     NONE: Answer.KIND_NONE,

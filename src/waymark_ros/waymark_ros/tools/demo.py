@@ -30,11 +30,11 @@ from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
 from waymark.sim.world import World, build_demo_world, occupancy_grid
 from waymark_interfaces.srv import Query
-from waymark_ros.conversions import pose_from_msg
-from waymark_ros.navigation_msgs import occupancy_grid_msg
-from waymark_ros.processes import NodeProcess, start_node, stop_node
-from waymark_ros.replay import replay
-from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
+from waymark_ros.ros.conversions import pose_from_msg
+from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
+from waymark_ros.tools.replay import replay
+from waymark_ros.tools.stack import StackClient, spin_until, wait_for_ingest
 
 QUESTION_TEMPLATES = ('Where is the {}?', 'Where did I see the {}?', 'Take me to the {}.')
 SUCCESS_RADIUS_M = 5.0

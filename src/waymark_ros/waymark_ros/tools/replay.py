@@ -28,7 +28,7 @@ from rosbags.rosbag2 import Reader
 from rosgraph_msgs.msg import Clock
 
 from waymark.evaluation.sensors import SensorError, preset_path, read_presets
-from waymark_ros.conversions import ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
 
 
 class ReplayError(RuntimeError):

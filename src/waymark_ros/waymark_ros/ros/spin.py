@@ -15,7 +15,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, Si
 from rclpy.node import Node
 
 EXIT_START_FAILED = 2
-# Set by waymark_ros.processes: the node is a helper process of a demo or test run and
+# Set by waymark_ros.tools.processes: the node is a helper process of a demo or test run and
 # must not outlive it, even when that run is killed.
 EXIT_WITH_PARENT = 'WAYMARK_EXIT_WITH_PARENT'
 

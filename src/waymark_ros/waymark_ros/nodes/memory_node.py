@@ -65,11 +65,11 @@ from waymark.memory.vector_index import IndexParams
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
-from waymark_ros import qos
-from waymark_ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp
-from waymark_ros.memory_markers import hit_markers, memory_markers
-from waymark_ros.params import declare
-from waymark_ros.spin import run_node
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp
+from waymark_ros.ros.memory_markers import hit_markers, memory_markers
+from waymark_ros.ros.params import declare
+from waymark_ros.ros.spin import run_node
 
 Request = SearchMemory.Request
 

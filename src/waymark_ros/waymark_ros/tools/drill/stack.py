@@ -19,8 +19,8 @@ from rclpy.executors import MultiThreadedExecutor
 from std_msgs.msg import String
 
 from waymark_interfaces.action import GoTo
-from waymark_ros import qos
-from waymark_ros.processes import NodeProcess, start_node, stop_node
+from waymark_ros.ros import qos
+from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
 
 # Discovery is asymmetric: a server can be seen a moment before it has matched the client
 # back, and a request sent in that moment gets no response. Wait this long after discovery.

@@ -33,13 +33,13 @@ from waymark.sim.world import build_demo_world, occupancy_grid
 from waymark_interfaces.action import GoTo
 from waymark_interfaces.msg import Keyframe
 from waymark_interfaces.srv import DeleteSession, Query, SearchMemory
-from waymark_ros import qos
-from waymark_ros.conversions import ns_to_stamp, stamp_to_ns
-from waymark_ros.drill.llm_faults import MODEL, FaultyLLM
-from waymark_ros.drill.report import DrillResult
-from waymark_ros.drill.stack import MATCH_SETTLE_S, Stack, wait_until
-from waymark_ros.navigation_msgs import occupancy_grid_msg
-from waymark_ros.replay import replay
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import ns_to_stamp, stamp_to_ns
+from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+from waymark_ros.tools.drill.llm_faults import MODEL, FaultyLLM
+from waymark_ros.tools.drill.report import DrillResult
+from waymark_ros.tools.drill.stack import MATCH_SETTLE_S, Stack, wait_until
+from waymark_ros.tools.replay import replay
 
 NODES = ('capture_node', 'memory_node', 'reasoner_node', 'navigator_node')
 CAMERA_HZ = 2.0  # with the keyframe intervals below, every image becomes a keyframe

@@ -15,7 +15,8 @@ from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from waymark_ros.launch_plan import (
+from waymark_ros.nodes.navigator_node import BACKENDS
+from waymark_ros.ros.launch_plan import (
     DEFAULT_DISCOVERY_RANGE,
     DEFAULT_DOMAIN_ID,
     DISCOVERY_RANGES,
@@ -27,7 +28,6 @@ from waymark_ros.launch_plan import (
     node_overrides,
     parameter_files,
 )
-from waymark_ros.navigator_node import BACKENDS
 
 ARGUMENTS = (
     'namespace',

@@ -48,11 +48,11 @@ from waymark.memory.keyframes import KeyframePolicy
 from waymark.memory.outbox import CaptureState, KeyframeOutbox, OutboxLimits
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
-from waymark_ros import qos
-from waymark_ros.conversions import keyframe_to_msg, stamp_to_ns
-from waymark_ros.params import declare
-from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
-from waymark_ros.spin import run_node
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
+from waymark_ros.ros.params import declare
+from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
+from waymark_ros.ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
 DIAGNOSTIC_NAME = 'waymark: capture'

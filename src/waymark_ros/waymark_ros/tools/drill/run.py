@@ -9,9 +9,9 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from waymark_ros.drill import drills
-from waymark_ros.drill.report import DrillResult
-from waymark_ros.drill.stack import Stack
+from waymark_ros.tools.drill import drills
+from waymark_ros.tools.drill.report import DrillResult
+from waymark_ros.tools.drill.stack import Stack
 
 Drill = Callable[[Stack, drills.Settings, Path], DrillResult]
 

@@ -11,7 +11,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from waymark_interfaces.srv import Query
-from waymark_ros import qos
+from waymark_ros.ros import qos
 
 
 class StackClient(Node):

@@ -37,11 +37,11 @@ from std_srvs.srv import Trigger
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.grid import GridGeometry
 from waymark.sim.kinematics import Motion, Pose2D, drive, integrate_arc
-from waymark_ros import qos
-from waymark_ros.conversions import NS_PER_S, ns_to_stamp
-from waymark_ros.navigation_msgs import occupancy_map_from_msg
-from waymark_ros.params import declare
-from waymark_ros.spin import run_node
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp
+from waymark_ros.ros.navigation_msgs import occupancy_map_from_msg
+from waymark_ros.ros.params import declare
+from waymark_ros.ros.spin import run_node
 
 # Reliable KEEP_LAST, for odometry and commands: reliable and best-effort pose subscribers
 # (navigator_node's reliable_input either way) both match and a slow one never holds the

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ament_index_python.packages import get_package_prefix
 
-from waymark_ros.spin import EXIT_WITH_PARENT
+from waymark_ros.ros.spin import EXIT_WITH_PARENT
 
 
 @dataclass
@@ -88,7 +88,7 @@ def start_node(
             stdin=subprocess.DEVNULL,
             # No preexec_fn: running Python in a child forked from a process with gRPC
             # threads (Milvus) can hang it before exec. The node arranges to stop with
-            # its parent itself (waymark_ros.spin).
+            # its parent itself (waymark_ros.ros.spin).
             env={**os.environ, 'PYTHONUNBUFFERED': '1', EXIT_WITH_PARENT: '1', **(env or {})},
         )
     return NodeProcess(name, process, log_path)

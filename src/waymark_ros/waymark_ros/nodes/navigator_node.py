@@ -72,19 +72,19 @@ from waymark.navigation.goals import (
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid, inflate, project_point_cloud
 from waymark.navigation.planner import GridPlanner, PlanError, PlannerConfig
 from waymark_interfaces.action import Explore, GoTo
-from waymark_ros import qos
-from waymark_ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
-from waymark_ros.navigation_client import OUTCOMES
-from waymark_ros.navigation_msgs import (
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.ros.navigation_client import OUTCOMES
+from waymark_ros.ros.navigation_msgs import (
     navigation_markers,
     occupancy_map_from_msg,
     path_msg,
     points_from_cloud,
     twist_msg,
 )
-from waymark_ros.params import declare
-from waymark_ros.pose_input import POSE_TYPES, subscribe_pose
-from waymark_ros.spin import run_node
+from waymark_ros.ros.params import declare
+from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
+from waymark_ros.ros.spin import run_node
 
 INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
 BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)

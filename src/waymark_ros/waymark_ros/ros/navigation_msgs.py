@@ -23,7 +23,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.frontiers import Frontier
 from waymark.navigation.grid import OccupancyMap
-from waymark_ros.conversions import stamp_to_ns
+from waymark_ros.ros.conversions import stamp_to_ns
 
 MAX_CLOUD_POINTS = 20_000_000
 _FIELD_SIZES = {

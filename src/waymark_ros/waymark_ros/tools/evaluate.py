@@ -2,7 +2,7 @@
 """`waymark evaluate` with memory built over DDS: the bag is replayed through capture_node
 and memory_node, exactly as on the robot, then scored like the direct build.
 
-    python -m waymark_ros.evaluate BAG QUESTIONS --mode dds [--rate 2] [--preset NAME]
+    python -m waymark_ros.tools.evaluate BAG QUESTIONS --mode dds [--rate 2] [--preset NAME]
 
 capture_node gets the sensor presets' parameters, as on the robot, with the evaluation's
 topics, map frame and extrinsic on top; sensor presets are found by name in this
@@ -23,9 +23,9 @@ from rclpy.executors import SingleThreadedExecutor
 from waymark.evaluation.harness import SESSION, EvaluationConfig, resolve_sensors
 from waymark.evaluation.harness import main as harness
 from waymark.evaluation.ingest import summarize
-from waymark_ros.processes import start_node, stop_node
-from waymark_ros.replay import replay
-from waymark_ros.stack import StackClient, spin_until, wait_for_ingest
+from waymark_ros.tools.processes import start_node, stop_node
+from waymark_ros.tools.replay import replay
+from waymark_ros.tools.stack import StackClient, spin_until, wait_for_ingest
 
 STARTUP_TIMEOUT_S = 120.0
 INGEST_TIMEOUT_S = 3600.0
