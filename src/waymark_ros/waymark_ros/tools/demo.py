@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the four
-nodes over DDS, then questions asked through the Query service, and a simulated robot
-driven to each answer by navigator_node.
+nodes over DDS, then questions asked through the client API (the Ask action), and a
+simulated robot driven to each answer by navigator_node.
 
 Everything runs offline: the world is rendered here, signs are read by OCR, and the
 text view uses a sentence embedder whose weights ship with its Python package. After the
@@ -29,7 +29,7 @@ from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
 from waymark.sim.world import World, build_demo_world, occupancy_grid
-from waymark_interfaces.srv import Query
+from waymark_ros.client import NO_REPLY, SERVER_MISSING, Drive, Waymark
 from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
 from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
@@ -112,8 +112,7 @@ def drive_wait_s(params_file: Path) -> float:
 
 
 def ask(
-    executor,
-    client: StackClient,
+    waymark: Waymark,
     world: World,
     camera: dict,
     question: str,
@@ -121,44 +120,35 @@ def ask(
     drive_wait: float,
 ) -> Outcome:
     sign = next(s for s in world.signs if s.text == target)
-    future = client.query.call_async(Query.Request(question=question, navigate=True))
-    spin_until(executor, future.done, 60.0, f'an answer to {question!r}')
-    response = future.result()
+    result = waymark.ask(question, go=True, timeout_s=60.0, drive_timeout_s=drive_wait)
+    if result.status in (SERVER_MISSING, NO_REPLY):
+        raise TimeoutError(f'no answer to {question!r}: {result.message}')
     goal = distance = arrived_at = None
     in_view = in_view_on_arrival = False
-    drive, drive_message = 'not_sent', response.message
-    drive_s = None
-    if response.success and response.answer.has_goal:
-        pose: Pose = pose_from_msg(response.answer.goal.pose)
-        goal = (pose.position[0], pose.position[1], pose.yaw)
+    drive = result.drive or Drive('not_sent', result.message)
+    if result.ok and result.goal is not None:
+        goal = result.goal
+        pose: Pose = pose_from_msg(result.answer.goal.pose)
         distance = math.dist(pose.position[:2], sign.position[:2])
         in_view = sees(world, pose, sign, camera['hfov_deg'])
-        trace_id = response.answer.trace_id
-        try:
-            spin_until(executor, lambda: client.outcome_of(trace_id), drive_wait, 'a drive')
-            outcome = client.outcome_of(trace_id)
-            drive, drive_message = outcome['outcome'], outcome['message']
-            drive_s = outcome.get('seconds')
-            if outcome.get('final'):
-                x, y, yaw = outcome['final']
-                arrived_at = (x, y, yaw)
-                extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
-                eye = Pose.from_xyz_yaw(x, y, 0.0, yaw).compose(extrinsic)
-                in_view_on_arrival = sees(world, eye, sign, camera['hfov_deg'])
-        except TimeoutError as error:
-            drive, drive_message = 'no_outcome', str(error)
+    if drive.final is not None:
+        arrived_at = drive.final
+        x, y, yaw = drive.final
+        extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
+        eye = Pose.from_xyz_yaw(x, y, 0.0, yaw).compose(extrinsic)
+        in_view_on_arrival = sees(world, eye, sign, camera['hfov_deg'])
     return Outcome(
         question=question,
         target=target,
-        success=response.success,
-        message=response.message,
-        answer=response.answer.text,
+        success=result.ok,
+        message=result.message,
+        answer=result.text,
         goal=goal,
         distance_to_target_m=distance,
         target_in_view=in_view,
-        drive=drive,
-        drive_message=drive_message,
-        drive_s=drive_s,
+        drive=drive.outcome,
+        drive_message=drive.message,
+        drive_s=drive.seconds,
         arrived_at=arrived_at,
         target_in_view_on_arrival=in_view_on_arrival,
     )
@@ -195,6 +185,9 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     client = StackClient()
     executor = SingleThreadedExecutor()
     executor.add_node(client)
+    # Out of the executor: the client API spins it while it waits for answers and drives.
+    user = rclpy.create_node('waymark_demo')
+    waymark = Waymark(user)
     nodes = start_stack(out, params_file, camera['extrinsic'], session=f'demo-{seed}')
     try:
         spin_until(executor, lambda: 'frames' in client.status['memory'], 120.0, 'memory_node')
@@ -209,16 +202,19 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
         )
         print('[4/5] publishing the floor plan as the map; a simulated robot takes over /odom')
         nodes.append(put_robot_on_the_map(client, world, truth, out / 'logs'))
-        print('[5/5] asking questions through the Query service and driving to each answer')
-        spin_until(executor, lambda: client.query.service_is_ready(), 30.0, 'the query service')
+        print('[5/5] asking questions through the Ask action and driving to each answer')
+        ready = waymark.wait_until_ready(timeout_s=30.0)
+        if not ready.ready:
+            raise TimeoutError(ready.message)
         drive_wait = drive_wait_s(params_file)
         outcomes = [
-            ask(executor, client, world, camera, q, target, drive_wait)
-            for q, target in questions_for(world)
+            ask(waymark, world, camera, q, target, drive_wait) for q, target in questions_for(world)
         ]
     finally:
         for node in reversed(nodes):
             stop_node(node)
+        waymark.close()
+        user.destroy_node()
         executor.shutdown()
         client.destroy_node()
         rclpy.try_shutdown()

@@ -1,5 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The user's side of a running stack: its status, its query service, how drives ended."""
+"""A replay's side of a running stack: the nodes' status, and the map it publishes.
+
+Questions and drives go through the client API (waymark_ros.client)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,12 @@ from nav_msgs.msg import OccupancyGrid
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from waymark_interfaces.srv import Query
 from waymark_ros.ros import qos
 
 
 class StackClient(Node):
-    """The user's side: status subscriptions, the Query client, navigation outcomes, and a
-    latched map publisher (a simulation's map stands in for the SLAM one)."""
+    """Status subscriptions, and a latched map publisher (a simulation's map stands in for
+    the SLAM one)."""
 
     def __init__(self, name: str = 'waymark_client') -> None:
         super().__init__(name)
@@ -28,18 +29,7 @@ class StackClient(Node):
                 lambda msg, s=source: self._on_status(s, msg),
                 qos.latched(),
             )
-        self.outcomes: list[dict] = []
-        self.create_subscription(
-            String,
-            'navigation/outcome',
-            lambda msg: self.outcomes.append(json.loads(msg.data)),
-            qos.latched(10),
-        )
         self.map = self.create_publisher(OccupancyGrid, '/map', qos.latched())
-        self.query = self.create_client(Query, 'query')
-
-    def outcome_of(self, trace_id: str) -> dict | None:
-        return next((o for o in self.outcomes if o.get('trace_id') == trace_id), None)
 
     def _on_status(self, name: str, msg: String) -> None:
         self.status[name] = json.loads(msg.data)
