@@ -1,8 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The whole path over real DDS: a rosbag2 written with rosbags is replayed through all
-four nodes, questions go through the Query service, the answers' goals must show the
-asked-for sign, and a simulated robot must drive there and see it: the floor plan is the
-map, `sim_base_node` takes over the pose where the tour ended, navigator_node drives."""
+four nodes, questions are asked through the client API (waymark_ros.client), the answers'
+goals must show the asked-for sign, and a simulated robot must drive there and see it: the
+floor plan is the map, `sim_base_node` takes over the pose where the tour ended,
+navigator_node drives. A goal off the map is refused."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import math
 from pathlib import Path
 
 import pytest
+import rclpy
 from nav_msgs.msg import OccupancyGrid
 from std_msgs.msg import String
 from support.ros_harness import wait_until
@@ -20,7 +22,7 @@ from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
 from waymark.sim.world import build_demo_world, occupancy_grid
 from waymark_interfaces.msg import Answer
-from waymark_interfaces.srv import Query
+from waymark_ros.client import Waymark
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
@@ -50,6 +52,9 @@ def test_bag_replay_through_all_nodes_answers_and_the_robot_drives_there(ros, la
     )
     launch('navigator_node', params_file=CONFIG)
     outcomes = ros.collect(String, 'navigation/outcome', qos.latched(10))
+    # Out of the harness's executor: the client spins it while it waits.
+    user = rclpy.create_node('waymark_user', context=ros.context)
+    waymark = Waymark(user)
     capture = ros.latest_json('capture/stats')
     memory = ros.latest_json('memory/stats')
     wait_until(lambda: 'frames' in memory and 'buffered_poses' in capture, 120, 'nodes up')
@@ -76,27 +81,34 @@ def test_bag_replay_through_all_nodes_answers_and_the_robot_drives_there(ros, la
     launch('sim_base_node', initial_pose=[end['x'], end['y'], end['yaw']])
     extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
 
+    assert waymark.wait_until_ready(timeout_s=60).ready
     for target, question in ASKED.items():
         sign = next(s for s in world.signs if s.text == target)
-        response = ros.call(Query, 'query', Query.Request(question=question, navigate=True), 60)
-        assert response.success, response.message
-        answer = response.answer
+        result = waymark.ask(question, go=True, timeout_s=60, drive_timeout_s=180)
+        assert result.ok, result.message
+        answer = result.answer
         assert answer.kind == Answer.KIND_POSITION and answer.has_goal and answer.used_fallback
         assert answer.evidence[0].text.replace(' ', '') == target.replace(' ', '')
         goal = pose_from_msg(answer.goal.pose)
         distance = math.dist(goal.position[:2], sign.position[:2])
         assert distance <= TOLERANCE_M, f'{target}: goal {distance:.2f} m from the sign'
         assert sees(world, goal, sign, camera['hfov_deg']), f'{target} not in view from the goal'
-        assert response.message.endswith('goal sent to the navigator')
+        assert result.message.endswith('goal sent to the navigator')
 
-        def ended(trace_id=answer.trace_id):
-            drives = (json.loads(m.data) for m in outcomes)
-            return [o for o in drives if o['trace_id'] == trace_id]
+        drive = result.drive
+        assert drive is not None and drive.reached, drive
 
-        wait_until(ended, 180, f'{target}: the drive did not end')
-        [drive] = ended()
-        assert drive['outcome'] == 'reached', drive['message']
-        x, y, yaw = drive['final']
+        def records(trace_id=answer.trace_id):
+            return [r for r in (json.loads(m.data) for m in outcomes) if r['trace_id'] == trace_id]
+
+        wait_until(records, 10, f'{target}: no outcome record on the harness')
+        assert len(records()) == 1  # one record per drive
+        x, y, yaw = drive.final
         assert math.dist((x, y), goal.position[:2]) <= 0.3
         eye = Pose.from_xyz_yaw(x, y, 0.0, yaw).compose(extrinsic)
         assert sees(world, eye, sign, camera['hfov_deg']), f'{target} not in view on arrival'
+
+    off_the_map = waymark.go_to(x0 - 100.0, y0 - 100.0, timeout_s=60)
+    assert off_the_map.outcome == 'refused', off_the_map
+    waymark.close()
+    user.destroy_node()
