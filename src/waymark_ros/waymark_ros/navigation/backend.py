@@ -14,7 +14,7 @@ import copy
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import rclpy
@@ -27,10 +27,8 @@ from waymark.navigation.goals import GoalCheck
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid
 from waymark.navigation.planner import GridPlanner
 from waymark_interfaces.action import GoTo
+from waymark_ros.navigation.parameters import NavigatorSettings
 from waymark_ros.ros.conversions import NS_PER_S
-
-if TYPE_CHECKING:
-    from waymark_ros.navigation.parameters import NavigatorSettings
 
 Outcome = tuple[int, str]  # a GoTo.Result outcome and its message
 

@@ -14,13 +14,15 @@ import time
 
 import rclpy
 from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
 
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.backend import Backend, CheckedGoal, Outcome
+from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome
+from waymark_ros.navigation.parameters import NavigatorSettings
 
 
 class GoalTopicBackend(Backend):
-    def __init__(self, node, host, settings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
         super().__init__(node, host, settings)
         self._goal_publisher = node.create_publisher(PoseStamped, 'goal_pose', 10)
 

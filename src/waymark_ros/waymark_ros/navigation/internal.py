@@ -14,12 +14,14 @@ import time
 import numpy as np
 import rclpy
 from geometry_msgs.msg import Twist
+from rclpy.node import Node
 
 from waymark.geometry import yaw_from_quaternion
 from waymark.navigation.follower import FollowerStatus, PathFollower
 from waymark.navigation.planner import PlanError
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.backend import Backend, CheckedGoal, Outcome, RefusedError
+from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, RefusedError
+from waymark_ros.navigation.parameters import NavigatorSettings
 from waymark_ros.ros.navigation_msgs import twist_msg
 
 _FAILURES = {
@@ -30,7 +32,7 @@ _FAILURES = {
 
 
 class InternalBackend(Backend):
-    def __init__(self, node, host, settings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
         super().__init__(node, host, settings)
         self._cmd_vel = node.create_publisher(Twist, 'cmd_vel', 10)
 

@@ -15,13 +15,15 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
 
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.backend import Backend, CheckedGoal, Outcome, wait
+from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, wait
+from waymark_ros.navigation.parameters import NavigatorSettings
 
 
 class Nav2Backend(Backend):
-    def __init__(self, node, host, settings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
         super().__init__(node, host, settings)
         try:
             from nav2_msgs.action import NavigateToPose
