@@ -169,7 +169,7 @@ def test_the_robot_and_replay_launches_take_the_arguments_the_issue_asks_for():
 
 
 def test_defaults_and_choices_name_real_presets_and_backends():
-    from waymark_ros.nodes.navigator_node import BACKENDS
+    from waymark_ros.navigation.registry import BACKENDS
 
     source = declared_of('robot.launch.py')
     assert (CONFIG / 'sensors' / f'{default(source, "camera")}.yaml').is_file()

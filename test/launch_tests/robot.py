@@ -29,7 +29,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from rclpy.parameter import parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 
-from waymark_ros.nodes.navigator_node import GOAL_TOPIC, INTERNAL, NAV2
+from waymark_ros.navigation.registry import GOAL_TOPIC, INTERNAL, NAV2
 from waymark_ros.ros import launch_plan
 
 ROOT = Path(__file__).resolve().parents[2]

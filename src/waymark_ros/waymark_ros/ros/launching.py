@@ -15,7 +15,7 @@ from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from waymark_ros.nodes.navigator_node import BACKENDS
+from waymark_ros.navigation.registry import BACKENDS
 from waymark_ros.ros.launch_plan import (
     DEFAULT_DISCOVERY_RANGE,
     DEFAULT_DOMAIN_ID,

@@ -1,0 +1,186 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The contract every navigator backend keeps, run against each of them over real DDS.
+
+Each backend drives its own stand-in robot in the same room (support.navigation_worlds):
+`internal` a unicycle by `cmd_vel`, `goal_topic` a unicycle that takes `goal_pose` goals
+as the external planner would, `nav2` the NavigateToPose stand-in. Whatever drives, a
+reachable goal is reached; an unsafe goal is refused with its reason and never handed on;
+a cancel ends the goal canceled and stops what was driving; a remembered target from
+another map epoch ends stale, before it is driven or while it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from rclpy.action import ActionClient
+from std_msgs.msg import String
+from support.actions import connect, result_of, send
+from support.actions import go_to as target
+from support.navigation_worlds import (
+    BEHIND_WALL,
+    HANG,
+    REFUSALS,
+    START,
+    SimulatedRobot,
+    grid_msg,
+    latched_map,
+    remembered,
+    room,
+)
+from support.ros_harness import wait_until
+
+from waymark_interfaces.action import GoTo
+from waymark_ros.navigation.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
+from waymark_ros.ros import qos
+
+pytestmark = pytest.mark.dds
+
+
+class InternalWorld:
+    """The unicycle, driven by the navigator's own cmd_vel."""
+
+    backend = INTERNAL
+
+    def __init__(self, ros) -> None:
+        self.robot = SimulatedRobot(ros.node, *START)
+
+    def hold(self) -> None:
+        """From now on the robot never arrives, so a goal runs until it is ended."""
+        self.robot.body.blocked = True
+
+    def driven(self) -> bool:
+        """Whether anything was ever sent to move the robot."""
+        return any(command != (0.0, 0.0) for command in self.robot.commands)
+
+    def stopped(self) -> bool:
+        """Whether what drove the robot has been told to stop."""
+        return self.robot.commands[-1] == (0.0, 0.0)
+
+    def close(self) -> None:
+        self.robot.stop()
+
+
+class GoalTopicWorld(InternalWorld):
+    """The unicycle, driven by the planner that takes the navigator's goal_pose."""
+
+    backend = GOAL_TOPIC
+
+    def __init__(self, ros) -> None:
+        self.robot = SimulatedRobot(ros.node, *START, takes_goal_pose=True)
+
+    def driven(self) -> bool:
+        return bool(self.robot.goals)
+
+    def stopped(self) -> bool:
+        return True  # goal_pose has no stop: the planner keeps its last goal
+
+
+class Nav2World:
+    """Nav2 and its robot, played by the NavigateToPose stand-in."""
+
+    backend = NAV2
+
+    def __init__(self, nav2) -> None:
+        self.robot = nav2
+
+    def hold(self) -> None:
+        self.robot.mode = HANG
+
+    def driven(self) -> bool:
+        return bool(self.robot.goals)
+
+    def stopped(self) -> bool:
+        return self.robot.cancels == self.robot.accepted and self.robot.ended == ['canceled']
+
+    def close(self) -> None:
+        pass  # the nav2 fixture closes the stand-in
+
+
+@pytest.fixture(params=list(BACKENDS))
+def world(request, ros):
+    if request.param == NAV2:
+        played = Nav2World(request.getfixturevalue('nav2'))
+    else:
+        played = {INTERNAL: InternalWorld, GOAL_TOPIC: GoalTopicWorld}[request.param](ros)
+    yield played
+    played.close()
+
+
+def start_navigator(ros, launch, world, **parameters) -> ActionClient:
+    latched_map(ros, grid_msg(room()))
+    settings = {
+        'backend': world.backend,
+        'reliable_input': True,
+        'goal_timeout_s': 60.0,
+        'follower.max_linear': 0.8,
+        'follower.max_linear_accel': 1.0,
+        'robot_radius_m': 0.3,
+        'snap_radius_m': 0.5,
+        **parameters,
+    }
+    launch('navigator_node', **settings)
+    client = ActionClient(ros.node, GoTo, 'go_to')
+    connect(client)
+    wait_until(lambda: world.robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    return client
+
+
+def test_a_reachable_goal_is_reached(ros, launch, world):
+    client = start_navigator(ros, launch, world)
+    distances: list[float] = []
+    handle = send(
+        client, target(3.5, 2.5), lambda f: distances.append(f.feedback.distance_remaining)
+    )
+    result = result_of(handle, timeout=60)
+    assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+    assert result.message.startswith('reached')
+    final = result.final_pose.pose.position
+    assert math.dist((final.x, final.y), (3.5, 2.5)) <= 0.25 + 0.05
+    assert distances and distances[-1] < distances[0]
+
+
+def test_unsafe_goals_are_refused_with_their_reason_and_never_driven(ros, launch, world):
+    client = start_navigator(ros, launch, world, snap_radius_m=0.2)
+    for goal, reason in REFUSALS:
+        result = result_of(send(client, goal))
+        assert (result.outcome, reason in result.message) == (
+            GoTo.Result.OUTCOME_REFUSED,
+            True,
+        ), (goal.target.pose, result.outcome, result.message)
+    assert not world.driven()
+
+
+def test_a_cancel_ends_the_goal_canceled_and_stops_the_drive(ros, launch, world):
+    world.hold()
+    client = start_navigator(ros, launch, world)
+    handle = send(client, target(*BEHIND_WALL))
+    wait_until(world.driven, 30, 'the goal was never driven')
+    cancel = handle.cancel_goal_async()
+    wait_until(cancel.done, 10, 'cancel not answered')
+    assert result_of(handle).outcome == GoTo.Result.OUTCOME_CANCELED
+    wait_until(world.stopped, 10, 'the drive was not stopped')
+
+
+def test_a_target_from_another_map_epoch_ends_stale(ros, launch, world):
+    client = start_navigator(ros, launch, world)
+    stats = ros.node.create_publisher(String, 'capture/stats', qos.latched())
+    stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2, 'frames': 9})))
+    for session, epoch in (('tour', 1), ('tour', 3), ('yesterday', 2)):
+        result = result_of(send(client, remembered(target(3.0, 2.0), session, epoch)))
+        assert result.outcome == GoTo.Result.OUTCOME_STALE_EPOCH, result.message
+        assert f'session {session} map epoch {epoch}' in result.message
+        assert 'session tour epoch 2' in result.message
+    assert not world.driven()
+
+    # The map moves to a new epoch while a remembered target is being driven to.
+    world.hold()
+    handle = send(client, remembered(target(*BEHIND_WALL), 'tour', 2))
+    wait_until(world.driven, 30, 'the goal was never driven')
+    stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 3})))
+    result = result_of(handle)
+    assert result.outcome == GoTo.Result.OUTCOME_STALE_EPOCH, result.message
+    assert 'the map is now session tour epoch 3' in result.message
+    wait_until(world.stopped, 10, 'the drive was not stopped')
