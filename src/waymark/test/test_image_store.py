@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from waymark.memory.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 
 
 def _files(root) -> list[str]:

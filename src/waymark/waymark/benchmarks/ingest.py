@@ -26,15 +26,15 @@ from waymark.benchmarks.common import (
     table,
     tiny_siglip,
 )
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import FrameRecord, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.prepare_pool import PreparePool
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.prepare_pool import PreparePool
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.views.ocr import TextReader
 
 TARGET_RATE_HZ = 5.0
 PREPARE_WORKERS = 2  # memory_node's default prepare_workers
@@ -247,7 +247,7 @@ def _so400m_image_tower(keyframes: tuple[Keyframe, ...]) -> dict:
     import transformers
     from transformers import SiglipVisionConfig, SiglipVisionModel
 
-    from waymark.memory.image_codec import decode_image
+    from waymark.memory.storage.image_codec import decode_image
 
     config = SiglipVisionConfig(
         hidden_size=1152,

@@ -25,13 +25,13 @@ import cv2
 import numpy as np
 
 from waymark.benchmarks.common import Recording, demo_recording, dir_bytes, table
-from waymark.memory.embedders import SentenceEmbedder, normalise_rows
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import IMAGE_VIEW, MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import SentenceEmbedder, normalise_rows
+from waymark.memory.views.ocr import TextReader
 
 IMAGE_DIM = 1152
 SEGMENT_WINDOW_S = 1.5

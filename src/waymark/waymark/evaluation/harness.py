@@ -68,14 +68,14 @@ from waymark.evaluation.sensors import (
     read_presets,
 )
 from waymark.geometry import Pose
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import SEGMENT
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import DEFAULT_WINDOW_S, Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import DEFAULT_WINDOW_S, Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.views.ocr import TextReader
 
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare

@@ -35,7 +35,8 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from waymark.memory.admission import (
+from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
+from waymark.memory.ingest.admission import (
     KeyframeRules,
     RefusedError,
     SearchRules,
@@ -49,19 +50,18 @@ from waymark.memory.admission import (
     check_stamp,
     shown,
 )
-from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
-from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
-from waymark.memory.image_codec import ImageLimits, decode_image
-from waymark.memory.image_store import ImageStore
-from waymark.memory.journal import JournalFullError, KeyframeJournal
-from waymark.memory.ocr import TextReader
-from waymark.memory.prepare_pool import PreparePool
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
+from waymark.memory.ingest.prepare_pool import PreparePool
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, PreparedKeyframe, view_dims
-from waymark.memory.store import MemoryStore
-from waymark.memory.vector_index import IndexParams
+from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
+from waymark.memory.views.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.views.ocr import TextReader
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory

@@ -68,7 +68,7 @@ from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.geometry import Pose, yaw_from_quaternion
 from waymark.memory.entries import FRAME, LEVELS, is_session_name
-from waymark.memory.image_codec import ImageLimits, check_image_limits, decode_image
+from waymark.memory.storage.image_codec import ImageLimits, check_image_limits, decode_image
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query

@@ -34,7 +34,7 @@ from rclpy.node import Node
 
 from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit
-from waymark.memory.image_codec import encode_jpeg
+from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros.conversions import hit_from_msg, ns_to_stamp
 
