@@ -27,6 +27,7 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.evaluation.answerers import agent_name
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Question
+from waymark.llm_client import openai_client
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
 from waymark.memory.service import MemoryService
 
@@ -41,7 +42,7 @@ UNKNOWN_MODEL = 'default'
 def served_model(base_url: str, timeout_s: float = 5.0) -> str:
     """The first model an OpenAI-compatible server lists, `UNKNOWN_MODEL` if it cannot
     be asked."""
-    client = openai.OpenAI(api_key='EMPTY', base_url=base_url, timeout=timeout_s, max_retries=0)
+    client = openai_client(base_url, timeout_s=timeout_s)
     try:
         models = [model.id for model in client.models.list()]
     except (openai.OpenAIError, ValueError):
