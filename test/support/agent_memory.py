@@ -40,12 +40,12 @@ import numpy as np
 from support.scripted_llm import Policy, Step, http_error, text, tool_call
 from waymark.geometry import Pose
 from waymark.memory.entries import FrameRecord, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextLine
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.ocr import TextLine
 
 S = 1_000_000_000
 HALF_SECOND = S // 2

@@ -22,7 +22,7 @@ def tiny_siglip(tmp_path_factory) -> str:
 
 @pytest.fixture(scope='session')
 def image_text_embedder(tiny_siglip):
-    from waymark.memory.embedders import ImageTextEmbedder
+    from waymark.memory.views.embedders import ImageTextEmbedder
 
     embedder = ImageTextEmbedder(tiny_siglip, batch_size=2)
     embedder.load()
@@ -31,7 +31,7 @@ def image_text_embedder(tiny_siglip):
 
 @pytest.fixture(scope='session')
 def sentence_embedder():
-    from waymark.memory.embedders import SentenceEmbedder
+    from waymark.memory.views.embedders import SentenceEmbedder
 
     embedder = SentenceEmbedder()
     embedder.load()
@@ -40,7 +40,7 @@ def sentence_embedder():
 
 @pytest.fixture(scope='session')
 def text_reader():
-    from waymark.memory.ocr import TextReader
+    from waymark.memory.views.ocr import TextReader
 
     reader = TextReader()
     reader.load()

@@ -34,12 +34,12 @@ from waymark.agent.evidence import describe_hit, quote
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.geometry import Pose
 from waymark.memory.entries import FrameRecord, Hit, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextLine
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.ocr import TextLine
 
 BAKERY = 'route/37'  # the only frame showing the bakery, at x=18.5 y=0
 HOSTILE = (

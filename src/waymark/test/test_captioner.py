@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from waymark.memory.captioner import (
+from waymark.memory.views.captioner import (
     CAPTION_VIEWS,
     PROMPTS,
     Captioner,

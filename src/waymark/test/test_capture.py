@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.capture import CaptureConfig, KeyframeBuilder
-from waymark.memory.keyframes import KeyframePolicy
+from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
+from waymark.memory.ingest.keyframes import KeyframePolicy
 
 T0 = 1_768_471_200_000_000_000
 MS = 1_000_000

@@ -34,12 +34,12 @@ from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table
 from waymark.geometry import Pose
 from waymark.memory.entries import SEGMENT, Hit, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextLine
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.ocr import TextLine
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8

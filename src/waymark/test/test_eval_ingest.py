@@ -13,12 +13,12 @@ from waymark.evaluation.ingest import (
     ingest_problem,
     summarize,
 )
-from waymark.memory.capture import CaptureConfig
-from waymark.memory.image_codec import UnsupportedEncodingError
-from waymark.memory.image_store import ImageStore
-from waymark.memory.keyframes import KeyframePolicy
+from waymark.memory.ingest.capture import CaptureConfig
+from waymark.memory.ingest.keyframes import KeyframePolicy
 from waymark.memory.service import MemoryService
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_codec import UnsupportedEncodingError
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
 
 T0 = 1_768_471_200_000_000_000
 TYPES = get_typestore(Stores.ROS2_JAZZY)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from support.images import png_bomb
 
-from waymark.memory.image_codec import (
+from waymark.memory.storage.image_codec import (
     ImageDecodeError,
     ImageLimits,
     ImageTooLargeError,

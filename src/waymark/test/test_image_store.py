@@ -1,15 +1,20 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The content-addressed image store: layout, dedup, the size cap, a full disk, restarts."""
+"""The content-addressed image store: layout, dedup, the size cap, a full disk, restarts,
+and reading it from another process."""
 
 from __future__ import annotations
 
 import errno
 import hashlib
 import os
+from dataclasses import replace
 
 import pytest
 
-from waymark.memory.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.entries import FrameRecord
+from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError, ImageStoreReader
+
+T0 = 1_750_000_000 * 10**9
 
 
 def _files(root) -> list[str]:
@@ -147,3 +152,32 @@ def test_opening_deletes_temporary_files_of_a_killed_writer(tmp_path):
 
     assert _files(tmp_path) == [ref]
     assert store.used_bytes == 5
+
+
+def _entry(image_ref: str) -> FrameRecord:
+    return FrameRecord('tour', 0, T0, 0.0, 0.0, 0.0, 0.0, 0, True, image_ref)
+
+
+def test_a_reader_reads_only_inside_the_memory_directory(tmp_path):
+    (tmp_path / 'memory' / 'images' / 'ab').mkdir(parents=True)
+    (tmp_path / 'memory' / 'images' / 'ab' / 'c.jpg').write_bytes(b'jpeg bytes')
+    (tmp_path / 'secret.jpg').write_bytes(b'not for the model')
+    images = ImageStoreReader(tmp_path / 'memory')
+    record = _entry('images/ab/c.jpg')
+    assert images.image_of(record) == b'jpeg bytes'
+    for ref in ('', 'images/ab/missing.jpg', '../secret.jpg', str(tmp_path / 'secret.jpg')):
+        assert images.image_of(replace(record, image_ref=ref)) is None
+
+
+def test_a_reader_reads_what_the_store_wrote_and_writes_nothing(tmp_path):
+    absent = ImageStoreReader(tmp_path / 'not yet')
+    assert absent.image_of(_entry('images/ab/c.jpg')) is None
+    assert not (tmp_path / 'not yet').exists()
+
+    ref = ImageStore(tmp_path).put(b'x' * 100)
+    leftover = tmp_path / 'images' / 'ab' / '.ab.0000.tmp'
+    leftover.parent.mkdir(exist_ok=True)
+    leftover.write_bytes(b'a writer is busy with this')
+    assert ImageStoreReader(tmp_path, max_image_bytes=100).image_of(_entry(ref)) == b'x' * 100
+    assert ImageStoreReader(tmp_path, max_image_bytes=99).image_of(_entry(ref)) is None
+    assert leftover.exists()

@@ -10,7 +10,7 @@ import pytest
 
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
-from waymark.memory.journal import JournalFullError, KeyframeJournal
+from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
 
 
 def keyframe(stamp_ns: int, session: str = 'a', valid: bool = True) -> Keyframe:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.image_codec import ImageDecodeError, compressed_thumbnail, raw_thumbnail
-from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector, image_change
+from waymark.memory.ingest.keyframes import KeyframePolicy, KeyframeSelector, image_change
+from waymark.memory.storage.image_codec import ImageDecodeError, compressed_thumbnail, raw_thumbnail
 
 S = 1_000_000_000
 

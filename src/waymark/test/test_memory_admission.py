@@ -14,7 +14,8 @@ from PIL import Image, ImageDraw, ImageFont
 from support.images import png_bomb
 
 from waymark.geometry import Pose
-from waymark.memory.admission import (
+from waymark.memory.entries import Keyframe
+from waymark.memory.ingest.admission import (
     KeyframeRules,
     RefusedError,
     SearchRules,
@@ -28,11 +29,10 @@ from waymark.memory.admission import (
     check_search_text,
     check_stamp,
 )
-from waymark.memory.entries import Keyframe
-from waymark.memory.image_codec import ImageLimits
-from waymark.memory.image_store import ImageStore
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_codec import ImageLimits
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
 
 T0 = 1_750_000_000 * 10**9
 UNIT = (0.0, 0.0, 0.0, 1.0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
-from waymark.memory.store import MemoryStore, ViewRow
+from waymark.memory.storage.store import MemoryStore, ViewRow
 
 T0 = 1_700_000_000 * 10**9
 S = 10**9
@@ -135,7 +135,7 @@ def test_a_clean_shutdown_saves_the_indexes_and_a_crash_rebuilds_them(db):
     script = (
         'import os, sys, numpy as np\n'
         'from waymark.memory.entries import FrameRecord\n'
-        'from waymark.memory.store import MemoryStore\n'
+        'from waymark.memory.storage.store import MemoryStore\n'
         f'store = MemoryStore({db!r}, {FRAME_VIEWS!r}, segment_views={SEGMENT_VIEWS!r})\n'
         f'store.add(FrameRecord("a", 9, {T0 + 9 * S}, 0, 0, 0, 0, 0, True, ""), '
         '{"image": np.array([0.0, 0.0, 1.0, 0.0])})\n'

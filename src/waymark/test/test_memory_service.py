@@ -11,11 +11,11 @@ import pytest
 
 from waymark.geometry import Pose
 from waymark.memory.entries import FrameRecord, Hit, Keyframe
-from waymark.memory.fusion import reciprocal_rank_fusion
-from waymark.memory.image_codec import decode_image
-from waymark.memory.image_store import ImageStore
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_codec import decode_image
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.fusion import reciprocal_rank_fusion
 
 T0 = 1_750_000_000 * 10**9
 # (sign, x, y): a walk along a corridor; the last frame is a blank wall.

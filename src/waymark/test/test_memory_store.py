@@ -13,7 +13,7 @@ import pytest
 
 import waymark
 from waymark.memory.entries import FrameRecord
-from waymark.memory.store import (
+from waymark.memory.storage.store import (
     TEXT_MAX_BYTES,
     MemoryStore,
     MemoryStoreLockedError,
@@ -293,7 +293,7 @@ def test_a_database_open_in_another_process_is_reported_by_name(db_path):
             sys.executable,
             '-c',
             'import sys\n'
-            'from waymark.memory.store import MemoryStore\n'
+            'from waymark.memory.storage.store import MemoryStore\n'
             f'store = MemoryStore({db_path!r}, {VIEWS!r})\n'
             'print("open", flush=True)\n'
             'sys.stdin.read()\n'

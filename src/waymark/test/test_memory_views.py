@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from support.tiny_models import build_tiny_siglip
 
-from waymark.memory.embedders import EmbedderLoadError, ImageTextEmbedder
-from waymark.memory.ocr import TextLine, TextReader, joined
+from waymark.memory.views.embedders import EmbedderLoadError, ImageTextEmbedder
+from waymark.memory.views.ocr import TextLine, TextReader, joined
 
 
 def test_reader_reads_a_large_sign(text_reader, draw_sign):

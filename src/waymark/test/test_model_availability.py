@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from waymark.memory.embedders import EmbedderLoadError, ImageTextEmbedder, ensure_available
+from waymark.memory.views.embedders import EmbedderLoadError, ImageTextEmbedder, ensure_available
 
 
 def test_an_uncached_model_fails_in_offline_mode_naming_it(monkeypatch, tmp_path):
@@ -51,7 +51,7 @@ def test_an_unreachable_hub_is_not_retried_with_back_off(tmp_path):
         'TRANSFORMERS_OFFLINE': '0',
     }
     script = (
-        'from waymark.memory.embedders import ensure_available\n'
+        'from waymark.memory.views.embedders import ensure_available\n'
         "ensure_available('nobody/no-such-model')\n"
     )
     try:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.capture import CaptureConfig, KeyframeBuilder
 from waymark.memory.entries import Keyframe
-from waymark.memory.outbox import CaptureState, KeyframeOutbox, OutboxLimits
+from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
+from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox, OutboxLimits
 
 S = 1_000_000_000
 

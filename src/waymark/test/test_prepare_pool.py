@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from waymark.memory.prepare_pool import PreparePool
+from waymark.memory.ingest.prepare_pool import PreparePool
 
 
 def test_results_come_back_in_arrival_order_even_when_later_jobs_finish_first():

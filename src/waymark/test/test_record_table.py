@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from waymark.memory.entries import SEGMENT, FrameRecord
-from waymark.memory.record_table import RecordTable, SessionSummary
+from waymark.memory.storage.record_table import RecordTable, SessionSummary
 
 SESSIONS = ['run-b', 'run-a', 'lab.2', 'yard_1']
 

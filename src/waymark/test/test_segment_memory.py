@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.captioner import CAPTION_VIEWS, CaptionJob
 from waymark.memory.entries import FRAME, SEGMENT, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
+from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segments import Segmenter
 from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionJob
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8

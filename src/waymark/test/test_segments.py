@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from waymark.memory.entries import SEGMENT, FrameRecord
-from waymark.memory.segments import (
+from waymark.memory.ingest.segments import (
     DEFAULT_WINDOW_S,
     Segmenter,
     SegmenterState,

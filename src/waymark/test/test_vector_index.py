@@ -10,8 +10,8 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from waymark.memory import vector_index
-from waymark.memory.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage import vector_index
+from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DIM = 384
 ROWS = 20_000

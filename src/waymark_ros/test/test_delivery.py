@@ -15,8 +15,8 @@ from sensor_msgs.msg import CompressedImage
 from support.ros_harness import wait_for_subscriber, wait_until
 from support.signs import SIGNS, T0, S, keyframe, search
 
-from waymark.memory.admission import KeyframeRules
-from waymark.memory.journal import KeyframeJournal
+from waymark.memory.ingest.admission import KeyframeRules
+from waymark.memory.ingest.journal import KeyframeJournal
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import ListSessions

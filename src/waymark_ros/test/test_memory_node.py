@@ -166,7 +166,7 @@ def test_database_lock_is_released_on_clean_shutdown(ros, memory, tmp_path):
         [
             sys.executable,
             '-c',
-            'import sys; from waymark.memory.store import MemoryStore; '
+            'import sys; from waymark.memory.storage.store import MemoryStore; '
             'MemoryStore(sys.argv[1], {}).close()',
             str(tmp_path / 'memory' / 'memory.db'),
         ],

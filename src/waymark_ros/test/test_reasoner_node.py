@@ -40,7 +40,6 @@ from waymark_interfaces.srv import Query
 from waymark_ros.nodes.reasoner_node import answer_markers
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
-from waymark_ros.ros.memory_client import ImageFiles
 from waymark_ros.tools.processes import start_node, stop_node
 
 CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'robot.yaml'
@@ -643,17 +642,6 @@ def test_hit_from_msg_inverts_hit_to_msg():
     msg.pose.pose.position.y = math.inf
     with pytest.raises(ValueError, match='non-finite pose'):
         hit_from_msg(msg)
-
-
-def test_image_files_read_only_inside_the_memory_directory(tmp_path):
-    (tmp_path / 'memory' / 'images' / 'ab').mkdir(parents=True)
-    (tmp_path / 'memory' / 'images' / 'ab' / 'c.jpg').write_bytes(b'jpeg bytes')
-    (tmp_path / 'secret.jpg').write_bytes(b'not for the model')
-    images = ImageFiles(tmp_path / 'memory')
-    record = FrameRecord('tour', 0, T0, 0.0, 0.0, 0.0, 0.0, 0, True, 'images/ab/c.jpg')
-    assert images(record) == b'jpeg bytes'
-    for ref in ('', 'images/ab/missing.jpg', '../secret.jpg', str(tmp_path / 'secret.jpg')):
-        assert images(replace(record, image_ref=ref)) is None
 
 
 def test_answer_markers_without_a_goal_keep_the_map_frame():

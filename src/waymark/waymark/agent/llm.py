@@ -26,6 +26,8 @@ from typing import Any
 
 import openai
 
+from waymark.llm_client import openai_client
+
 _LOG = logging.getLogger(__name__)
 
 # An attempt with less time than this cannot get an answer from a real server.
@@ -139,12 +141,8 @@ class ChatClient:
         self.client = (
             client
             if client is not None
-            else openai.OpenAI(
-                api_key=config.api_key,
-                base_url=config.base_url,
-                timeout=config.timeout_s,
-                max_retries=0,  # retried here, within the deadline
-            )
+            # Retried here, within the deadline, never by the client.
+            else openai_client(config.base_url, config.api_key, config.timeout_s, max_retries=0)
         )
         self.usage = LLMUsage()
 

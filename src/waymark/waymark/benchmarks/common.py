@@ -207,7 +207,7 @@ def demo_recording(max_duration_s: float | None = None) -> Recording:
     """The demo world's tour as keyframes: bag written, then cut by KeyframeBuilder with
     the default keyframe policy and the bag's camera extrinsic (as `evaluate` does)."""
     from waymark.evaluation.ingest import ingest_bag
-    from waymark.memory.capture import CaptureConfig
+    from waymark.memory.ingest.capture import CaptureConfig
     from waymark.sim.bag import DEMO_CAMERA_RATE_HZ, IMAGE_TOPICS, write_bag
     from waymark.sim.world import build_demo_world
 

@@ -26,15 +26,13 @@ from waymark.benchmarks.common import (
     table,
     tiny_siglip,
 )
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
 from waymark.memory.entries import FrameRecord, Keyframe
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.prepare_pool import PreparePool
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.factory import MemoryConfig, MemoryModels, open_memory
+from waymark.memory.ingest.prepare_pool import PreparePool
+from waymark.memory.service import MemoryService
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.views.ocr import TextReader
 
 TARGET_RATE_HZ = 5.0
 PREPARE_WORKERS = 2  # memory_node's default prepare_workers
@@ -156,21 +154,13 @@ def _ingest(config: ViewConfig, models: _Models, keyframes: tuple[Keyframe, ...]
 
 def _memory(config: ViewConfig, models: _Models, root: Path) -> MemoryService:
     root.mkdir(parents=True)
-    text = models.sentence if config.text else None
-    image = models.image if config.image else None
-    segment_views = (
-        segment_view_dims(image.dim if image else None, text.dim if text else None, False)
-        if config.segments
-        else None
+    window = SEGMENT_WINDOW_S if config.segments else 0.0
+    chosen = MemoryModels(
+        image_embedder=models.image if config.image else None,
+        text_embedder=models.sentence if config.text else None,
+        reader=models.reader,
     )
-    store = MemoryStore(
-        str(root / 'memory.db'), view_dims(image, text), segment_views=segment_views
-    )
-    images = ImageStore(root)
-    segments = (
-        SegmentMemory(store, images, Segmenter(SEGMENT_WINDOW_S), text) if config.segments else None
-    )
-    return MemoryService(store, images, image, text, models.reader if text else None, segments)
+    return open_memory(MemoryConfig(root, segment_window_s=window), chosen)
 
 
 def _pipelined_rate(service: MemoryService, keyframes: tuple[Keyframe, ...]) -> float:
@@ -247,7 +237,7 @@ def _so400m_image_tower(keyframes: tuple[Keyframe, ...]) -> dict:
     import transformers
     from transformers import SiglipVisionConfig, SiglipVisionModel
 
-    from waymark.memory.image_codec import decode_image
+    from waymark.memory.storage.image_codec import decode_image
 
     config = SiglipVisionConfig(
         hidden_size=1152,

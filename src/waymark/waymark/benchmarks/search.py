@@ -41,9 +41,9 @@ from waymark.benchmarks.common import (
     table,
 )
 from waymark.memory.entries import FrameRecord
-from waymark.memory.record_table import RecordTable
-from waymark.memory.store import MemoryStore
-from waymark.memory.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage.record_table import RecordTable
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DIMS = {'text': 384, 'image': 1152}
 SIZES = (10_000, 100_000, 1_000_000)

@@ -25,13 +25,11 @@ import cv2
 import numpy as np
 
 from waymark.benchmarks.common import Recording, demo_recording, dir_bytes, table
-from waymark.memory.embedders import SentenceEmbedder, normalise_rows
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
-from waymark.memory.service import IMAGE_VIEW, MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.factory import MemoryConfig, MemoryModels, open_memory
+from waymark.memory.service import IMAGE_VIEW, MemoryService
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import SentenceEmbedder, normalise_rows
+from waymark.memory.views.ocr import TextReader
 
 IMAGE_DIM = 1152
 SEGMENT_WINDOW_S = 1.5
@@ -136,16 +134,9 @@ def _open(
 ) -> _Memory:
     """A memory with the text view, and with the image view and segments when `image`."""
     root.mkdir(parents=True)
-    segments = image is not None
-    segment_views = segment_view_dims(image.dim, sentence.dim, False) if segments else None
-    store = MemoryStore(
-        str(root / 'memory.db'), view_dims(image, sentence), segment_views=segment_views
-    )
-    images = ImageStore(root)
-    grouping = (
-        SegmentMemory(store, images, Segmenter(SEGMENT_WINDOW_S), sentence) if segments else None
-    )
-    service = MemoryService(store, images, image, sentence, reader, grouping)  # type: ignore[arg-type]
+    window = SEGMENT_WINDOW_S if image is not None else 0.0
+    models = MemoryModels(image, sentence, reader)  # type: ignore[arg-type]
+    service = open_memory(MemoryConfig(root, segment_window_s=window), models)
     return _Memory(name, views, root, service)
 
 

@@ -27,7 +27,8 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.evaluation.answerers import agent_name
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Question
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
+from waymark.llm_client import openai_client
+from waymark.memory.entries import FRAME, SEGMENT
 from waymark.memory.service import MemoryService
 
 NS_PER_S = 1_000_000_000
@@ -41,7 +42,7 @@ UNKNOWN_MODEL = 'default'
 def served_model(base_url: str, timeout_s: float = 5.0) -> str:
     """The first model an OpenAI-compatible server lists, `UNKNOWN_MODEL` if it cannot
     be asked."""
-    client = openai.OpenAI(api_key='EMPTY', base_url=base_url, timeout=timeout_s, max_retries=0)
+    client = openai_client(base_url, timeout_s=timeout_s)
     try:
         models = [model.id for model in client.models.list()]
     except (openai.OpenAIError, ValueError):
@@ -83,7 +84,9 @@ class AgentAnswerer:
         self.name = agent_name(self.config.search_between, label)
         self.chat = ChatClient(llm)
         self._trace = _LastTrace()
-        self.agent = Agent(self.chat, memory, self._image, self.config, traces=self._trace)
+        self.agent = Agent(
+            self.chat, memory, memory.image_store.image_of, self.config, traces=self._trace
+        )
         self.now_ns = now_ns if now_ns is not None else self._end_of_memory()
         # What a stored prediction must have been made with to be reused (harness); not
         # the server's address, which a test server changes from run to run.
@@ -156,11 +159,3 @@ class AgentAnswerer:
             for level in (FRAME, SEGMENT)
         ]
         return max(ends, default=0) + int(ASKED_AFTER_S * NS_PER_S)
-
-    def _image(self, record: FrameRecord) -> bytes | None:
-        if not record.image_ref:
-            return None
-        try:
-            return self.memory.image_store.get(record.image_ref)
-        except OSError:
-            return None

@@ -68,14 +68,11 @@ from waymark.evaluation.sensors import (
     read_presets,
 )
 from waymark.geometry import Pose
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory import factory
 from waymark.memory.entries import SEGMENT
-from waymark.memory.image_store import ImageStore
-from waymark.memory.ocr import TextReader
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import DEFAULT_WINDOW_S, Segmenter
-from waymark.memory.service import MemoryService, view_dims
-from waymark.memory.store import MemoryStore
+from waymark.memory.factory import MemoryConfig, load_models
+from waymark.memory.ingest.segments import DEFAULT_WINDOW_S
+from waymark.memory.service import MemoryService
 
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
@@ -245,21 +242,10 @@ def build_settings(config: EvaluationConfig) -> dict:
 def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
     """Memory in `data` laid out as memory_node lays it out, with segments unless
     `segment_window_s` is 0 (no captions: no VLM runs offline)."""
-    text = SentenceEmbedder(config.text_model) if config.text_model else None
-    image = ImageTextEmbedder(config.image_model) if config.image_model else None
-    window = config.segment_window_s
-    segment_views = (
-        segment_view_dims(image.dim if image else None, text.dim if text else None, False)
-        if window > 0
-        else {}
+    return factory.open_memory(
+        MemoryConfig(data, segment_window_s=config.segment_window_s),
+        load_models(config.text_model, config.image_model, config.ocr),
     )
-    store = MemoryStore(
-        str(data / 'memory.db'), view_dims(image, text), segment_views=segment_views
-    )
-    images = ImageStore(data)
-    segments = SegmentMemory(store, images, Segmenter(window), text) if window > 0 else None
-    reader = TextReader() if config.ocr and text else None
-    return MemoryService(store, images, image, text, reader, segments)
 
 
 def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:

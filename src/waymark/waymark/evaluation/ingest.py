@@ -16,11 +16,11 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 from tqdm import tqdm
 
-from waymark.memory.admission import RefusedError
-from waymark.memory.capture import CaptureConfig, KeyframeBuilder
 from waymark.memory.entries import Keyframe
-from waymark.memory.image_codec import check_encoding, compressed_to_jpeg, raw_to_jpeg
+from waymark.memory.ingest.admission import RefusedError
+from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
 from waymark.memory.service import MemoryService
+from waymark.memory.storage.image_codec import check_encoding, compressed_to_jpeg, raw_to_jpeg
 
 IMAGE_TYPES = {
     'sensor_msgs/msg/CompressedImage': 'compressed',

@@ -21,8 +21,8 @@ import yaml
 from rosbags.highlevel import AnyReader
 
 from waymark.geometry import Pose
-from waymark.memory.capture import CaptureConfig
-from waymark.memory.keyframes import KeyframePolicy
+from waymark.memory.ingest.capture import CaptureConfig
+from waymark.memory.ingest.keyframes import KeyframePolicy
 
 NODE = 'capture_node'
 DEFAULT_MAP_FRAME = 'map'  # capture_node's default, used when the poses carry no frame

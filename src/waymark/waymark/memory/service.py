@@ -21,16 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.memory.admission import RefusedError, same_keyframe
-from waymark.memory.embedders import ImageTextModel, TextEmbedder
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
-from waymark.memory.fusion import best_per_entry, reciprocal_rank_fusion
-from waymark.memory.image_codec import ImageLimits, decode_image
-from waymark.memory.image_store import ImageStore, ImageStoreFullError
-from waymark.memory.ocr import TextReader, joined
-from waymark.memory.record_table import SessionSummary
-from waymark.memory.segment_memory import SegmentMemory
-from waymark.memory.store import MemoryStore
+from waymark.memory.ingest.admission import RefusedError, same_keyframe
+from waymark.memory.ingest.segment_memory import SegmentMemory
+from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.storage.record_table import SessionSummary
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.views.embedders import ImageTextModel, TextEmbedder
+from waymark.memory.views.fusion import best_per_entry, reciprocal_rank_fusion
+from waymark.memory.views.ocr import TextReader, joined
 
 IMAGE_VIEW = 'image'
 TEXT_VIEW = 'text'

@@ -2,7 +2,7 @@
 """capture_node: camera + SLAM poses in, keyframes (image + camera pose) out.
 
 The pairing of images with poses, the tracking-quality gate, map epochs and the keyframe
-selection live in the core (waymark.memory.capture), shared with the offline tools; this
+selection live in the core (waymark.memory.ingest.capture), shared with the offline tools; this
 node converts messages, publishes keyframes and reports what happened to every input on
 `capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like).
 
@@ -36,16 +36,16 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Bool, Empty, String
 
 from waymark.geometry import Pose
-from waymark.memory.capture import MAX_EPOCH, CaptureConfig, KeyframeBuilder
 from waymark.memory.entries import Keyframe
-from waymark.memory.image_codec import (
+from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig, KeyframeBuilder
+from waymark.memory.ingest.keyframes import KeyframePolicy
+from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox, OutboxLimits
+from waymark.memory.storage.image_codec import (
     compressed_thumbnail,
     compressed_to_jpeg,
     raw_thumbnail,
     raw_to_jpeg,
 )
-from waymark.memory.keyframes import KeyframePolicy
-from waymark.memory.outbox import CaptureState, KeyframeOutbox, OutboxLimits
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_ros.ros import qos

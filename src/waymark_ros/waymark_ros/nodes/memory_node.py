@@ -35,7 +35,9 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from waymark.memory.admission import (
+from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
+from waymark.memory.factory import MemoryConfig, load_models, open_memory
+from waymark.memory.ingest.admission import (
     KeyframeRules,
     RefusedError,
     SearchRules,
@@ -49,19 +51,12 @@ from waymark.memory.admission import (
     check_stamp,
     shown,
 )
-from waymark.memory.captioner import Captioner, CaptionerConfig, CaptionWorker
-from waymark.memory.embedders import ImageTextEmbedder, SentenceEmbedder
-from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
-from waymark.memory.image_codec import ImageLimits, decode_image
-from waymark.memory.image_store import ImageStore
-from waymark.memory.journal import JournalFullError, KeyframeJournal
-from waymark.memory.ocr import TextReader
-from waymark.memory.prepare_pool import PreparePool
-from waymark.memory.segment_memory import SegmentMemory, segment_view_dims
-from waymark.memory.segments import Segmenter
-from waymark.memory.service import MemoryService, PreparedKeyframe, view_dims
-from waymark.memory.store import MemoryStore
-from waymark.memory.vector_index import IndexParams
+from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
+from waymark.memory.ingest.prepare_pool import PreparePool
+from waymark.memory.service import PreparedKeyframe
+from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.views.captioner import CaptionerConfig
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
@@ -288,57 +283,33 @@ class MemoryNode(Node):
             self, 'index.ef_search', 128, 'HNSW search breadth (recall/speed).', low=8, high=4096
         )
 
-        data_dir.mkdir(parents=True, exist_ok=True)
-        text_embedder = SentenceEmbedder(text_model) if text_model else None
-        image_embedder = ImageTextEmbedder(image_model) if image_model else None
-        captions = bool(caption_url) and window_s > 0
-        segment_views = (
-            segment_view_dims(
-                image_embedder.dim if image_embedder else None,
-                text_embedder.dim if text_embedder else None,
-                captions,
+        captioner = None
+        if caption_url and window_s > 0:
+            captioner = CaptionerConfig(
+                base_url=caption_url,
+                model=caption_model,
+                api_key=os.environ.get(caption_key_env, 'EMPTY'),
+                timeout_s=caption_timeout,
+                max_tokens=caption_tokens,
             )
-            if window_s > 0
-            else {}
-        )
-        self._store = MemoryStore(
-            uri or str(data_dir / 'memory.db'),
-            views=view_dims(image_embedder, text_embedder),
-            prefix=prefix,
-            segment_views=segment_views,
+        config = MemoryConfig(
+            data_dir=data_dir,
+            uri=uri,
+            collection_prefix=prefix,
+            segment_window_s=window_s,
+            images_max_bytes=int(images_gb * 1e9),
             index_params=IndexParams(hnsw_m=hnsw_m, ef_search=ef_search),
-            index_dir=data_dir / 'indexes',
-        )
-        image_store = ImageStore(data_dir, max_bytes=int(images_gb * 1e9))
-        self._caption_worker = None
-        segments = None
-        if window_s > 0:
-            segments = SegmentMemory(self._store, image_store, Segmenter(window_s), text_embedder)
-            if captions:
-                config = CaptionerConfig(
-                    base_url=caption_url,
-                    model=caption_model,
-                    api_key=os.environ.get(caption_key_env, 'EMPTY'),
-                    timeout_s=caption_timeout,
-                    max_tokens=caption_tokens,
-                    cache_dir=data_dir / 'captions',
-                )
-                self._caption_worker = CaptionWorker(
-                    Captioner(config),
-                    on_done=segments.on_captions,
-                    on_error=segments.on_caption_error,
-                    queue_size=int(caption_queue),
-                )
-                segments.captions = self._caption_worker
-        self._memory = MemoryService(
-            self._store,
-            image_store,
-            image_embedder=image_embedder,
-            text_embedder=text_embedder,
-            reader=TextReader(min_confidence=ocr_min_confidence) if ocr and text_embedder else None,
-            segments=segments,
+            keep_indexes=True,
             image_limits=image_limits,
+            captioner=captioner,
+            caption_queue_size=int(caption_queue),
         )
+        self._memory = open_memory(
+            config, load_models(text_model, image_model, ocr, ocr_min_confidence)
+        )
+        self._store = self._memory.store
+        segments = self._memory.segments
+        self._caption_worker = segments.captions if segments is not None else None
         self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=journal_mb << 20)
         self.counts: Counter[str] = Counter()
         self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)

@@ -68,13 +68,14 @@ from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.geometry import Pose, yaw_from_quaternion
 from waymark.memory.entries import FRAME, LEVELS, is_session_name
-from waymark.memory.image_codec import ImageLimits, check_image_limits, decode_image
+from waymark.memory.storage.image_codec import ImageLimits, check_image_limits, decode_image
+from waymark.memory.storage.image_store import ImageStoreReader
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
-from waymark_ros.ros.memory_client import ImageFiles, MemoryClient, memory_deadline
+from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare
 from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
@@ -168,7 +169,8 @@ class ReasonerNode(Node):
         traces = self._trace_writer()
 
         self._memory = MemoryClient(self, memory_timeout)
-        self._agent = Agent(chat, self._memory, ImageFiles(data_dir), config, verifier, traces)
+        images = ImageStoreReader(data_dir).image_of
+        self._agent = Agent(chat, self._memory, images, config, verifier, traces)
         self._admission = Admission(max_concurrent, queue_length)
         self.executor_threads = max_concurrent + queue_length + EXECUTOR_SPARE_THREADS
         self._robot_pose: tuple[float, float, float, float] | None = None

@@ -10,7 +10,6 @@ from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
 
 from waymark.geometry import Pose
-from waymark.memory.admission import KeyframeRules, check_keyframe_input, check_stamp
 from waymark.memory.entries import (
     FRAME,
     SEGMENT,
@@ -19,6 +18,7 @@ from waymark.memory.entries import (
     Keyframe,
     check_session_name,
 )
+from waymark.memory.ingest.admission import KeyframeRules, check_keyframe_input, check_stamp
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 
@@ -73,7 +73,7 @@ def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
 
 def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
     """Raises RefusedError (a ValueError naming its reason) on a keyframe that must not be
-    stored: see waymark.memory.admission. Nothing is decoded here.
+    stored: see waymark.memory.ingest.admission. Nothing is decoded here.
 
     A keyframe whose pose is marked invalid (tracking lost) is kept with an identity pose:
     whatever numbers it carries are not a position.

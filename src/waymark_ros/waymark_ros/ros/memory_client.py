@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The agent's memory over ROS: the SearchMemory service of memory_node, and its images.
+"""The agent's memory over ROS: the SearchMemory service of memory_node.
 
 `MemoryClient` implements the agent's `MemoryBackend` protocol with one service call per
 search. Each call waits for its response on a `threading.Event`, never by spinning, so it
@@ -13,9 +13,7 @@ Errors keep the protocol's meaning: a request memory_node refuses (success=false
 ValueError with its message, which the agent shows to the model; no service, a timeout or
 no response raise MemoryUnavailableError.
 
-`ImageFiles` reads the pictures memory_node stores: content-addressed files under its
-data directory, named by the `image_ref` of each entry. The directory is only read here;
-memory_node owns it.
+The pictures of the entries are read through memory's own `ImageStoreReader`.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -33,8 +30,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.memory_api import MemoryUnavailableError
-from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit
-from waymark.memory.image_codec import encode_jpeg
+from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit
+from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros.conversions import hit_from_msg, ns_to_stamp
 
@@ -48,8 +45,6 @@ RANGE_ALL = 1000
 SERVICE_WAIT_S = 2.0
 # Quality of a photo sent for an image search (the embedder resizes it anyway).
 QUERY_JPEG_QUALITY = 90
-# Larger image files are not read: memory stores camera frames and 2x2 grids of them.
-MAX_IMAGE_BYTES = 32 << 20
 
 # The time.monotonic() instant by which searches made in this context must end, if any.
 _DEADLINE: ContextVar[float | None] = ContextVar('memory_deadline', default=None)
@@ -239,31 +234,3 @@ class MemoryClient:
         if not response.success:
             raise ValueError(response.message or f'memory_node refused the {request.mode} search')
         return response
-
-
-class ImageFiles:
-    """Loads the stored picture of a memory entry (an agent `ImageLoader`).
-
-    `root` is memory_node's data directory. None when the entry has no picture, its file
-    is missing or unreadable, or its reference points outside the directory.
-    """
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).expanduser().resolve()
-
-    def path(self, ref: str) -> Path | None:
-        if not ref or Path(ref).is_absolute():
-            return None
-        candidate = (self.root / ref).resolve()
-        return candidate if self.root in candidate.parents else None
-
-    def __call__(self, record: FrameRecord) -> bytes | None:
-        path = self.path(record.image_ref)
-        if path is None:
-            return None
-        try:
-            if path.stat().st_size > MAX_IMAGE_BYTES:
-                return None
-            return path.read_bytes() or None
-        except OSError:
-            return None

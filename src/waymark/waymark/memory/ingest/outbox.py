@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from waymark.memory.entries import Keyframe, check_session_name
-from waymark.memory.journal import JournalFullError, KeyframeJournal
+from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
 
 
 @dataclass(frozen=True)

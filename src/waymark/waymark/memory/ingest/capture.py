@@ -46,9 +46,9 @@ import numpy as np
 
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
 from waymark.memory.entries import Keyframe, check_session_name
-from waymark.memory.image_codec import compressed_thumbnail
-from waymark.memory.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
-from waymark.memory.outbox import CaptureState
+from waymark.memory.ingest.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
+from waymark.memory.ingest.outbox import CaptureState
+from waymark.memory.storage.image_codec import compressed_thumbnail
 
 NS_PER_S = 1_000_000_000
 MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32

@@ -33,6 +33,8 @@ from typing import Any
 
 import openai
 
+from waymark.llm_client import openai_client
+
 _LOG = logging.getLogger(__name__)
 
 CAPTION_VIEWS = ('caption_full', 'caption_center', 'caption_detail')
@@ -140,11 +142,8 @@ class Captioner:
         self.client = (
             client
             if client is not None
-            else openai.OpenAI(
-                api_key=config.api_key,
-                base_url=config.base_url,
-                timeout=config.timeout_s,
-                max_retries=config.max_retries,
+            else openai_client(
+                config.base_url, config.api_key, config.timeout_s, config.max_retries
             )
         )
         self.counts: Counter[str] = Counter(dict.fromkeys(_CAPTIONER_COUNTS, 0))

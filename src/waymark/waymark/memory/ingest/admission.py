@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from waymark.memory.entries import FrameRecord, Keyframe, check_session_name
-from waymark.memory.image_codec import ImageLimits, ImageTooLargeError, check_image_limits
+from waymark.memory.storage.image_codec import ImageLimits, ImageTooLargeError, check_image_limits
 
 NS_PER_S = 1_000_000_000
 MAX_INDEX = 2**63 - 1

@@ -5,6 +5,9 @@ Images stay out of Milvus: the database holds vectors and scalars, and a relativ
 keeps the memory directory movable between machines. Files are named by the SHA-256 of
 their content, so a robot standing still (or a segment grid reusing a frame) costs the
 disk once, and a file never changes once written: a reference is valid until removed.
+
+memory_node owns the store (`ImageStore`); other processes, such as the reasoner showing
+pictures to its model, read it through `ImageStoreReader`, which writes nothing.
 """
 
 from __future__ import annotations
@@ -18,18 +21,55 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from waymark.memory.entries import FrameRecord
+
 _EXTENSIONS = {'jpeg': 'jpg', 'jpg': 'jpg', 'png': 'png'}
 _IMAGES = 'images'
 _TEMP_SUFFIX = '.tmp'
 # Errors that mean "no room": a full disk, or a full user quota.
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+# Larger files are not read: memory stores camera frames and 2x2 grids of them.
+MAX_READ_BYTES = 32 << 20
 
 
 class ImageStoreFullError(OSError):
     """The disk is full or the cap is reached; nothing partial was left behind."""
 
 
-class ImageStore:
+class ImageStoreReader:
+    """Reads the images of a store that another process may own; never writes.
+
+    The directory need not exist yet (memory_node creates it when it first starts).
+    """
+
+    def __init__(self, root: str | os.PathLike, max_image_bytes: int = MAX_READ_BYTES) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.max_image_bytes = max_image_bytes
+
+    def get(self, ref: str) -> bytes:
+        return self.path(ref).read_bytes()
+
+    def path(self, ref: str) -> Path:
+        """The absolute path of a reference; refuses references that leave `root`."""
+        candidate = (self.root / ref).resolve()
+        if Path(ref).is_absolute() or self.root not in candidate.parents:
+            raise ValueError(f'image reference {ref!r} points outside {self.root}')
+        return candidate
+
+    def image_of(self, record: FrameRecord) -> bytes | None:
+        """The stored picture of an entry (an agent `ImageLoader`). None when the entry has
+        none, its reference leaves `root`, or its file is missing, unreadable, empty or
+        larger than `max_image_bytes`."""
+        try:
+            path = self.path(record.image_ref) if record.image_ref else None
+            if path is None or path.stat().st_size > self.max_image_bytes:
+                return None
+            return path.read_bytes() or None
+        except (OSError, ValueError):
+            return None
+
+
+class ImageStore(ImageStoreReader):
     """Content-addressed, write-once image files under `root/images/<aa>/<sha256>.<ext>`.
 
     Writes are atomic (temporary file, fsync, rename), so a killed process leaves either
@@ -47,7 +87,7 @@ class ImageStore:
         """
         if max_bytes < 0:
             raise ValueError(f'max_bytes must be >= 0 (0: no cap), got {max_bytes}')
-        self.root = Path(root).resolve()
+        super().__init__(root)
         self.max_bytes = max_bytes
         self.fsync = fsync
         # One lock over check, write and count: concurrent puts of the same content would
@@ -99,16 +139,6 @@ class ImageStore:
             raise ValueError('refusing to store an empty image')
         digest = hashlib.sha256(data).hexdigest()
         return f'{_IMAGES}/{digest[:2]}/{digest}.{extension}'
-
-    def get(self, ref: str) -> bytes:
-        return self.path(ref).read_bytes()
-
-    def path(self, ref: str) -> Path:
-        """The absolute path of a reference; refuses references that leave `root`."""
-        candidate = (self.root / ref).resolve()
-        if Path(ref).is_absolute() or self.root not in candidate.parents:
-            raise ValueError(f'image reference {ref!r} points outside {self.root}')
-        return candidate
 
     def remove(self, refs: Iterable[str]) -> int:
         """Delete images and return the bytes freed; missing files are ignored.

@@ -20,12 +20,8 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from waymark.memory.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
-from waymark.memory.embedders import TextEmbedder
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
-from waymark.memory.image_codec import decode_image, encode_jpeg
-from waymark.memory.image_store import ImageStore, ImageStoreFullError
-from waymark.memory.segments import (
+from waymark.memory.ingest.segments import (
     Segment,
     Segmenter,
     SegmenterState,
@@ -34,7 +30,11 @@ from waymark.memory.segments import (
     pick_evenly,
     tile_grid,
 )
-from waymark.memory.store import MemoryStore, ViewRow
+from waymark.memory.storage.image_codec import decode_image, encode_jpeg
+from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
+from waymark.memory.storage.store import MemoryStore, ViewRow
+from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
+from waymark.memory.views.embedders import TextEmbedder
 
 IMAGE_VIEW = 'image'
 TEXT_VIEW = 'text'

@@ -41,8 +41,8 @@ from waymark.memory.entries import (
     Hit,
     is_session_name,
 )
-from waymark.memory.record_table import RecordTable, SessionSummary
-from waymark.memory.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage.record_table import RecordTable, SessionSummary
+from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
 ID_MAX_BYTES = 96

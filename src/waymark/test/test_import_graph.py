@@ -1,0 +1,156 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The core's import graph: ROS-free, no cycles, and every import points down its layers.
+
+Imports are read from the source with `ast` (those inside functions too), so the test
+needs none of the packages imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[1] / 'waymark'
+
+# Each part of the core may import its own rank or lower. A new part gets a rank here.
+CORE_RANKS = {
+    'geometry': 0,
+    'llm_client': 0,
+    'memory': 1,
+    'navigation': 1,
+    'sim': 1,
+    'agent': 2,
+    'evaluation': 3,
+    'benchmarks': 4,
+    '__main__': 5,
+}
+# Inside memory: the records, then where they are kept, how they become searchable, how
+# they arrive, and the facade over all of it.
+MEMORY_RANKS = {
+    'entries': 0,
+    'storage': 1,
+    'views': 2,
+    'ingest': 3,
+    'service': 4,
+    'factory': 5,
+}
+# The core runs without ROS: offline tools, tests and benchmarks import it alone.
+FORBIDDEN = ('waymark_ros', 'waymark_interfaces', 'rclpy', 'rosidl', 'launch')
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in CORE.rglob('*.py'):
+        parts = ('waymark', *path.relative_to(CORE).with_suffix('').parts)
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        modules['.'.join(parts)] = path
+    return modules
+
+
+def _imports(path: Path, name: str, modules: dict[str, Path]) -> Iterator[str]:
+    """Every module `path` imports (a name imported from a package counts as its module)."""
+    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                anchor = package.rsplit('.', node.level - 1)[0] if node.level > 1 else package
+                base = f'{anchor}.{base}' if base else anchor
+            for alias in node.names:
+                full = f'{base}.{alias.name}'
+                yield full if full in modules else base
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        name: {target for target in _imports(path, name, modules) if target != name}
+        for name, path in modules.items()
+    }
+
+
+def _part(module: str, depth: int) -> str:
+    parts = module.split('.')
+    return parts[depth] if len(parts) > depth else ''
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of the graph, empty if there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_core_imports_nothing_from_ros():
+    offending = sorted(
+        f'{module} imports {target}'
+        for module, targets in _graph().items()
+        for target in targets
+        if target.split('.')[0] in FORBIDDEN or target.split('.')[0].endswith('_msgs')
+    )
+    assert offending == []
+
+
+def test_the_core_has_no_import_cycle():
+    core = {
+        module: {t for t in targets if t.split('.')[0] == 'waymark'}
+        for module, targets in _graph().items()
+    }
+    assert _cycle(core) == []
+
+
+def test_each_part_of_the_core_imports_only_its_own_rank_or_lower():
+    graph = _graph()
+    unranked = sorted({_part(m, 1) for m in graph if m != 'waymark'} - set(CORE_RANKS))
+    assert unranked == [], 'give each part of the core a rank in CORE_RANKS'
+    upward = sorted(
+        f'{module} imports {target}'
+        for module, targets in graph.items()
+        for target in targets
+        if target.startswith('waymark.')
+        and module != 'waymark'
+        and CORE_RANKS[_part(target, 1)] > CORE_RANKS[_part(module, 1)]
+    )
+    assert upward == []
+
+
+def test_memory_parts_import_only_their_own_rank_or_lower():
+    memory = {m: t for m, t in _graph().items() if m.startswith('waymark.memory.')}
+    unranked = sorted({_part(m, 2) for m in memory} - set(MEMORY_RANKS))
+    assert unranked == [], 'give each part of memory a rank in MEMORY_RANKS'
+    upward = sorted(
+        f'{module} imports {target}'
+        for module, targets in memory.items()
+        for target in targets
+        if target.startswith('waymark.memory.')
+        and MEMORY_RANKS[_part(target, 2)] > MEMORY_RANKS[_part(module, 2)]
+    )
+    assert upward == []
+
+
+def test_a_cycle_and_an_upward_import_would_be_found():
+    assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
+    assert _cycle({'a': {'b'}, 'b': set()}) == []
+    graph = _graph()
+    assert 'waymark.memory.storage.store' in graph['waymark.memory.service']
+    assert 'waymark.memory.entries' in graph['waymark.agent.agent']
