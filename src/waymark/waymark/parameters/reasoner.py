@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""reasoner_node's parameters. What steers the agent per question (its limits, the step
-budget, search top_k, the prompt) and the traces are live: each question takes the
-values in force when it starts."""
+"""reasoner_node's parameters. What steers the agent per question (input limits, the step
+budget, search top_k, the prompt) and the traces are live: a change applies to the
+questions that start after it (one already running may see it from its next step)."""
 
 from __future__ import annotations
 

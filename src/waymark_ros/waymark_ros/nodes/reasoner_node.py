@@ -170,7 +170,7 @@ class ReasonerNode(Node):
     # -- parameters ----------------------------------------------------------------------
 
     def _on_parameters(self, params: ReasonerParameters) -> None:
-        """Live parameters: questions that start from now on use them."""
+        """Live parameters: for the questions that start from now on."""
         self._limits = input_limits(params.limits)
         self._agent.config = params.agent_config()
         if params.traces != self._params.traces:
