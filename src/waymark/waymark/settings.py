@@ -21,6 +21,7 @@ from typing import Any
 _KEY = 'waymark.setting'
 # Values a setting may hold: what a ROS parameter of the same type holds.
 SCALARS = (bool, int, float, str)
+_KIND_NAMES = {bool: 'a bool', int: 'an integer', float: 'a float', str: 'a string'}
 
 
 @dataclass(frozen=True)
@@ -95,22 +96,19 @@ def _walk(config_type: type, prefix: str, path: tuple[str, ...]) -> Iterator[Set
 
 
 def check(info: SettingInfo, value: Any) -> str:
-    """Why `value` does not fit the setting's type, range or choices ('' when it does)."""
+    """Why `value` does not fit the setting's type, range or choices ('' when it does).
+
+    Types are strict, as ROS parameters are: 1 is not a float setting's value, 1.0 is.
+    """
     kind, spec = info.kind, info.spec
     if kind is tuple:
-        if not isinstance(value, (list, tuple)) or not all(_is_number(v) for v in value):
-            return 'must be a list of numbers'
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, float) for v in value):
+            return 'must be a list of floats'
         return ''
-    if kind is float:
-        if not _is_number(value):
-            return f'must be a number, not {type(value).__name__}'
-        if not math.isfinite(value):
-            return 'must be finite'
-    elif kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f'must be an integer, not {type(value).__name__}'
-    elif not isinstance(value, kind):
-        return f'must be a {kind.__name__}, not {type(value).__name__}'
+    if type(value) is not kind:
+        return f'must be {_KIND_NAMES[kind]}, not {type(value).__name__}'
+    if kind is float and not math.isfinite(value):
+        return 'must be finite'
     if spec.low is not None and not spec.low <= value <= spec.high:
         return f'must be in [{spec.low:g}, {spec.high:g}]'
     if spec.choices and value not in spec.choices:
