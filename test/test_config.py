@@ -1,7 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The shipped parameter files (config/*.yaml and the sensor presets in config/sensors/):
 every key is a parameter the node declares, and the node starts with it. ROS silently
-ignores unknown keys, so a typo would otherwise go unseen."""
+ignores unknown keys, so a typo would otherwise go unseen. For the nodes whose parameters
+are settings (waymark.parameters), each value is also checked against its setting's type,
+range and choices without starting anything."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
 from support.ros_harness import wait_until
 
-pytestmark = pytest.mark.dds
+from waymark.settings import settings
+from waymark_ros.tools.parameters_doc import NODES
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
@@ -50,6 +53,24 @@ def test_every_section_applies_in_any_namespace(config):
     assert sections and all(key.startswith(ANY_NAMESPACE) for key in sections), sections.keys()
 
 
+@pytest.mark.parametrize('config', [*LAUNCH_CONFIGS, *SENSORS, *MODELS])
+def test_every_configured_value_fits_its_setting(config):
+    sections = yaml.safe_load((CONFIG / config).read_text())
+    problems = []
+    for key, section in sections.items():
+        name = key.removeprefix(ANY_NAMESPACE)
+        if name not in NODES:
+            continue
+        declared = {info.name: info for info in settings(NODES[name])}
+        for param, value in flatten(section['ros__parameters']).items():
+            info = declared.get(param)
+            problem = 'is not a parameter of the node' if info is None else info.problem(value)
+            if problem:
+                problems.append(f'{name} {param}={value!r} {problem}')
+    assert not problems, f'{config}: {problems}'
+
+
+@pytest.mark.dds
 @pytest.mark.parametrize('config', [*LAUNCH_CONFIGS, *SENSORS, *MODELS])
 def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
     path = CONFIG / config

@@ -17,11 +17,13 @@ CORE = Path(__file__).resolve().parents[1] / 'waymark'
 CORE_RANKS = {
     'geometry': 0,
     'llm_client': 0,
+    'settings': 0,
     'memory': 1,
     'navigation': 1,
     'sim': 1,
     'agent': 2,
     'evaluation': 3,
+    'parameters': 3,
     'benchmarks': 4,
     '__main__': 5,
 }

@@ -17,6 +17,7 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Bool, Empty
+from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import wait_until
 
 from waymark_interfaces.msg import Keyframe
@@ -541,3 +542,27 @@ def test_extrinsic_from_tf_without_tf2_ros_stops_the_node_saying_so(launch):
     node = launch('capture_node', extrinsic_source='tf')
     assert node.process.wait(timeout=30) == 2
     assert "extrinsic_source 'tf' needs the tf2_ros Python package" in node.log_tail()
+
+
+def test_the_keyframe_policy_changes_while_running_and_bad_changes_are_refused(ros, capture):
+    _, odom, images, keyframes, stats = capture
+    changed = set_parameters(ros, 'capture_node', {'keyframe.min_distance_m': 0.95})
+    assert changed['keyframe.min_distance_m'].successful, changed
+    for i in range(31):
+        odom.publish(odometry(T0 + i * 100 * MS, x=0.1 * i))
+    for i in range(30):  # an image every 0.1 m: with 0.35 m, 8 keyframes; with 0.95 m, 3
+        images.publish(jpeg_image(T0 + (i * 100 + 10) * MS))
+    wait_until(lambda: stats.get('images_received') == 30, 10, 'images not all received')
+    time.sleep(1.0)
+    positions = [k.pose.pose.position.x for k in keyframes]
+    assert positions == pytest.approx([0.01 + 0.25 + i for i in range(3)])
+
+    refused = set_parameters(
+        ros,
+        'capture_node',
+        {'keyframe.min_distance_m': -1.0, 'jpeg_quality': 5, 'image_topic': '/other'},
+    )
+    assert_refused(refused['keyframe.min_distance_m'], 'out of range')
+    assert_refused(refused['jpeg_quality'], 'out of range')
+    assert_refused(refused['image_topic'], 'read-only')
+    assert get_parameter(ros, 'capture_node', 'keyframe.min_distance_m') == 0.95

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import pytest
 from geometry_msgs.msg import Point
+from support.parameters import assert_refused, set_parameters
 from support.ros_harness import wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
@@ -197,4 +198,22 @@ def test_odd_requests_and_keyframes_get_clear_answers(ros, memory):
         search(ros, 'interval', stamp=ns_to_stamp(T0 + S), end_stamp=ns_to_stamp(T0)),
     ):
         assert not bad.success and bad.message
+    assert node.running()
+
+
+def test_hit_counts_and_search_limits_change_while_running(ros, memory):
+    node, stats = memory()
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    assert len(search(ros, 'time', stamp=ns_to_stamp(T0)).hits) == 4  # default_top_k 5
+
+    changes = {'default_top_k': 2, 'max_query_chars': 10}
+    results = set_parameters(ros, 'memory_node', changes)
+    assert all(result.successful for result in results.values()), results
+    assert len(search(ros, 'time', stamp=ns_to_stamp(T0)).hits) == 2
+    long = search(ros, 'text', text='where is the pharmacy?')
+    assert not long.success and 'max_query_chars' in long.message
+
+    refused = set_parameters(ros, 'memory_node', {'max_top_k': 0, 'data_dir': '/tmp'})
+    assert_refused(refused['max_top_k'], 'Parameter max_top_k out of range')
+    assert_refused(refused['data_dir'], 'read-only')
     assert node.running()

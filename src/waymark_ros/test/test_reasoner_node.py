@@ -27,6 +27,7 @@ from PIL import Image as PILImage
 from rclpy.action import ActionClient, ActionServer
 from std_msgs.msg import String
 from support.actions import connect
+from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
 from support.scripted_llm import ScriptedLLMServer, delay, tool_call
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
@@ -649,3 +650,39 @@ def test_answer_markers_without_a_goal_keep_the_map_frame():
     assert [m.action for m in markers.markers] == [Marker.DELETEALL]
     assert markers.markers[0].header.frame_id == 'map'
     assert markers.markers[0].header.stamp.sec == T0 // S
+
+
+@pytest.mark.dds
+def test_step_budget_top_k_and_traces_change_while_running(ros, launch, tmp_path, memory):
+    start_reasoner(launch, tmp_path, memory)
+    moved = tmp_path / 'moved'
+    changes = {'agent.top_k': 2, 'agent.max_steps': 1, 'traces.dir': str(moved)}
+    results = set_parameters(ros, 'reasoner_node', changes)
+    assert all(result.successful for result in results.values()), results
+
+    answer = query(ros, 'Where did I see the bakery?').answer
+    trace = json.loads((moved / f'{answer.trace_id}.json').read_text())
+    assert (trace['config']['top_k'], trace['config']['max_steps']) == (2, 1)
+    assert not (tmp_path / 'traces' / f'{answer.trace_id}.json').exists()
+
+    assert set_parameters(ros, 'reasoner_node', {'traces.dir': ''})['traces.dir'].successful
+    unlogged = query(ros, 'Where did I see the bakery?').answer
+    assert unlogged.trace_id and not (moved / f'{unlogged.trace_id}.json').exists()
+
+    refused = set_parameters(
+        ros,
+        'reasoner_node',
+        {
+            'agent.top_k': 500,
+            'agent.level': 'room',
+            'agent.fallback_reserve_s': 90.0,
+            'llm.model': 'other',
+        },
+    )
+    assert_refused(refused['agent.top_k'], 'Parameter agent.top_k out of range')
+    assert_refused(refused['agent.level'], "agent.level='room' must be one of frame, segment")
+    assert_refused(
+        refused['agent.fallback_reserve_s'], 'fallback_reserve_s must be in [0, deadline_s)'
+    )
+    assert_refused(refused['llm.model'], 'read-only')
+    assert get_parameter(ros, 'reasoner_node', 'agent.top_k') == 2

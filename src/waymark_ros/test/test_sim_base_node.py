@@ -17,6 +17,7 @@ import pytest
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from std_srvs.srv import Trigger
+from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
@@ -213,3 +214,21 @@ def test_a_bad_initial_pose_stops_the_node_at_start(launch):
     wait_until(lambda: not node.running(), 30, 'node did not exit')
     assert node.process.returncode == 2
     assert 'initial_pose must be 3 finite numbers' in node.log_tail()
+
+
+def test_speed_limits_change_while_running_and_bad_changes_are_refused(ros, launch):
+    base = start_base(ros, launch)
+    results = set_parameters(ros, 'sim_base_node', {'max_linear': 0.3, 'max_angular': 0.5})
+    assert all(result.successful for result in results.values()), results
+    base.hold(1.0, 2.0, 1.0)
+    assert velocity_of(base.odometry[-1]) == pytest.approx((0.3, 0.5))  # the new limits, at once
+
+    refused = set_parameters(
+        ros, 'sim_base_node', {'max_linear': 25.0, 'rate_hz': 10.0, 'publish_while_idle': 'no'}
+    )
+    assert_refused(refused['max_linear'], 'Parameter max_linear out of range')  # [0, 20]
+    assert_refused(refused['rate_hz'], 'read-only')
+    assert_refused(refused['publish_while_idle'], 'Wrong parameter type')
+    assert get_parameter(ros, 'sim_base_node', 'max_linear') == 0.3
+    base.hold(1.0, 0.0, 0.5)
+    assert velocity_of(base.odometry[-1])[0] == pytest.approx(0.3)

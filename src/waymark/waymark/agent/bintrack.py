@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from waymark.memory.entries import Hit
+from waymark.settings import setting
 
 # retrieve(first, last, k): segment hits of one session with first <= index <= last, best
 # first, scored by cosine similarity to the target description.
@@ -45,13 +46,19 @@ class BinTrackParams:
 
     # evid(H) = alpha * mean + beta * max of the half's hit scores; alpha=0, beta=1 is the
     # max rule under which the paper's correctness argument holds.
-    alpha: float = 0.5
-    beta: float = 0.5
-    k_leaf: int = 16
+    alpha: float = setting(
+        0.5,
+        'Weight of the mean hit score of a half (evid = alpha mean + beta max).',
+        low=0.0,
+        high=10.0,
+    )
+    beta: float = setting(0.5, 'Weight of the best hit score of a half.', low=0.0, high=10.0)
+    k_leaf: int = setting(16, 'Halving stops at this many segments.', low=1, high=100_000)
     # Hits asked of every retrieval, per half and at the leaf.
-    top_k: int = 40
-    # Candidates shown to the verifier in its single call.
-    verifier_pool: int = 12
+    top_k: int = setting(40, 'Hits per interval search.', low=1, high=1000)
+    verifier_pool: int = setting(
+        12, 'Candidates shown to the verifier in its one call.', low=1, high=64
+    )
     max_iterations: int = 64
 
     def __post_init__(self) -> None:

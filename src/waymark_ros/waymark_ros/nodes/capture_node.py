@@ -37,21 +37,21 @@ from std_msgs.msg import Bool, Empty, String
 
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
-from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig, KeyframeBuilder
-from waymark.memory.ingest.keyframes import KeyframePolicy
-from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox, OutboxLimits
+from waymark.memory.ingest.capture import KeyframeBuilder
+from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox
 from waymark.memory.storage.image_codec import (
     compressed_thumbnail,
     compressed_to_jpeg,
     raw_thumbnail,
     raw_to_jpeg,
 )
+from waymark.parameters.capture import CaptureParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
-from waymark_ros.ros.params import declare
-from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
+from waymark_ros.ros.params import declare_settings
+from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
@@ -61,311 +61,33 @@ DIAGNOSTIC_NAME = 'waymark: capture'
 class CaptureNode(Node):
     def __init__(self) -> None:
         super().__init__('capture_node')
-        session = declare(
-            self,
-            'session',
-            '',
-            'Session name; empty continues the saved session, or derives a new name from '
-            'the first image time (UTC).',
-        )
-        state_dir = declare(
-            self,
-            'state_dir',
-            '~/.waymark/capture',
-            'Directory for the outbox and the saved session (one per capture_node).',
-        )
-        new_session = declare(
-            self,
-            'new_session',
-            False,
-            'Start a new session even when the saved one could be continued.',
-        )
-        rewind_s = declare(
-            self,
-            'resume_rewind_s',
-            60.0,
-            'With session empty: a first keyframe stamped more than this before the saved '
-            "session's newest one (another recording) starts a new session.",
-            low=0.0,
-            high=86400.0,
-        )
-        outbox_limits = OutboxLimits(
-            max_bytes=declare(
-                self,
-                'outbox.max_mb',
-                1024,
-                'Disk cap (MB) of keyframes not yet acknowledged; beyond it the oldest are '
-                'dropped (outbox_dropped_full).',
-                low=1,
-                high=1_000_000,
+        params = declare_settings(self, CaptureParameters, on_change=self._on_parameters)
+        self._jpeg_quality = params.jpeg_quality
+        self._input_timeout_s = params.diagnostics.input_timeout_s
+        self._camera_hfov_deg = params.camera_hfov_deg
+        if params.extrinsic_source == 'tf':
+            camera = lookup_extrinsic(
+                self, params.base_frame, params.camera_frame, params.tf_timeout_s
             )
-            << 20,
-            max_age_s=declare(
-                self,
-                'outbox.max_age_s',
-                86400.0,
-                'Unacknowledged keyframes older than this are dropped (outbox_dropped_age).',
-                low=1.0,
-                high=30 * 86400.0,
-            ),
-            resend_initial_s=declare(
-                self,
-                'outbox.resend_initial_s',
-                2.0,
-                'Wait for an acknowledgement before the first resend.',
-                low=0.1,
-                high=600.0,
-            ),
-            resend_max_s=declare(
-                self,
-                'outbox.resend_max_s',
-                30.0,
-                'The wait doubles after each resend up to this (>= outbox.resend_initial_s).',
-                low=0.1,
-                high=3600.0,
-            ),
-            resend_batch=declare(
-                self,
-                'outbox.resend_batch',
-                20,
-                'Most keyframes resent per 0.1 s.',
-                low=1,
-                high=10_000,
-            ),
-        )
-        map_frame = declare(self, 'map_frame', 'map', 'Frame the poses are expressed in.')
-        image_topic = declare(self, 'image_topic', '/camera/image/compressed', 'Camera topic.')
-        image_type = declare(
-            self, 'image_type', 'compressed', 'Camera message type.', choices=('compressed', 'raw')
-        )
-        pose_topic = declare(self, 'pose_topic', '/odom', 'SLAM pose topic (map frame).')
-        pose_type = declare(
-            self,
-            'pose_type',
-            'odometry',
-            'SLAM pose message type; odometry and pose_with_covariance carry the covariance '
-            'the tracking gate reads.',
-            choices=POSE_TYPES,
-        )
-        extrinsic_source = declare(
-            self,
-            'extrinsic_source',
-            'parameter',
-            'Where the camera extrinsic comes from: camera_extrinsic, or the static TF '
-            'base_frame -> camera_frame, looked up once at start (needs tf2_ros).',
-            choices=('parameter', 'tf'),
-        )
-        extrinsic = declare(
-            self,
-            'camera_extrinsic',
-            [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
-            'Camera pose in the pose source frame (base): x y z qx qy qz qw. Use the '
-            'camera body frame (x forward), not the optical frame.',
-        )
-        base_frame = declare(
-            self,
-            'base_frame',
-            'base_link',
-            'With extrinsic_source tf: the frame the SLAM poses are of (child frame).',
-        )
-        camera_frame = declare(
-            self,
-            'camera_frame',
-            'camera_link',
-            'With extrinsic_source tf: the camera body frame (x forward, not optical).',
-        )
-        self._camera_hfov_deg = declare(
-            self,
-            'camera_hfov_deg',
-            0.0,
-            "The camera's horizontal field of view in degrees (data sheet; 0 = not stated). "
-            'Reported in capture/stats; offline evaluation uses it when a bag has no '
-            'CameraInfo.',
-            low=0.0,
-            high=180.0,
-        )
-        tf_timeout_s = declare(
-            self,
-            'tf_timeout_s',
-            10.0,
-            'With extrinsic_source tf: how long to wait for the transform at start.',
-            low=0.1,
-            high=600.0,
-        )
-        max_gap_s = declare(
-            self,
-            'max_pose_gap_s',
-            0.2,
-            'Largest time between an image and a pose to use it.',
-            low=0.001,
-            high=10.0,
-        )
-        pose_wait_s = declare(
-            self,
-            'max_pose_wait_s',
-            0.5,
-            'How long the pose stream may stall before waiting images are placed with '
-            'the poses known so far.',
-            low=0.0,
-            high=10.0,
-        )
-        pending_mb = declare(
-            self,
-            'pending_images_max_mb',
-            256,
-            'Most image data (MB) waiting for poses; beyond it the oldest image is placed.',
-            low=1,
-            high=65536,
-        )
-        buffer_size = declare(
-            self,
-            'pose_buffer_size',
-            10000,
-            'Poses kept for lookup (10000: 100 s at 100 Hz, enough for fast replays).',
-            low=2,
-            high=1_000_000,
-        )
-        self._jpeg_quality = declare(
-            self, 'jpeg_quality', 90, 'JPEG quality for re-encoded images.', low=10, high=100
-        )
-        reliable = declare(
-            self,
-            'reliable_input',
-            False,
-            'Subscribe reliably (bag replay) instead of best effort (live drivers).',
-        )
-        depth = declare(
-            self, 'input_queue_depth', 50, 'Queue depth of best-effort input.', low=1, high=10_000
-        )
-        out_depth = declare(
-            self, 'output_queue_depth', 200, 'Keyframe publisher queue depth.', low=1, high=100_000
-        )
-        policy = KeyframePolicy(
-            min_interval_s=declare(
-                self,
-                'keyframe.min_interval_s',
-                0.5,
-                'Never two keyframes closer in time.',
-                low=0.0,
-                high=3600.0,
-            ),
-            max_interval_s=declare(
-                self,
-                'keyframe.max_interval_s',
-                10.0,
-                'Always a keyframe after this long (0: off); also the rate of keyframes '
-                'while tracking is lost.',
-                low=0.0,
-                high=86400.0,
-            ),
-            min_distance_m=declare(
-                self,
-                'keyframe.min_distance_m',
-                0.5,
-                'Travel that triggers a keyframe.',
-                low=0.0,
-                high=1000.0,
-            ),
-            min_rotation_deg=declare(
-                self,
-                'keyframe.min_rotation_deg',
-                20.0,
-                'Turn that triggers a keyframe.',
-                low=0.0,
-                high=360.0,
-            ),
-            min_image_change=declare(
-                self,
-                'keyframe.min_image_change',
-                0.0,
-                'Change of the 32x24 grayscale thumbnail since the last keyframe (mean '
-                'absolute difference, brightness removed) that triggers a keyframe; '
-                '0: off, 0.05: a good start.',
-                low=0.0,
-                high=1.0,
-            ),
-        )
-        max_variance = declare(
-            self,
-            'tracking.max_position_variance',
-            1.0,
-            'Tracking counts as lost while the pose position variance (m^2, largest of '
-            'xx yy zz) is above this; 0: off. A NaN covariance is always lost.',
-            low=0.0,
-            high=1e6,
-        )
-        max_speed = declare(
-            self,
-            'tracking.max_speed_mps',
-            5.0,
-            'A faster pose jump (m/s) is a SLAM frame reset: a new map epoch; 0: off.',
-            low=0.0,
-            high=1000.0,
-        )
-        status_topic = declare(
-            self,
-            'tracking.status_topic',
-            '',
-            'std_msgs/Bool from SLAM, true while tracking is good; empty: not used.',
-        )
-        epoch_topic = declare(
-            self,
-            'tracking.epoch_topic',
-            '',
-            'std_msgs/Empty: each message starts a new map epoch (SLAM reset its map); '
-            'empty: not used.',
-        )
-        epoch_start = declare(
-            self,
-            'map_epoch_start',
-            0,
-            'Map epoch of the first keyframes; a restarted node continuing a session '
-            'sets the last epoch + 1.',
-            low=0,
-            high=MAX_EPOCH,
-        )
-        self._input_timeout_s = declare(
-            self,
-            'diagnostics.input_timeout_s',
-            5.0,
-            'Diagnostics: ERROR when images stop for this long, WARN when none came yet '
-            'or poses stop for this long.',
-            low=0.1,
-            high=3600.0,
-        )
-        if len(extrinsic) != 7:
-            raise ValueError(
-                f'camera_extrinsic needs 7 numbers (x y z qx qy qz qw), got {len(extrinsic)}'
+            self.get_logger().info(
+                f'camera extrinsic from TF {params.base_frame} -> {params.camera_frame}'
             )
-        if extrinsic_source == 'tf':
-            camera = lookup_extrinsic(self, base_frame, camera_frame, tf_timeout_s)
-            self.get_logger().info(f'camera extrinsic from TF {base_frame} -> {camera_frame}')
         else:
+            extrinsic = params.camera_extrinsic
             camera = Pose.checked(extrinsic[:3], extrinsic[3:])
         self._builder = KeyframeBuilder(
-            CaptureConfig(
-                session=session,
-                map_frame=map_frame,
-                camera_extrinsic=camera,
-                max_pose_gap_s=max_gap_s,
-                max_pose_wait_s=pose_wait_s,
-                pending_bytes_max=pending_mb << 20,
-                pose_buffer_size=buffer_size,
-                policy=policy,
-                max_position_variance=max_variance,
-                max_speed_mps=max_speed,
-                map_epoch_start=epoch_start,
-            ),
+            params.capture_config(camera),
             warn=self.get_logger().warning,
             info=self.get_logger().info,
         )
-        state_path = Path(state_dir).expanduser()
+        state_path = Path(params.state_dir).expanduser()
         state_path.mkdir(parents=True, exist_ok=True)
         self._state_path = state_path / 'session.json'
-        self._outbox = KeyframeOutbox(state_path / 'outbox', outbox_limits)
+        self._outbox = KeyframeOutbox(state_path / 'outbox', params.outbox.limits())
         saved = self._saved_state()
-        if saved is not None and not new_session and session in ('', saved.session):
-            self._builder.resume(saved, rewind_s=None if session else rewind_s)
+        session = params.session
+        if saved is not None and not params.new_session and session in ('', saved.session):
+            self._builder.resume(saved, rewind_s=None if session else params.resume_rewind_s)
             self.get_logger().info(
                 f'continuing session {saved.session} from keyframe {saved.next_index} '
                 f'in map epoch {self._builder.map_epoch}'
@@ -374,7 +96,7 @@ class CaptureNode(Node):
             self.get_logger().info(f'{len(self._outbox)} unacknowledged keyframes to resend')
         self._state_errors = 0
         self._reported_session = ''
-        self._image_topic = image_topic
+        self._image_topic = params.image_topic
         self._started = time.monotonic()
         self._last_image: float | None = None
         self._last_pose: float | None = None
@@ -382,30 +104,38 @@ class CaptureNode(Node):
         self._publisher = self.create_publisher(
             KeyframeMsg,
             'keyframes',
-            qos.keyframes(out_depth),
+            qos.keyframes(params.output_queue_depth),
             event_callbacks=PublisherEventCallbacks(matched=self._on_matched),
         )
         self.create_subscription(
-            KeyframeAck, 'keyframes/ack', self._on_ack, qos.keyframes(out_depth)
+            KeyframeAck, 'keyframes/ack', self._on_ack, qos.keyframes(params.output_queue_depth)
         )
         self._stats_publisher = self.create_publisher(String, 'capture/stats', qos.latched())
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        input_qos = qos.sensor_input(reliable, depth)
-        subscribe_pose(self, pose_type, pose_topic, self._add_pose, input_qos)
+        input_qos = qos.sensor_input(params.reliable_input, params.input_queue_depth)
+        subscribe_pose(self, params.pose_type, params.pose_topic, self._add_pose, input_qos)
+        image_type, image_topic = params.image_type, params.image_topic
         if image_type == 'compressed':
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
             self.create_subscription(Image, image_topic, self._on_raw, input_qos)
-        if status_topic:
-            self.create_subscription(Bool, status_topic, self._on_status, input_qos)
-        if epoch_topic:
-            self.create_subscription(Empty, epoch_topic, self._on_epoch, input_qos)
+        tracking = params.tracking
+        if tracking.status_topic:
+            self.create_subscription(Bool, tracking.status_topic, self._on_status, input_qos)
+        if tracking.epoch_topic:
+            self.create_subscription(Empty, tracking.epoch_topic, self._on_epoch, input_qos)
         self.create_timer(1.0, self._publish_stats)
         self.create_timer(0.1, self._poll)
         self.get_logger().info(
             f'capturing {image_type} images from {image_topic} '
-            f'with {pose_type} poses from {pose_topic}'
+            f'with {params.pose_type} poses from {params.pose_topic}'
         )
+
+    def _on_parameters(self, params: CaptureParameters) -> None:
+        """Live parameters: the keyframe policy, JPEG quality and diagnostics timeout."""
+        self._builder.set_policy(params.keyframe)
+        self._jpeg_quality = params.jpeg_quality
+        self._input_timeout_s = params.diagnostics.input_timeout_s
 
     def _saved_state(self) -> CaptureState | None:
         try:

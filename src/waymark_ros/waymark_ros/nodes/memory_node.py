@@ -38,9 +38,7 @@ from visualization_msgs.msg import MarkerArray
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit, Keyframe
 from waymark.memory.factory import MemoryConfig, load_models, open_memory
 from waymark.memory.ingest.admission import (
-    KeyframeRules,
     RefusedError,
-    SearchRules,
     check_index_range,
     check_interval,
     check_position,
@@ -54,16 +52,16 @@ from waymark.memory.ingest.admission import (
 from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ingest.prepare_pool import PreparePool
 from waymark.memory.service import PreparedKeyframe
-from waymark.memory.storage.image_codec import ImageLimits, decode_image
-from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.storage.image_codec import decode_image
 from waymark.memory.views.captioner import CaptionerConfig
+from waymark.parameters.memory import MB, MemoryParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck, SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_to_msg, keyframe_from_msg, ns_to_stamp
 from waymark_ros.ros.memory_markers import hit_markers, memory_markers
-from waymark_ros.ros.params import declare
+from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 
 Request = SearchMemory.Request
@@ -78,241 +76,47 @@ class _Job:
 class MemoryNode(Node):
     def __init__(self) -> None:
         super().__init__('memory_node')
-        data_dir = Path(
-            declare(self, 'data_dir', '~/.waymark/memory', 'Directory for the database and images.')
-        ).expanduser()
-        uri = declare(
-            self, 'uri', '', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.'
-        )
-        prefix = declare(
-            self, 'collection_prefix', 'waymark', 'Prefix of the Milvus collection names.'
-        )
-        image_model = declare(
-            self,
-            'image_model',
-            '',
-            'SigLIP/CLIP model id or local path for the image view; empty: off.',
-        )
-        text_model = declare(
-            self, 'text_model', 'default', 'Sentence embedder for the text (OCR) view; empty: off.'
-        )
-        ocr = declare(self, 'ocr', True, 'Read text in keyframes (OCR) for the text view.')
-        ocr_min_confidence = declare(
-            self, 'ocr_min_confidence', 0.5, 'Drop OCR lines below this.', low=0.0, high=1.0
-        )
-        self._prepare_workers = declare(
-            self,
-            'prepare_workers',
-            2,
-            'Keyframes decoded, read (OCR) and embedded at once, each on one thread; '
-            'they are stored in arrival order. About one per CPU core.',
-            low=1,
-            high=64,
-        )
-        self._frame_id = declare(
-            self,
-            'map_frame',
-            'map',
-            'Frame of stored poses; keyframes in another frame (or none) are refused.',
-        )
-        image_limits = ImageLimits(
-            max_bytes=declare(
-                self,
-                'max_image_bytes',
-                20_000_000,
-                'Largest compressed image accepted, in a keyframe or a search request.',
-                low=1_000,
-                high=1_000_000_000,
-            ),
-            max_pixels=declare(
-                self,
-                'max_image_pixels',
-                40_000_000,
-                'Most pixels an image may decode to (read from its header before decoding: '
-                'a small PNG can decode to gigabytes).',
-                low=1_000,
-                high=1_000_000_000,
-            ),
-        )
-        max_coordinate = declare(
-            self,
-            'max_coordinate_m',
-            100_000.0,
-            'Farthest a keyframe position or a searched position may be from the map origin.',
-            low=1.0,
-            high=1e9,
-        )
-        self._keyframe_rules = KeyframeRules(
-            map_frame=self._frame_id,
-            max_coordinate_m=max_coordinate,
-            quaternion_tolerance=declare(
-                self,
-                'quaternion_tolerance',
-                0.01,
-                'How far a keyframe quaternion norm may be from 1 before it is refused.',
-                low=1e-6,
-                high=0.5,
-            ),
-            image=image_limits,
-        )
-        self._search_rules = SearchRules(
-            max_coordinate_m=max_coordinate,
-            max_radius_m=declare(
-                self, 'max_radius_m', 1_000.0, 'Largest range-search radius.', low=0.1, high=1e7
-            ),
-            max_query_chars=declare(
-                self,
-                'max_query_chars',
-                1_000,
-                'Longest search text, in characters.',
-                low=1,
-                high=100_000,
-            ),
-            max_sessions=declare(
-                self,
-                'max_search_sessions',
-                100,
-                'Most sessions one search may name.',
-                low=1,
-                high=1_000,
-            ),
-            image=image_limits,
-        )
-        self._allow_delete = declare(
-            self,
-            'allow_delete',
-            True,
-            'Serve delete_session (it cannot be undone); false refuses every deletion.',
-        )
-        self._default_k = declare(
-            self, 'default_top_k', 5, 'Hits when a request asks for 0.', low=1, high=1000
-        )
-        self._max_k = declare(
-            self, 'max_top_k', 100, 'Most hits one request may get.', low=1, high=1000
-        )
-        queue_size = declare(
-            self, 'ingest_queue_size', 500, 'Keyframes waiting for ingestion.', low=1, high=100_000
-        )
-        self._put_timeout = declare(
-            self,
-            'ingest_wait_s',
-            5.0,
-            'How long a keyframe waits for queue space before it is refused.',
-            low=0.0,
-            high=600.0,
-        )
-        self._shutdown_wait = declare(
-            self,
-            'shutdown_wait_s',
-            60.0,
-            'On shutdown, how long queued keyframes may still be ingested (the rest stay '
-            'in the journal for the next start).',
-            low=0.0,
-            high=3600.0,
-        )
-        self._max_backoff = declare(
-            self,
-            'store_retry_max_s',
-            10.0,
-            'Longest wait between retries while the database is unavailable.',
-            low=0.1,
-            high=600.0,
-        )
-        journal_mb = declare(
-            self,
-            'journal_max_mb',
-            2048,
-            'Disk cap (MB) of keyframes accepted but not yet stored.',
-            low=1,
-            high=1_000_000,
-        )
-        images_gb = declare(
-            self,
-            'images_max_gb',
-            0.0,
-            'Disk cap (GB) of stored images; 0: none. Beyond it entries keep no image.',
-            low=0.0,
-            high=1e6,
-        )
-        depth = declare(
-            self, 'input_queue_depth', 200, 'Keyframe subscription depth.', low=1, high=100_000
-        )
-        self._markers_max = declare(
-            self, 'markers_max', 5000, 'Most keyframes drawn in RViz.', low=0, high=1_000_000
-        )
-        window_s = declare(
-            self,
-            'segments.window_s',
-            1.5,
-            'Segment length (BinTrack: 1.5 s; 1-3 s behave alike); 0: no segments.',
-            low=0.0,
-            high=600.0,
-        )
-        self._idle_close_s = declare(
-            self,
-            'segments.idle_close_s',
-            5.0,
-            'Close the open segment after this long without keyframes (wall time).',
-            low=0.1,
-            high=3600.0,
-        )
-        caption_url = declare(
-            self,
-            'captioner.base_url',
-            '',
-            'OpenAI-compatible VLM server for segment captions (e.g. vLLM at '
-            'http://localhost:8000/v1); empty: no captions.',
-        )
-        caption_model = declare(
-            self, 'captioner.model', 'Qwen/Qwen2.5-VL-7B-Instruct', 'VLM that writes captions.'
-        )
-        caption_key_env = declare(
-            self, 'captioner.api_key_env', 'WAYMARK_VLM_API_KEY', 'Variable holding the API key.'
-        )
-        caption_timeout = declare(
-            self, 'captioner.timeout_s', 60.0, 'Per-request timeout.', low=1.0, high=3600.0
-        )
-        caption_tokens = declare(
-            self, 'captioner.max_tokens', 200, 'Tokens per caption.', low=16, high=4096
-        )
-        caption_queue = declare(
-            self, 'captioner.queue_size', 1000, 'Segments waiting for captions.', low=1, high=1e6
-        )
-        hnsw_m = declare(self, 'index.hnsw_m', 32, 'HNSW links per vector.', low=4, high=128)
-        ef_search = declare(
-            self, 'index.ef_search', 128, 'HNSW search breadth (recall/speed).', low=8, high=4096
-        )
+        params = declare_settings(self, MemoryParameters, on_change=self._on_parameters)
+        self._on_parameters(params)
+        data_dir = Path(params.data_dir).expanduser()
+        self._prepare_workers = params.prepare_workers
+        self._frame_id = params.map_frame
+        self._keyframe_rules = params.keyframe_rules()
+        self._allow_delete = params.allow_delete
+        text_model, image_model = params.text_model, params.image_model
+        window_s, caption = params.segments.window_s, params.captioner
 
         captioner = None
-        if caption_url and window_s > 0:
+        if caption.base_url and window_s > 0:
             captioner = CaptionerConfig(
-                base_url=caption_url,
-                model=caption_model,
-                api_key=os.environ.get(caption_key_env, 'EMPTY'),
-                timeout_s=caption_timeout,
-                max_tokens=caption_tokens,
+                base_url=caption.base_url,
+                model=caption.model,
+                api_key=os.environ.get(caption.api_key_env, 'EMPTY'),
+                timeout_s=caption.timeout_s,
+                max_tokens=caption.max_tokens,
             )
         config = MemoryConfig(
             data_dir=data_dir,
-            uri=uri,
-            collection_prefix=prefix,
+            uri=params.uri,
+            collection_prefix=params.collection_prefix,
             segment_window_s=window_s,
-            images_max_bytes=int(images_gb * 1e9),
-            index_params=IndexParams(hnsw_m=hnsw_m, ef_search=ef_search),
+            images_max_bytes=int(params.images_max_gb * 1e9),
+            index_params=params.index,
             keep_indexes=True,
-            image_limits=image_limits,
+            image_limits=params.image_limits,
             captioner=captioner,
-            caption_queue_size=int(caption_queue),
+            caption_queue_size=caption.queue_size,
         )
         self._memory = open_memory(
-            config, load_models(text_model, image_model, ocr, ocr_min_confidence)
+            config,
+            load_models(text_model, image_model, params.ocr, params.ocr_min_confidence),
         )
         self._store = self._memory.store
         segments = self._memory.segments
         self._caption_worker = segments.captions if segments is not None else None
-        self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=journal_mb << 20)
+        self._journal = KeyframeJournal(data_dir / 'journal', max_bytes=params.journal_max_mb * MB)
         self.counts: Counter[str] = Counter()
-        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=params.ingest_queue_size)
         # Journaled keyframes waiting behind the queue, oldest first; bounded by the
         # journal's cap (only their paths are held).
         self._backlog: deque[Path] = deque()
@@ -326,6 +130,7 @@ class MemoryNode(Node):
         self._report_recovery()
 
         ingest_group = MutuallyExclusiveCallbackGroup()
+        depth = params.input_queue_depth
         self._ack_publisher = self.create_publisher(
             KeyframeAck, 'keyframes/ack', qos.keyframes(depth)
         )
@@ -353,6 +158,16 @@ class MemoryNode(Node):
         )
         self._worker = threading.Thread(target=self._ingest_loop, name='ingest', daemon=True)
         self._worker.start()
+
+    def _on_parameters(self, params: MemoryParameters) -> None:
+        """Live parameters: request limits and waits, from the next request or wait on."""
+        self._search_rules = params.search_rules()
+        self._default_k, self._max_k = params.default_top_k, params.max_top_k
+        self._put_timeout = params.ingest_wait_s
+        self._shutdown_wait = params.shutdown_wait_s
+        self._max_backoff = params.store_retry_max_s
+        self._markers_max = params.markers_max
+        self._idle_close_s = params.segments.idle_close_s
 
     def _report_recovery(self) -> None:
         """Say what memory holds at start, and put what a previous run left unfinished in

@@ -37,7 +37,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,18 +58,23 @@ from waymark.agent.agent import (
     YES_NO,
     Agent,
     AgentAnswer,
-    AgentConfig,
     AgentQuestion,
     StepEvent,
 )
-from waymark.agent.bintrack import BinTrackParams
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.geometry import Pose, yaw_from_quaternion
-from waymark.memory.entries import FRAME, LEVELS, is_session_name
+from waymark.memory.entries import is_session_name
 from waymark.memory.storage.image_codec import ImageLimits, check_image_limits, decode_image
 from waymark.memory.storage.image_store import ImageStoreReader
+from waymark.parameters.reasoner import (
+    LimitsParameters,
+    LLMParameters,
+    ReasonerParameters,
+    TracesParameters,
+    VerifierParameters,
+)
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
@@ -77,8 +82,8 @@ from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
-from waymark_ros.ros.params import declare
-from waymark_ros.ros.pose_input import POSE_TYPES, subscribe_pose
+from waymark_ros.ros.params import declare_settings
+from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
 
 KINDS = {
@@ -88,11 +93,9 @@ KINDS = {
     TIME: Answer.KIND_TIME,
     YES_NO: Answer.KIND_YES_NO,
 }
-# Bounds of max_concurrent_questions and question_queue_length. The executor has a thread
-# for each running and each waiting question and EXECUTOR_SPARE_THREADS more, for memory's
-# responses, refusals and cancel and result requests, which must never wait behind one.
-MAX_CONCURRENT_QUESTIONS = 16
-MAX_QUEUE_LENGTH = 64
+# The executor has a thread for each running and each waiting question and
+# EXECUTOR_SPARE_THREADS more, for memory's responses, refusals and cancel and result
+# requests, which must never wait behind one.
 EXECUTOR_SPARE_THREADS = 3
 # builtin_interfaces/Time holds seconds in an int32: later times are not sent.
 MAX_STAMP_NS = (2**31 - 1) * 1_000_000_000
@@ -104,119 +107,44 @@ _MARKER_LABEL_CHARS = 60
 class ReasonerNode(Node):
     def __init__(self) -> None:
         super().__init__('reasoner_node')
-        self._map_frame = declare(
-            self, 'map_frame', 'map', 'Frame of goals and evidence poses (memory_node map_frame).'
-        )
-        memory_timeout = declare(
-            self,
-            'memory_timeout_s',
-            10.0,
-            'Longest wait for one memory_node search, and for memory_node to be found.',
-            low=0.1,
-            high=600.0,
-        )
-        data_dir = declare(
-            self,
-            'memory.data_dir',
-            '~/.waymark/memory',
-            "memory_node's data_dir, where the pictures shown to the model and the verifier "
-            'are read (the same directory, or a copy of it).',
-        )
-        max_concurrent = declare(
-            self,
-            'max_concurrent_questions',
-            4,
-            'Agent loops run at once; more questions wait in the queue.',
-            low=1,
-            high=MAX_CONCURRENT_QUESTIONS,
-        )
-        queue_length = declare(
-            self,
-            'question_queue_length',
-            8,
-            'Questions that wait for an agent loop, in arrival order, until their deadline; '
-            'beyond them a question is refused at once as busy.',
-            low=0,
-            high=MAX_QUEUE_LENGTH,
-        )
-        history_depth = declare(
-            self,
-            'request_history_depth',
-            100,
-            'Query requests and Ask goals DDS keeps until the node takes them; a burst '
-            'beyond this overwrites the oldest before the node sees it.',
-            low=10,
-            high=10_000,
-        )
-        self._limits = self._input_limits()
-        odom_topic = declare(
-            self,
-            'robot.odom_topic',
-            '',
-            "Pose topic (map frame) whose latest pose the model is told as the robot's; "
-            'empty: the robot pose is not given.',
-        )
-        pose_type = declare(
-            self,
-            'robot.pose_type',
-            'odometry',
-            'Message type on robot.odom_topic.',
-            choices=POSE_TYPES,
-        )
-        chat = self._chat_client()
-        verifier = self._verifier(chat)
-        config = self._agent_config()
-        traces = self._trace_writer()
+        params = declare_settings(self, ReasonerParameters, on_change=self._on_parameters)
+        self._params = params
+        self._map_frame = params.map_frame
+        self._limits = input_limits(params.limits)
+        chat = self._chat_client(params.llm)
+        verifier = self._verifier(params.verifier, params.llm, chat)
+        config = params.agent_config()
+        traces = trace_writer(params.traces)
 
-        self._memory = MemoryClient(self, memory_timeout)
-        images = ImageStoreReader(data_dir).image_of
+        self._memory = MemoryClient(self, params.memory_timeout_s)
+        images = ImageStoreReader(params.memory.data_dir).image_of
         self._agent = Agent(chat, self._memory, images, config, verifier, traces)
+        max_concurrent, queue_length = params.max_concurrent_questions, params.question_queue_length
         self._admission = Admission(max_concurrent, queue_length)
         self.executor_threads = max_concurrent + queue_length + EXECUTOR_SPARE_THREADS
         self._robot_pose: tuple[float, float, float, float] | None = None
 
+        navigation = params.navigation
         self._navigation = NavigationClient(
             self,
-            declare(self, 'navigation.action', 'go_to', "navigator_node's GoTo action."),
-            declare(
-                self,
-                'navigation.server_wait_s',
-                2.0,
-                'Longest wait for the navigator when a goal is to be sent.',
-                low=0.0,
-                high=60.0,
-            ),
-            declare(
-                self,
-                'navigation.accept_wait_s',
-                5.0,
-                'Longest wait for the navigator to accept a goal; then it is reported failed.',
-                low=0.1,
-                high=60.0,
-            ),
-            declare(
-                self,
-                'navigation.result_wait_s',
-                360.0,
-                'Longest wait for how a drive ended; then the goal is canceled and reported '
-                "failed. Keep it above navigator_node's goal_timeout_s.",
-                low=1.0,
-                high=86400.0,
-            ),
+            navigation.action,
+            navigation.server_wait_s,
+            navigation.accept_wait_s,
+            navigation.result_wait_s,
         )
         self._answer_publisher = self.create_publisher(Answer, 'answer', qos.latched())
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())
-        if odom_topic:
+        if params.robot.odom_topic:
             subscribe_pose(
                 self,
-                pose_type,
-                odom_topic,
+                params.robot.pose_type,
+                params.robot.odom_topic,
                 self._on_pose,
                 qos.state_input(reliable=False, depth=5),
                 callback_group=MutuallyExclusiveCallbackGroup(),
             )
         questions = ReentrantCallbackGroup()
-        requests = qos.requests(history_depth)
+        requests = qos.requests(params.request_history_depth)
         self.create_service(
             Query, 'query', self._on_query, qos_profile=requests, callback_group=questions
         )
@@ -242,101 +170,33 @@ class ReasonerNode(Node):
 
     # -- parameters ----------------------------------------------------------------------
 
-    def _chat_client(self) -> ChatClient | None:
-        base_url = declare(
-            self,
-            'llm.base_url',
-            '',
-            'OpenAI-compatible server of the agent (vLLM: http://localhost:8000/v1); '
-            'empty: no LLM, every answer is the embedder-only fallback.',
-        )
-        model = declare(
-            self, 'llm.model', 'Qwen/Qwen2.5-VL-7B-Instruct', 'Model name the server serves.'
-        )
-        key_env = declare(
-            self,
-            'llm.api_key_env',
-            'WAYMARK_LLM_API_KEY',
-            'Environment variable holding the API key (unset: no key).',
-        )
-        self._llm_settings = {
-            'timeout_s': declare(
-                self, 'llm.timeout_s', 30.0, 'Timeout of one LLM request.', low=0.1, high=600.0
-            ),
-            'max_tokens': declare(
-                self,
-                'llm.max_tokens',
-                400,
-                'Tokens the model may write per call.',
-                low=1,
-                high=32768,
-            ),
-            'temperature': declare(
-                self, 'llm.temperature', 0.0, 'Sampling temperature.', low=0.0, high=2.0
-            ),
-            'max_retries': declare(
-                self,
-                'llm.max_retries',
-                2,
-                'Retries of a request the server did not answer (unreachable, timeout, 5xx).',
-                low=0,
-                high=10,
-            ),
-        }
-        self._llm_key_env = key_env
-        images = declare(
-            self,
-            'llm.accepts_images',
-            True,
-            'The model takes pictures (a VLM): found keyframes are shown to it.',
-        )
-        if not base_url:
-            return None
-        _check_url('llm.base_url', base_url)
-        config = LLMConfig(
-            base_url=base_url,
-            model=model,
-            api_key=_api_key(key_env),
-            accepts_images=images,
-            **self._llm_settings,
-        )
-        return ChatClient(config)
+    def _on_parameters(self, params: ReasonerParameters) -> None:
+        """Live parameters: for the questions that start from now on."""
+        self._limits = input_limits(params.limits)
+        self._agent.config = params.agent_config()
+        if params.traces != self._params.traces:
+            self._agent.traces = trace_writer(params.traces)
+        self._params = params
 
-    def _verifier(self, chat: ChatClient | None) -> Verifier | None:
+    def _chat_client(self, llm: LLMParameters) -> ChatClient | None:
+        if not llm.base_url:
+            return None
+        _check_url('llm.base_url', llm.base_url)
+        return ChatClient(_llm_config(llm, llm.base_url, llm.model, llm.api_key_env))
+
+    def _verifier(
+        self, verifier: VerifierParameters, llm: LLMParameters, chat: ChatClient | None
+    ) -> Verifier | None:
         """The VLM that checks candidate pictures: the LLM itself when it accepts images,
         or the one verifier.base_url / verifier.model name. Off without either."""
-        enabled = declare(
-            self,
-            'verifier.enabled',
-            True,
-            'Check candidate pictures with a VLM (Binary Tracking, lock-on); needs '
-            'verifier.model or an LLM that accepts images.',
-        )
-        base_url = declare(
-            self,
-            'verifier.base_url',
-            '',
-            'Server of the verifier VLM; empty: the LLM server (none without an LLM).',
-        )
-        model = declare(
-            self, 'verifier.model', '', 'Verifier VLM; empty: the LLM, if it accepts images.'
-        )
-        key_env = declare(
-            self,
-            'verifier.api_key_env',
-            '',
-            'Environment variable holding the verifier API key; empty: llm.api_key_env.',
-        )
-        max_images = declare(
-            self, 'verifier.max_images', 12, 'Pictures per verifier call.', low=1, high=64
-        )
-        if base_url:
-            _check_url('verifier.base_url', base_url)
-        if not enabled:
+        if verifier.base_url:
+            _check_url('verifier.base_url', verifier.base_url)
+        if not verifier.enabled:
             return None
-        base_url = base_url or (chat.config.base_url if chat else '')
+        base_url = verifier.base_url or (chat.config.base_url if chat else '')
         if not base_url:
             return None
+        model = verifier.model
         if not model and chat is not None and chat.config.accepts_images:
             model = chat.config.model
         if not model:
@@ -344,162 +204,15 @@ class ReasonerNode(Node):
                 'verifier off: no verifier.model, and the LLM does not accept images'
             )
             return None
-        llm = LLMConfig(
-            base_url=base_url,
-            model=model,
-            api_key=_api_key(key_env or self._llm_key_env),
-            accepts_images=True,
-            **self._llm_settings,
-        )
-        same = chat is not None and (llm.base_url, llm.model, llm.api_key) == (
+        config = _llm_config(llm, base_url, model, verifier.api_key_env or llm.api_key_env)
+        config = replace(config, accepts_images=True)
+        same = chat is not None and (config.base_url, config.model, config.api_key) == (
             chat.config.base_url,
             chat.config.model,
             chat.config.api_key,
         )
-        return Verifier(chat if same else ChatClient(llm), VerifierConfig(llm, max_images))
-
-    def _agent_config(self) -> AgentConfig:
-        bintrack = BinTrackParams(
-            alpha=declare(
-                self,
-                'bintrack.alpha',
-                0.5,
-                'Weight of the mean hit score of a half (evid = alpha mean + beta max).',
-                low=0.0,
-                high=10.0,
-            ),
-            beta=declare(
-                self,
-                'bintrack.beta',
-                0.5,
-                'Weight of the best hit score of a half.',
-                low=0.0,
-                high=10.0,
-            ),
-            k_leaf=declare(
-                self,
-                'bintrack.k_leaf',
-                16,
-                'Halving stops at this many segments.',
-                low=1,
-                high=100_000,
-            ),
-            top_k=declare(
-                self, 'bintrack.top_k', 40, 'Hits per interval search.', low=1, high=1000
-            ),
-            verifier_pool=declare(
-                self,
-                'bintrack.verifier_pool',
-                12,
-                'Candidates shown to the verifier in its one call.',
-                low=1,
-                high=64,
-            ),
-        )
-        return AgentConfig(
-            max_steps=declare(
-                self, 'agent.max_steps', 3, 'Searches the model may make.', low=1, high=50
-            ),
-            top_k=declare(self, 'agent.top_k', 5, 'Hits per search.', low=1, high=100),
-            level=declare(
-                self,
-                'agent.level',
-                FRAME,
-                'Memory level searched: frame (keyframes) or segment (1.5 s windows).',
-                choices=LEVELS,
-            ),
-            deadline_s=declare(
-                self,
-                'agent.deadline_s',
-                60.0,
-                'Longest time for one question from its arrival, time in the queue included; '
-                'then the fallback answers.',
-                low=1.0,
-                high=3600.0,
-            ),
-            fallback_reserve_s=declare(
-                self,
-                'agent.fallback_reserve_s',
-                2.0,
-                "Seconds of agent.deadline_s kept for the fallback's memory search: the "
-                'agent loop is cut this much earlier. Below agent.deadline_s.',
-                low=0.0,
-                high=600.0,
-            ),
-            max_text_chars=declare(
-                self,
-                'prompt.max_text_chars',
-                200,
-                'Characters of text read from the world (OCR, a caption, a session name) '
-                'shown to the model per field, quoted; longer text is cut.',
-                low=10,
-                high=10_000,
-            ),
-            max_images_per_step=declare(
-                self,
-                'agent.max_images_per_step',
-                5,
-                'Pictures of found memories shown to a model that accepts images, per step.',
-                low=0,
-                high=20,
-            ),
-            search_between=declare(
-                self,
-                'agent.search_between',
-                True,
-                'Offer the model search_between (Binary Tracking between route anchors).',
-            ),
-            bintrack=bintrack,
-        )
-
-    def _trace_writer(self) -> TraceWriter | None:
-        directory = declare(
-            self,
-            'traces.dir',
-            '~/.waymark/traces',
-            'Directory of the JSON trace of every question; empty: no traces.',
-        )
-        max_files = declare(
-            self, 'traces.max_files', 1000, 'Newest traces kept.', low=1, high=1_000_000
-        )
-        return TraceWriter(Path(directory).expanduser(), max_files) if directory else None
-
-    def _input_limits(self) -> InputLimits:
-        return InputLimits(
-            question_chars=declare(
-                self,
-                'limits.max_question_chars',
-                2000,
-                'Longest question, in characters; a longer one is refused before any work.',
-                low=1,
-                high=100_000,
-            ),
-            sessions=declare(
-                self,
-                'limits.max_sessions',
-                64,
-                'Most sessions a question may name.',
-                low=0,
-                high=10_000,
-            ),
-            photo=ImageLimits(
-                max_bytes=declare(
-                    self,
-                    'limits.max_photo_bytes',
-                    10_000_000,
-                    'Largest compressed photo with a question; checked before it is decoded.',
-                    low=1,
-                    high=200_000_000,
-                ),
-                max_pixels=declare(
-                    self,
-                    'limits.max_photo_pixels',
-                    25_000_000,
-                    'Most pixels in a photo, read from its header before it is decoded.',
-                    low=1,
-                    high=400_000_000,
-                ),
-            ),
+        return Verifier(
+            chat if same else ChatClient(config), VerifierConfig(config, verifier.max_images)
         )
 
     # -- questions -----------------------------------------------------------------------
@@ -818,6 +531,31 @@ def _marker(header: Header, namespace: str, marker_id: int, kind: int) -> Marker
 
 def _clip(text: str) -> str:
     return text if len(text) <= _MARKER_LABEL_CHARS else text[: _MARKER_LABEL_CHARS - 3] + '...'
+
+
+def input_limits(limits: LimitsParameters) -> InputLimits:
+    return InputLimits(
+        question_chars=limits.max_question_chars,
+        sessions=limits.max_sessions,
+        photo=ImageLimits(max_bytes=limits.max_photo_bytes, max_pixels=limits.max_photo_pixels),
+    )
+
+
+def trace_writer(traces: TracesParameters) -> TraceWriter | None:
+    return TraceWriter(Path(traces.dir).expanduser(), traces.max_files) if traces.dir else None
+
+
+def _llm_config(llm: LLMParameters, base_url: str, model: str, key_env: str) -> LLMConfig:
+    return LLMConfig(
+        base_url=base_url,
+        model=model,
+        api_key=_api_key(key_env),
+        timeout_s=llm.timeout_s,
+        max_tokens=llm.max_tokens,
+        temperature=llm.temperature,
+        max_retries=llm.max_retries,
+        accepts_images=llm.accepts_images,
+    )
 
 
 def _check_url(name: str, url: str) -> None:

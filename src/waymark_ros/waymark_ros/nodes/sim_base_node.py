@@ -36,11 +36,12 @@ from std_srvs.srv import Trigger
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.grid import GridGeometry
+from waymark.parameters.sim_base import SimBaseParameters
 from waymark.sim.kinematics import Motion, Pose2D, drive, integrate_arc
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp
 from waymark_ros.ros.navigation_msgs import occupancy_map_from_msg
-from waymark_ros.ros.params import declare
+from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 
 # Reliable KEEP_LAST, for odometry and commands: reliable and best-effort pose subscribers
@@ -75,65 +76,33 @@ def _clamp(value: float, limit: float) -> float:
 class SimBaseNode(Node):
     def __init__(self) -> None:
         super().__init__('sim_base_node')
-        initial = list(
-            declare(self, 'initial_pose', [0.0, 0.0, 0.0], 'Start pose [x, y, yaw] in frame_id.')
-        )
-        if len(initial) != 3 or not all(math.isfinite(value) for value in initial):
-            raise ValueError(f'initial_pose must be 3 finite numbers [x, y, yaw], got {initial}')
-        x, y, yaw = (float(value) for value in initial)
+        params = declare_settings(self, SimBaseParameters, on_change=self._on_parameters)
+        x, y, yaw = params.initial_pose
         self._initial: Pose2D = (x, y, math.remainder(yaw, math.tau))
-        self._frame = declare(self, 'frame_id', 'map', 'Frame of the pose: the map frame.')
-        self._child_frame = declare(self, 'child_frame_id', 'base_link', 'Frame of the body.')
-        if not (self._frame and self._child_frame):
-            raise ValueError('frame_id and child_frame_id must not be empty')
-        odom_topic = declare(self, 'odom_topic', '/odom', 'nav_msgs/Odometry out.')
-        cmd_vel_topic = declare(self, 'cmd_vel_topic', 'cmd_vel', 'geometry_msgs/Twist in.')
-        rate = declare(self, 'rate_hz', 50.0, 'Update and odometry rate.', low=1.0, high=1000.0)
-        self._max_linear = declare(
-            self, 'max_linear', 2.0, 'Speed limit (m/s); commands are clamped.', low=0.0, high=20.0
-        )
-        self._max_angular = declare(
-            self,
-            'max_angular',
-            3.0,
-            'Yaw rate limit (rad/s); commands are clamped.',
-            low=0.0,
-            high=50.0,
-        )
-        timeout = declare(
-            self,
-            'command_timeout_s',
-            0.5,
-            'Stop when no command came for this long.',
-            low=0.01,
-            high=60.0,
-        )
-        self._timeout_ns = round(timeout * NS_PER_S)
-        self._publish_idle = declare(
-            self, 'publish_while_idle', True, 'Publish odometry while standing still too.'
-        )
-        collision_map = declare(
-            self, 'collision_map', False, 'Stop at the occupied cells of the map.'
-        )
-        map_topic = declare(
-            self, 'map_topic', '/map', 'nav_msgs/OccupancyGrid (latched), for collision_map.'
-        )
-
+        self._frame, self._child_frame = params.frame_id, params.child_frame_id
+        self._on_parameters(params)
+        rate, map_topic = params.rate_hz, params.map_topic
         self._max_step_ns = round(_MAX_STEP_PERIODS * NS_PER_S / rate)
         self._obstacles: _Obstacles | None = None
-        self._odometry = self.create_publisher(Odometry, odom_topic, _RELIABLE_LATEST)
+        self._odometry = self.create_publisher(Odometry, params.odom_topic, _RELIABLE_LATEST)
         self._stats = self.create_publisher(String, 'sim_base/stats', qos.latched())
         self._restart()
-        self.create_subscription(Twist, cmd_vel_topic, self._on_command, _RELIABLE_LATEST)
-        if collision_map:
+        self.create_subscription(Twist, params.cmd_vel_topic, self._on_command, _RELIABLE_LATEST)
+        if params.collision_map:
             self.create_subscription(OccupancyGrid, map_topic, self._on_map, qos.latched())
         self.create_service(Trigger, 'sim_base/reset', self._on_reset)
         self.create_timer(1.0 / rate, self._tick)
         self.create_timer(_STATS_PERIOD_S, self._publish_stats)
         self.get_logger().info(
             f'simulated base at ({x:.2f}, {y:.2f}, {yaw:.2f}) in {self._frame!r}'
-            + (f', obstacles from {map_topic}' if collision_map else '')
+            + (f', obstacles from {map_topic}' if params.collision_map else '')
         )
+
+    def _on_parameters(self, params: SimBaseParameters) -> None:
+        """Live parameters: they apply from the next update on."""
+        self._max_linear, self._max_angular = params.max_linear, params.max_angular
+        self._timeout_ns = round(params.command_timeout_s * NS_PER_S)
+        self._publish_idle = params.publish_while_idle
 
     def _restart(self) -> None:
         """Stand still at the initial pose with clear stats, and say so."""
@@ -161,7 +130,7 @@ class SimBaseNode(Node):
             return
         now = self._now_ns()
         self._advance(now)
-        self._command = (_clamp(v, self._max_linear), _clamp(w, self._max_angular))
+        self._command = (v, w)
         self._command_until_ns = now + self._timeout_ns
 
     def _on_map(self, msg: OccupancyGrid) -> None:
@@ -212,7 +181,11 @@ class SimBaseNode(Node):
             )
             elapsed_ns = self._max_step_ns
         driven_ns = min(elapsed_ns, self._command_until_ns - start_ns)
-        v, w = self._command
+        # Clamped here, so that a limit changed while driving applies at once.
+        v, w = (
+            _clamp(self._command[0], self._max_linear),
+            _clamp(self._command[1], self._max_angular),
+        )
         if driven_ns <= 0 or (v == 0.0 and w == 0.0):
             self._velocity = (0.0, 0.0)
             return

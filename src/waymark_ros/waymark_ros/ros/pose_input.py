@@ -17,7 +17,7 @@ from rclpy.qos import QoSProfile
 from rclpy.subscription import Subscription
 from std_msgs.msg import Header
 
-POSE_TYPES = ('odometry', 'pose_stamped', 'pose_with_covariance')
+from waymark.parameters.common import POSE_TYPES
 
 # header, pose, and the 6x6 covariance (row-major) when the message carries one
 PoseCallback = Callable[[Header, Pose, Sequence[float] | None], None]

@@ -39,7 +39,7 @@ import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -229,6 +229,11 @@ class KeyframeBuilder:
         if self._newest_ns is None:
             return None
         return CaptureState(self.session, self._index, self.map_epoch, self._newest_ns)
+
+    def set_policy(self, policy: KeyframePolicy) -> None:
+        """Select keyframes by `policy` from the next frame on (the reference frame stays)."""
+        self.config = replace(self.config, policy=policy)
+        self._selector.policy = policy
 
     def resume(self, state: CaptureState, rewind_s: float | None = None) -> None:
         """Continue a saved session from its next index, in a new map epoch: the pose

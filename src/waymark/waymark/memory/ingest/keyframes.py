@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from waymark.geometry import Pose
+from waymark.settings import setting
 
 # Produces a frame's grayscale thumbnail (float values in [0, 1], the same shape for
 # every frame); raises ValueError when the image cannot be decoded.
@@ -45,11 +46,31 @@ class KeyframePolicy:
     Real, more textured scenes give larger values for the same motion.
     """
 
-    min_interval_s: float = 0.5
-    max_interval_s: float = 10.0
-    min_distance_m: float = 0.5
-    min_rotation_deg: float = 20.0
-    min_image_change: float = 0.0
+    min_interval_s: float = setting(
+        0.5, 'Never two keyframes closer in time.', low=0.0, high=3600.0, live=True
+    )
+    max_interval_s: float = setting(
+        10.0,
+        'Always a keyframe after this long (0: off); also the rate of keyframes while '
+        'tracking is lost.',
+        low=0.0,
+        high=86400.0,
+        live=True,
+    )
+    min_distance_m: float = setting(
+        0.5, 'Travel that triggers a keyframe.', low=0.0, high=1000.0, live=True
+    )
+    min_rotation_deg: float = setting(
+        20.0, 'Turn that triggers a keyframe.', low=0.0, high=360.0, live=True
+    )
+    min_image_change: float = setting(
+        0.0,
+        'Change of the 32x24 grayscale thumbnail since the last keyframe (mean absolute '
+        'difference, brightness removed) that triggers a keyframe; 0: off, 0.05: a good start.',
+        low=0.0,
+        high=1.0,
+        live=True,
+    )
 
     def __post_init__(self) -> None:
         for name in (

@@ -45,6 +45,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from waymark.settings import setting
+
 _LOG = logging.getLogger(__name__)
 
 # Dead rows slow searches down (the graph still walks them) and use memory; past this
@@ -85,9 +87,9 @@ class IndexParams:
     `ef_search` is the efSearch of an index up to 100k rows; larger ones search wider.
     """
 
-    hnsw_m: int = 32
+    hnsw_m: int = setting(32, 'HNSW links per vector.', low=4, high=128)
     ef_construction: int = 80
-    ef_search: int = 128
+    ef_search: int = setting(128, 'HNSW search breadth (recall/speed).', low=8, high=4096)
     exact_below: int = 10_000
 
     def __post_init__(self) -> None:

@@ -1,0 +1,176 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""memory_node's parameters. What bounds a request (search limits, hit counts) and how
+ingest waits are live; what shapes the database, its views and the files is fixed at
+start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from waymark.memory.ingest.admission import KeyframeRules, SearchRules
+from waymark.memory.storage.image_codec import ImageLimits
+from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.views.captioner import CaptionerConfig
+from waymark.settings import setting
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SegmentParameters:
+    window_s: float = setting(
+        1.5,
+        'Segment length (BinTrack: 1.5 s; 1-3 s behave alike); 0: no segments.',
+        low=0.0,
+        high=600.0,
+    )
+    idle_close_s: float = setting(
+        5.0,
+        'Close the open segment after this long without keyframes (wall time).',
+        low=0.1,
+        high=3600.0,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class CaptionerParameters:
+    base_url: str = setting(
+        '',
+        'OpenAI-compatible VLM server for segment captions (e.g. vLLM at '
+        'http://localhost:8000/v1); empty: no captions.',
+    )
+    model: str = setting('Qwen/Qwen2.5-VL-7B-Instruct', 'VLM that writes captions.')
+    api_key_env: str = setting('WAYMARK_VLM_API_KEY', 'Variable holding the API key.')
+    timeout_s: float = setting(
+        CaptionerConfig.timeout_s, 'Per-request timeout.', low=1.0, high=3600.0
+    )
+    max_tokens: int = setting(CaptionerConfig.max_tokens, 'Tokens per caption.', low=16, high=4096)
+    queue_size: int = setting(1000, 'Segments waiting for captions.', low=1, high=1_000_000)
+
+
+@dataclass(frozen=True)
+class MemoryParameters:
+    data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
+    uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')
+    collection_prefix: str = setting('waymark', 'Prefix of the Milvus collection names.')
+    image_model: str = setting(
+        '', 'SigLIP/CLIP model id or local path for the image view; empty: off.'
+    )
+    text_model: str = setting('default', 'Sentence embedder for the text (OCR) view; empty: off.')
+    ocr: bool = setting(True, 'Read text in keyframes (OCR) for the text view.')
+    ocr_min_confidence: float = setting(0.5, 'Drop OCR lines below this.', low=0.0, high=1.0)
+    prepare_workers: int = setting(
+        2,
+        'Keyframes decoded, read (OCR) and embedded at once, each on one thread; they are '
+        'stored in arrival order. About one per CPU core.',
+        low=1,
+        high=64,
+    )
+    map_frame: str = setting(
+        KeyframeRules.map_frame,
+        'Frame of stored poses; keyframes in another frame (or none) are refused.',
+    )
+    max_image_bytes: int = setting(
+        ImageLimits.max_bytes,
+        'Largest compressed image accepted, in a keyframe or a search request.',
+        low=1_000,
+        high=1_000_000_000,
+    )
+    max_image_pixels: int = setting(
+        ImageLimits.max_pixels,
+        'Most pixels an image may decode to (read from its header before decoding: a small '
+        'PNG can decode to gigabytes).',
+        low=1_000,
+        high=1_000_000_000,
+    )
+    max_coordinate_m: float = setting(
+        KeyframeRules.max_coordinate_m,
+        'Farthest a keyframe position or a searched position may be from the map origin.',
+        low=1.0,
+        high=1e9,
+    )
+    quaternion_tolerance: float = setting(
+        KeyframeRules.quaternion_tolerance,
+        'How far a keyframe quaternion norm may be from 1 before it is refused.',
+        low=1e-6,
+        high=0.5,
+    )
+    max_radius_m: float = setting(
+        SearchRules.max_radius_m, 'Largest range-search radius.', low=0.1, high=1e7, live=True
+    )
+    max_query_chars: int = setting(
+        SearchRules.max_query_chars,
+        'Longest search text, in characters.',
+        low=1,
+        high=100_000,
+        live=True,
+    )
+    max_search_sessions: int = setting(
+        SearchRules.max_sessions, 'Most sessions one search may name.', low=1, high=1_000, live=True
+    )
+    allow_delete: bool = setting(
+        True, 'Serve delete_session (it cannot be undone); false refuses every deletion.'
+    )
+    default_top_k: int = setting(5, 'Hits when a request asks for 0.', low=1, high=1000, live=True)
+    max_top_k: int = setting(100, 'Most hits one request may get.', low=1, high=1000, live=True)
+    ingest_queue_size: int = setting(500, 'Keyframes waiting for ingestion.', low=1, high=100_000)
+    ingest_wait_s: float = setting(
+        5.0,
+        'How long a keyframe waits for queue space before it is refused.',
+        low=0.0,
+        high=600.0,
+        live=True,
+    )
+    shutdown_wait_s: float = setting(
+        60.0,
+        'On shutdown, how long queued keyframes may still be ingested (the rest stay in the '
+        'journal for the next start).',
+        low=0.0,
+        high=3600.0,
+        live=True,
+    )
+    store_retry_max_s: float = setting(
+        10.0,
+        'Longest wait between retries while the database is unavailable.',
+        low=0.1,
+        high=600.0,
+        live=True,
+    )
+    journal_max_mb: int = setting(
+        2048, 'Disk cap (MB) of keyframes accepted but not yet stored.', low=1, high=1_000_000
+    )
+    images_max_gb: float = setting(
+        0.0,
+        'Disk cap (GB) of stored images; 0: none. Beyond it entries keep no image.',
+        low=0.0,
+        high=1e6,
+    )
+    input_queue_depth: int = setting(200, 'Keyframe subscription depth.', low=1, high=100_000)
+    markers_max: int = setting(
+        5000, 'Most keyframes drawn in RViz.', low=0, high=1_000_000, live=True
+    )
+    segments: SegmentParameters = field(default_factory=SegmentParameters)
+    captioner: CaptionerParameters = field(default_factory=CaptionerParameters)
+    index: IndexParams = field(default_factory=IndexParams)
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        return ImageLimits(max_bytes=self.max_image_bytes, max_pixels=self.max_image_pixels)
+
+    def keyframe_rules(self) -> KeyframeRules:
+        return KeyframeRules(
+            map_frame=self.map_frame,
+            max_coordinate_m=self.max_coordinate_m,
+            quaternion_tolerance=self.quaternion_tolerance,
+            image=self.image_limits,
+        )
+
+    def search_rules(self) -> SearchRules:
+        return SearchRules(
+            max_coordinate_m=self.max_coordinate_m,
+            max_radius_m=self.max_radius_m,
+            max_query_chars=self.max_query_chars,
+            max_sessions=self.max_search_sessions,
+            image=self.image_limits,
+        )

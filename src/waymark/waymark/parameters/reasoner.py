@@ -1,0 +1,260 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""reasoner_node's parameters. What steers the agent per question (input limits, the step
+budget, search top_k, the prompt) and the traces are live: a change applies to the
+questions that start after it (one already running may see it from its next step)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from waymark.agent.agent import AgentConfig
+from waymark.agent.bintrack import BinTrackParams
+from waymark.agent.llm import LLMConfig
+from waymark.agent.verifier import VerifierConfig
+from waymark.memory.entries import LEVELS
+from waymark.parameters.common import POSE_TYPES
+from waymark.settings import setting
+
+# Bounds of max_concurrent_questions and question_queue_length: the executor has a thread
+# for each running and each waiting question.
+MAX_CONCURRENT_QUESTIONS = 16
+MAX_QUEUE_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class MemoryDataParameters:
+    data_dir: str = setting(
+        '~/.waymark/memory',
+        "memory_node's data_dir, where the pictures shown to the model and the verifier are "
+        'read (the same directory, or a copy of it).',
+    )
+
+
+@dataclass(frozen=True)
+class RobotParameters:
+    odom_topic: str = setting(
+        '',
+        "Pose topic (map frame) whose latest pose the model is told as the robot's; empty: "
+        'the robot pose is not given.',
+    )
+    pose_type: str = setting('odometry', 'Message type on robot.odom_topic.', choices=POSE_TYPES)
+
+
+@dataclass(frozen=True)
+class NavigationParameters:
+    action: str = setting('go_to', "navigator_node's GoTo action.")
+    server_wait_s: float = setting(
+        2.0, 'Longest wait for the navigator when a goal is to be sent.', low=0.0, high=60.0
+    )
+    accept_wait_s: float = setting(
+        5.0,
+        'Longest wait for the navigator to accept a goal; then it is reported failed.',
+        low=0.1,
+        high=60.0,
+    )
+    result_wait_s: float = setting(
+        360.0,
+        'Longest wait for how a drive ended; then the goal is canceled and reported failed. '
+        "Keep it above navigator_node's goal_timeout_s.",
+        low=1.0,
+        high=86400.0,
+    )
+
+
+@dataclass(frozen=True)
+class LLMParameters:
+    base_url: str = setting(
+        '',
+        'OpenAI-compatible server of the agent (vLLM: http://localhost:8000/v1); empty: no '
+        'LLM, every answer is the embedder-only fallback.',
+    )
+    model: str = setting('Qwen/Qwen2.5-VL-7B-Instruct', 'Model name the server serves.')
+    api_key_env: str = setting(
+        'WAYMARK_LLM_API_KEY', 'Environment variable holding the API key (unset: no key).'
+    )
+    timeout_s: float = setting(
+        LLMConfig.timeout_s, 'Timeout of one LLM request.', low=0.1, high=600.0
+    )
+    max_tokens: int = setting(
+        LLMConfig.max_tokens, 'Tokens the model may write per call.', low=1, high=32768
+    )
+    temperature: float = setting(LLMConfig.temperature, 'Sampling temperature.', low=0.0, high=2.0)
+    max_retries: int = setting(
+        LLMConfig.max_retries,
+        'Retries of a request the server did not answer (unreachable, timeout, 5xx).',
+        low=0,
+        high=10,
+    )
+    accepts_images: bool = setting(
+        True, 'The model takes pictures (a VLM): found keyframes are shown to it.'
+    )
+
+
+@dataclass(frozen=True)
+class VerifierParameters:
+    enabled: bool = setting(
+        True,
+        'Check candidate pictures with a VLM (Binary Tracking, lock-on); needs '
+        'verifier.model or an LLM that accepts images.',
+    )
+    base_url: str = setting(
+        '', 'Server of the verifier VLM; empty: the LLM server (none without an LLM).'
+    )
+    model: str = setting('', 'Verifier VLM; empty: the LLM, if it accepts images.')
+    api_key_env: str = setting(
+        '', 'Environment variable holding the verifier API key; empty: llm.api_key_env.'
+    )
+    max_images: int = setting(
+        VerifierConfig.max_images, 'Pictures per verifier call.', low=1, high=64
+    )
+
+
+@dataclass(frozen=True)
+class AgentParameters:
+    max_steps: int = setting(
+        AgentConfig.max_steps, 'Searches the model may make.', low=1, high=50, live=True
+    )
+    top_k: int = setting(AgentConfig.top_k, 'Hits per search.', low=1, high=100, live=True)
+    level: str = setting(
+        AgentConfig.level,
+        'Memory level searched: frame (keyframes) or segment (1.5 s windows).',
+        choices=LEVELS,
+        live=True,
+    )
+    deadline_s: float = setting(
+        AgentConfig.deadline_s,
+        'Longest time for one question from its arrival, time in the queue included; then '
+        'the fallback answers.',
+        low=1.0,
+        high=3600.0,
+        live=True,
+    )
+    # Offline evaluation keeps no reserve (AgentConfig's 0); a robot answers by its deadline.
+    fallback_reserve_s: float = setting(
+        2.0,
+        "Seconds of agent.deadline_s kept for the fallback's memory search: the agent loop "
+        'is cut this much earlier. Below agent.deadline_s.',
+        low=0.0,
+        high=600.0,
+        live=True,
+    )
+    max_images_per_step: int = setting(
+        AgentConfig.max_images_per_step,
+        'Pictures of found memories shown to a model that accepts images, per step.',
+        low=0,
+        high=20,
+        live=True,
+    )
+    search_between: bool = setting(
+        AgentConfig.search_between,
+        'Offer the model search_between (Binary Tracking between route anchors).',
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class PromptParameters:
+    max_text_chars: int = setting(
+        AgentConfig.max_text_chars,
+        'Characters of text read from the world (OCR, a caption, a session name) shown to '
+        'the model per field, quoted; longer text is cut.',
+        low=10,
+        high=10_000,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class TracesParameters:
+    dir: str = setting(
+        '~/.waymark/traces',
+        'Directory of the JSON trace of every question; empty: no traces.',
+        live=True,
+    )
+    max_files: int = setting(1000, 'Newest traces kept.', low=1, high=1_000_000, live=True)
+
+
+@dataclass(frozen=True)
+class LimitsParameters:
+    max_question_chars: int = setting(
+        2000,
+        'Longest question, in characters; a longer one is refused before any work.',
+        low=1,
+        high=100_000,
+        live=True,
+    )
+    max_sessions: int = setting(
+        64, 'Most sessions a question may name.', low=0, high=10_000, live=True
+    )
+    max_photo_bytes: int = setting(
+        10_000_000,
+        'Largest compressed photo with a question; checked before it is decoded.',
+        low=1,
+        high=200_000_000,
+        live=True,
+    )
+    max_photo_pixels: int = setting(
+        25_000_000,
+        'Most pixels in a photo, read from its header before it is decoded.',
+        low=1,
+        high=400_000_000,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class ReasonerParameters:
+    map_frame: str = setting('map', 'Frame of goals and evidence poses (memory_node map_frame).')
+    memory_timeout_s: float = setting(
+        10.0,
+        'Longest wait for one memory_node search, and for memory_node to be found.',
+        low=0.1,
+        high=600.0,
+    )
+    max_concurrent_questions: int = setting(
+        4,
+        'Agent loops run at once; more questions wait in the queue.',
+        low=1,
+        high=MAX_CONCURRENT_QUESTIONS,
+    )
+    question_queue_length: int = setting(
+        8,
+        'Questions that wait for an agent loop, in arrival order, until their deadline; '
+        'beyond them a question is refused at once as busy.',
+        low=0,
+        high=MAX_QUEUE_LENGTH,
+    )
+    request_history_depth: int = setting(
+        100,
+        'Query requests and Ask goals DDS keeps until the node takes them; a burst beyond '
+        'this overwrites the oldest before the node sees it.',
+        low=10,
+        high=10_000,
+    )
+    limits: LimitsParameters = field(default_factory=LimitsParameters)
+    prompt: PromptParameters = field(default_factory=PromptParameters)
+    memory: MemoryDataParameters = field(default_factory=MemoryDataParameters)
+    robot: RobotParameters = field(default_factory=RobotParameters)
+    navigation: NavigationParameters = field(default_factory=NavigationParameters)
+    llm: LLMParameters = field(default_factory=LLMParameters)
+    verifier: VerifierParameters = field(default_factory=VerifierParameters)
+    agent: AgentParameters = field(default_factory=AgentParameters)
+    bintrack: BinTrackParams = field(default_factory=BinTrackParams)
+    traces: TracesParameters = field(default_factory=TracesParameters)
+
+    def __post_init__(self) -> None:
+        self.agent_config()  # its checks across fields (the fallback reserve)
+
+    def agent_config(self) -> AgentConfig:
+        agent = self.agent
+        return AgentConfig(
+            max_steps=agent.max_steps,
+            top_k=agent.top_k,
+            level=agent.level,
+            deadline_s=agent.deadline_s,
+            fallback_reserve_s=agent.fallback_reserve_s,
+            max_text_chars=self.prompt.max_text_chars,
+            max_images_per_step=agent.max_images_per_step,
+            search_between=agent.search_between,
+            bintrack=self.bintrack,
+        )

@@ -1,0 +1,43 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""sim_base_node's parameters. The limits a real base would let an operator change while
+it runs (speed limits, command timeout) are live."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from waymark.settings import setting
+
+
+@dataclass(frozen=True)
+class SimBaseParameters:
+    initial_pose: tuple[float, ...] = setting(
+        (0.0, 0.0, 0.0), 'Start pose [x, y, yaw] in frame_id.'
+    )
+    frame_id: str = setting('map', 'Frame of the pose: the map frame.')
+    child_frame_id: str = setting('base_link', 'Frame of the body.')
+    odom_topic: str = setting('/odom', 'nav_msgs/Odometry out.')
+    cmd_vel_topic: str = setting('cmd_vel', 'geometry_msgs/Twist in.')
+    rate_hz: float = setting(50.0, 'Update and odometry rate.', low=1.0, high=1000.0)
+    max_linear: float = setting(
+        2.0, 'Speed limit (m/s); commands are clamped.', low=0.0, high=20.0, live=True
+    )
+    max_angular: float = setting(
+        3.0, 'Yaw rate limit (rad/s); commands are clamped.', low=0.0, high=50.0, live=True
+    )
+    command_timeout_s: float = setting(
+        0.5, 'Stop when no command came for this long.', low=0.01, high=60.0, live=True
+    )
+    publish_while_idle: bool = setting(
+        True, 'Publish odometry while standing still too.', live=True
+    )
+    collision_map: bool = setting(False, 'Stop at the occupied cells of the map.')
+    map_topic: str = setting('/map', 'nav_msgs/OccupancyGrid (latched), for collision_map.')
+
+    def __post_init__(self) -> None:
+        pose = self.initial_pose
+        if len(pose) != 3 or not all(math.isfinite(value) for value in pose):
+            raise ValueError(f'initial_pose must be 3 finite numbers [x, y, yaw], got {list(pose)}')
+        if not (self.frame_id and self.child_frame_id):
+            raise ValueError('frame_id and child_frame_id must not be empty')
