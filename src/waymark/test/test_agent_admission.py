@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, TIMED_OUT, Admission
+from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, TIMED_OUT, Admission, Ticket
 
 
 def far() -> float:
@@ -100,3 +100,31 @@ def test_bad_sizes_and_a_release_without_a_slot_are_errors():
         Admission(1, -1)
     with pytest.raises(RuntimeError, match='not taken'):
         Admission(1, 0).release()
+
+
+def test_a_slot_is_released_when_its_block_ends_however_it_ends():
+    admission = Admission(slots=1, queue_length=0)
+    with pytest.raises(KeyError), admission.slot(far()) as ticket:
+        assert ticket.outcome == ADMITTED and admission.load() == (1, 0)
+        raise KeyError('a bug in the answer')
+    assert admission.load() == (0, 0)
+    with admission.slot(far()), admission.slot(far()) as refused:
+        assert refused.outcome == BUSY
+    assert admission.load() == (0, 0)  # released once: the refused ticket had no slot
+
+
+def test_each_refusal_says_why_with_the_queue_and_the_deadline():
+    admission = Admission(slots=2, queue_length=0)
+    assert [admission.enter(far()).outcome for _ in range(2)] == [ADMITTED, ADMITTED]
+    busy = admission.enter(far())
+    assert busy.outcome == BUSY
+    assert admission.refusal(busy, 30.0) == (
+        'busy: 2 questions are being answered and 0 wait; ask again later'
+    )
+    late = Ticket(TIMED_OUT, 3, waited_s=29.96)
+    assert admission.refusal(late, 30.0) == (
+        'timeout: waited 30.0 s for a free agent loop, 3 in the queue, until the deadline '
+        'of 30 s passed'
+    )
+    gone = Ticket(CANCELLED, 1, waited_s=0.42)
+    assert admission.refusal(gone, 30.0) == 'cancelled after 0.4 s in the queue'

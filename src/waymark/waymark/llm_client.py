@@ -7,6 +7,8 @@ client must not), the captioner lets the client retry, a probe asks once.
 
 from __future__ import annotations
 
+import os
+
 import openai
 
 # Local servers (vLLM, llama.cpp) accept any key but the client insists on one.
@@ -21,3 +23,9 @@ def openai_client(
     return openai.OpenAI(
         api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
     )
+
+
+def api_key_from_env(variable: str) -> str:
+    """The key in environment variable `variable`, NO_KEY when it is unset or empty."""
+    key = os.environ.get(variable, '') if variable else ''
+    return key or NO_KEY

@@ -15,7 +15,8 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 ADMITTED, BUSY, TIMED_OUT, CANCELLED = 'admitted', 'busy', 'timed_out', 'cancelled'
@@ -73,6 +74,35 @@ class Admission:
             finally:
                 self._waiting.remove(number)
                 self._changed.notify_all()  # the next in line may be at the head now
+
+    @contextmanager
+    def slot(
+        self, deadline: float, cancelled: Callable[[], bool] = lambda: False
+    ) -> Iterator[Ticket]:
+        """`enter` for the length of a block: an admitted ticket's slot is released when
+        the block ends, however it ends."""
+        ticket = self.enter(deadline, cancelled)
+        try:
+            yield ticket
+        finally:
+            if ticket.outcome == ADMITTED:
+                self.release()
+
+    def refusal(self, ticket: Ticket, deadline_s: float) -> str:
+        """Why a question that was not admitted gets no answer, in one line for its
+        asker; `deadline_s` is the time it was given from its arrival."""
+        if ticket.outcome == BUSY:
+            running, _ = self.load()
+            return (
+                f'busy: {running} questions are being answered and {ticket.queue_length} '
+                'wait; ask again later'
+            )
+        if ticket.outcome == CANCELLED:
+            return f'cancelled after {ticket.waited_s:.1f} s in the queue'
+        return (
+            f'timeout: waited {ticket.waited_s:.1f} s for a free agent loop, '
+            f'{ticket.queue_length} in the queue, until the deadline of {deadline_s:g} s passed'
+        )
 
     def release(self) -> None:
         with self._changed:

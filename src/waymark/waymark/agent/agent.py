@@ -58,6 +58,8 @@ from waymark.agent.verifier import Verifier
 from waymark.memory.entries import FRAME, LEVELS, Hit
 
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
+# How fallback_reason starts when memory could not be searched.
+MEMORY_UNAVAILABLE = 'memory unavailable'
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,7 @@ class Agent:
         except MemoryUnavailableError as error:
             run.answer = AgentAnswer(
                 trace_id=run.trace_id,
-                fallback_reason=f'memory unavailable: {error}',
+                fallback_reason=f'{MEMORY_UNAVAILABLE}: {error}',
                 **{key: getattr(run.answer, key) for key in _COUNTS},
             )
             run.answer.text = run.answer.fallback_reason

@@ -87,6 +87,18 @@ class Verifier:
         self.chat = chat
         self.config = config
 
+    @classmethod
+    def sharing(cls, config: VerifierConfig, chat: ChatClient | None) -> Verifier:
+        """A verifier that talks through the agent's `chat` when it is the same model on
+        the same server with the same key, so that both use one client."""
+        llm = config.llm
+        same = chat is not None and (llm.base_url, llm.model, llm.api_key) == (
+            chat.config.base_url,
+            chat.config.model,
+            chat.config.api_key,
+        )
+        return cls(chat if same else ChatClient(llm), config)
+
     def verify(
         self, target: str, candidates: Sequence[tuple[str, bytes]], deadline: float | None = None
     ) -> Verdict:

@@ -5,13 +5,19 @@ questions that start after it (one already running may see it from its next step
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
+from waymark.agent.limits import InputLimits
 from waymark.agent.llm import LLMConfig
+from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import VerifierConfig
+from waymark.llm_client import api_key_from_env
 from waymark.memory.entries import LEVELS
+from waymark.memory.storage.image_codec import ImageLimits
 from waymark.parameters.common import POSE_TYPES
 from waymark.settings import setting
 
@@ -173,6 +179,9 @@ class TracesParameters:
     )
     max_files: int = setting(1000, 'Newest traces kept.', low=1, high=1_000_000, live=True)
 
+    def writer(self) -> TraceWriter | None:
+        return TraceWriter(Path(self.dir).expanduser(), self.max_files) if self.dir else None
+
 
 @dataclass(frozen=True)
 class LimitsParameters:
@@ -200,6 +209,13 @@ class LimitsParameters:
         high=400_000_000,
         live=True,
     )
+
+    def input_limits(self) -> InputLimits:
+        return InputLimits(
+            question_chars=self.max_question_chars,
+            sessions=self.max_sessions,
+            photo=ImageLimits(max_bytes=self.max_photo_bytes, max_pixels=self.max_photo_pixels),
+        )
 
 
 @dataclass(frozen=True)
@@ -258,3 +274,51 @@ class ReasonerParameters:
             search_between=agent.search_between,
             bintrack=self.bintrack,
         )
+
+    def llm_config(self) -> LLMConfig | None:
+        """The agent's model; None without llm.base_url (the fallback answers)."""
+        llm = self.llm
+        if not llm.base_url:
+            return None
+        _check_url('llm.base_url', llm.base_url)
+        return self._model_config(llm.base_url, llm.model, llm.api_key_env, llm.accepts_images)
+
+    def verifier_config(self, note: Callable[[str], None]) -> VerifierConfig | None:
+        """The VLM that checks candidate pictures: the LLM itself when it accepts images,
+        or the one verifier.base_url / verifier.model name. None without either, and
+        `note` is told why when the verifier is on but has no model."""
+        verifier, llm = self.verifier, self.llm
+        if verifier.base_url:
+            _check_url('verifier.base_url', verifier.base_url)
+        if not verifier.enabled:
+            return None
+        base_url = verifier.base_url or llm.base_url
+        if not base_url:
+            return None
+        model = verifier.model or (llm.model if llm.base_url and llm.accepts_images else '')
+        if not model:
+            note('verifier off: no verifier.model, and the LLM does not accept images')
+            return None
+        key_env = verifier.api_key_env or llm.api_key_env
+        config = self._model_config(base_url, model, key_env, accepts_images=True)
+        return VerifierConfig(config, verifier.max_images)
+
+    def _model_config(
+        self, base_url: str, model: str, key_env: str, accepts_images: bool
+    ) -> LLMConfig:
+        llm = self.llm
+        return LLMConfig(
+            base_url=base_url,
+            model=model,
+            api_key=api_key_from_env(key_env),
+            timeout_s=llm.timeout_s,
+            max_tokens=llm.max_tokens,
+            temperature=llm.temperature,
+            max_retries=llm.max_retries,
+            accepts_images=accepts_images,
+        )
+
+
+def _check_url(name: str, url: str) -> None:
+    if not url.startswith(('http://', 'https://')):
+        raise ValueError(f'{name}={url!r} must be an http:// or https:// URL')
