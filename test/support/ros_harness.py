@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -31,6 +32,17 @@ class RosHarness:
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
+
+    @contextmanager
+    def paused(self):
+        """The node out of the executor while action clients and servers are made on it:
+        rclpy adds one to its node's wait set before it is fully built, and an executor
+        spinning the node meanwhile can call into the half-built object."""
+        self.executor.remove_node(self.node)
+        try:
+            yield self.node
+        finally:
+            self.executor.add_node(self.node)
 
     def collect(self, msg_type, topic: str, qos=10) -> list:
         received: list = []

@@ -122,7 +122,8 @@ def start_navigator(ros, launch, world, **parameters) -> ActionClient:
         **parameters,
     }
     launch('navigator_node', **settings)
-    client = ActionClient(ros.node, GoTo, 'go_to')
+    with ros.paused() as node:
+        client = ActionClient(node, GoTo, 'go_to')
     connect(client)
     wait_until(lambda: world.robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
     return client

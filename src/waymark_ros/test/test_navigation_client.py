@@ -32,15 +32,16 @@ class SlowNavigator:
         self.accept_delay_s, self.accept = accept_delay_s, accept
         self.started = threading.Event()
         self.canceled = threading.Event()
-        self.server = ActionServer(
-            ros.node,
-            GoTo,
-            action,
-            execute_callback=self._execute,
-            goal_callback=self._decide,
-            cancel_callback=lambda _request: CancelResponse.ACCEPT,
-            callback_group=ReentrantCallbackGroup(),
-        )
+        with ros.paused() as node:
+            self.server = ActionServer(
+                node,
+                GoTo,
+                action,
+                execute_callback=self._execute,
+                goal_callback=self._decide,
+                cancel_callback=lambda _request: CancelResponse.ACCEPT,
+                callback_group=ReentrantCallbackGroup(),
+            )
 
     def _decide(self, _goal) -> GoalResponse:
         time.sleep(self.accept_delay_s)
@@ -57,8 +58,10 @@ class SlowNavigator:
 
 def navigation(ros, action: str, accept_wait_s: float = 5.0, result_wait_s: float = 60.0):
     """A NavigationClient on the harness node, matched with the server before use."""
-    client = NavigationClient(ros.node, action, 5.0, accept_wait_s, result_wait_s)
-    connect(ActionClient(ros.node, GoTo, action))  # discovery done, responses will arrive
+    with ros.paused() as node:
+        client = NavigationClient(node, action, 5.0, accept_wait_s, result_wait_s)
+        probe = ActionClient(node, GoTo, action)
+    connect(probe)  # discovery done, responses will arrive
     return client
 
 

@@ -53,7 +53,8 @@ def start_navigator(ros, launch, nav2, **parameters) -> ActionClient:
         **parameters,
     }
     launch('navigator_node', **settings)
-    client = ActionClient(ros.node, GoTo, 'go_to')
+    with ros.paused() as node:
+        client = ActionClient(node, GoTo, 'go_to')
     connect(client)
     wait_until(lambda: nav2.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
     return client

@@ -63,7 +63,8 @@ def start_navigator(ros, launch, **parameters):
         **parameters,
     }
     launch('navigator_node', **settings)
-    client = ActionClient(ros.node, GoTo, 'go_to')
+    with ros.paused() as node:
+        client = ActionClient(node, GoTo, 'go_to')
     connect(client)
     return client
 
@@ -218,8 +219,10 @@ def test_refusals_before_and_after_a_reached_goal_are_refused_with_their_reason(
     refused_each()  # the log call after a reached goal once raised here
 
     # The reasoner's client publishes one outcome record per goal, with the reason.
-    navigation = NavigationClient(ros.node, 'go_to', 5.0, 10.0, 60.0)
-    connect(ActionClient(ros.node, GoTo, 'go_to'))  # discovery done, responses will arrive
+    with ros.paused() as node:
+        navigation = NavigationClient(node, 'go_to', 5.0, 10.0, 60.0)
+        probe = ActionClient(node, GoTo, 'go_to')
+    connect(probe)  # discovery done, responses will arrive
     for count, (goal, _) in enumerate(REFUSALS, start=1):
         navigation.send(goal.target, {'question': f'q{count}'})
         wait_until(lambda n=count: len(records) == n, 30, f'no outcome record for goal {count}')
@@ -257,8 +260,10 @@ def test_a_remembered_target_needs_a_known_map_epoch_and_is_driven_in_it(ros, la
     # The reasoner's client records a stale target's outcome with its evidence's epoch.
     stats = ros.node.create_publisher(String, 'capture/stats', qos.latched())
     stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2, 'frames': 9})))
-    navigation = NavigationClient(ros.node, 'go_to', 5.0, 10.0, 60.0)
-    connect(ActionClient(ros.node, GoTo, 'go_to'))  # discovery done, responses will arrive
+    with ros.paused() as node:
+        navigation = NavigationClient(node, 'go_to', 5.0, 10.0, 60.0)
+        probe = ActionClient(node, GoTo, 'go_to')
+    connect(probe)  # discovery done, responses will arrive
     navigation.send(target(3.0, 2.0).target, {'question': 'where?'}, 'tour', 1)
     wait_until(lambda: records, 30, 'no outcome record')
     record = json.loads(records[0].data)
