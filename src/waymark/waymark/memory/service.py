@@ -220,6 +220,8 @@ class MemoryService:
                 )
                 for view in members
             ]
+            # A lone view keeps the store's order; text views break ties by the nearest
+            # reading even alone.
             if len(found) == 1 and not members[0].ranks_text:
                 rankings.append(found[0])
             else:

@@ -35,9 +35,9 @@ class Reading:
 class View(ABC):
     """One embedding view. Subclasses set the class attributes and `dim`."""
 
-    name: ClassVar[str]
+    name: str
     # Views embedded by one model (one query vector, one cosine scale).
-    family: ClassVar[str]
+    family: str
     levels: ClassVar[tuple[str, ...]] = (FRAME, SEGMENT)
     # Its vectors embed text: equal cosines mean equal words, and of those the entry that
     # saw them largest ranks first (see fusion.nearest_reading_first).
