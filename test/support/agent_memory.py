@@ -39,13 +39,15 @@ import numpy as np
 
 from support.scripted_llm import Policy, Step, http_error, text, tool_call
 from waymark.geometry import Pose
-from waymark.memory.entries import FrameRecord, Keyframe
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Keyframe
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
+from waymark.memory.views.text import TextView
+from waymark.memory.views.view import level_dims
 
 S = 1_000_000_000
 HALF_SECOND = S // 2
@@ -187,15 +189,15 @@ def segment_centre(session: str, segment: int) -> tuple[float, float]:
 
 def build_memory(directory: Path) -> MemoryService:
     """Both recordings in a fresh store under `directory`; the caller closes `.store`."""
-    words = WordEmbedder()
+    views = [TextView(WordEmbedder(), SignReader())]
     store = MemoryStore(
         str(directory / 'memory.db'),
-        view_dims(None, words),
-        segment_views=segment_view_dims(None, words.dim, False),
+        level_dims(views, FRAME),
+        segment_views=level_dims(views, SEGMENT),
     )
     images = ImageStore(directory)
-    segments = SegmentMemory(store, images, Segmenter(1.5), words)
-    service = MemoryService(store, images, None, words, SignReader(), segments)
+    segments = SegmentMemory(store, images, Segmenter(1.5), views)
+    service = MemoryService(store, images, views, segments)
     recordings = [
         (ROUTE, T0, ROUTE_FRAMES, route_pose, route_word, ROUTE_EPOCH),
         (PLAZA, PLAZA_T0, PLAZA_FRAMES, plaza_pose, plaza_word, 0),

@@ -33,13 +33,15 @@ from waymark.agent.agent import Agent, AgentConfig, AgentQuestion, Goal
 from waymark.agent.evidence import describe_hit, quote
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.geometry import Pose
-from waymark.memory.entries import FrameRecord, Hit, Keyframe
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
+from waymark.memory.views.text import TextView
+from waymark.memory.views.view import level_dims
 
 BAKERY = 'route/37'  # the only frame showing the bakery, at x=18.5 y=0
 HOSTILE = (
@@ -67,15 +69,15 @@ class HostileReader(SignReader):
 def hostile(tmp_path_factory):
     """A memory of three frames whose "signs" all carry HOSTILE."""
     directory = tmp_path_factory.mktemp('agent_hostile_memory')
-    words = WordEmbedder()
+    views = [TextView(WordEmbedder(), HostileReader())]
     store = MemoryStore(
         str(directory / 'memory.db'),
-        view_dims(None, words),
-        segment_views=segment_view_dims(None, words.dim, False),
+        level_dims(views, FRAME),
+        segment_views=level_dims(views, SEGMENT),
     )
     images = ImageStore(directory)
-    segments = SegmentMemory(store, images, Segmenter(1.5), words)
-    service = MemoryService(store, images, None, words, HostileReader(), segments)
+    segments = SegmentMemory(store, images, Segmenter(1.5), views)
+    service = MemoryService(store, images, views, segments)
     for frame in range(3):
         service.ingest(
             Keyframe(

@@ -33,13 +33,15 @@ from waymark.evaluation.harness import EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table
 from waymark.geometry import Pose
-from waymark.memory.entries import SEGMENT, Hit, Keyframe
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.entries import FRAME, SEGMENT, Hit, Keyframe
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
+from waymark.memory.views.text import TextView
+from waymark.memory.views.view import level_dims
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8
@@ -95,15 +97,15 @@ def fill(service: MemoryService) -> None:
 
 @pytest.fixture
 def memory(tmp_path):
-    text = WordEmbedder()
+    views = [TextView(WordEmbedder(), GreyReader())]
     store = MemoryStore(
         str(tmp_path / 'memory.db'),
-        view_dims(None, text),
-        segment_views=segment_view_dims(None, text.dim, False),
+        level_dims(views, FRAME),
+        segment_views=level_dims(views, SEGMENT),
     )
     images = ImageStore(tmp_path)
     service = MemoryService(
-        store, images, None, text, GreyReader(), SegmentMemory(store, images, Segmenter(1.5), text)
+        store, images, views, SegmentMemory(store, images, Segmenter(1.5), views)
     )
     fill(service)
     yield service

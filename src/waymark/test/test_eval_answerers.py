@@ -24,12 +24,14 @@ from waymark.evaluation.answerers import (
 from waymark.evaluation.questions import Question
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, Keyframe
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
+from waymark.memory.views.text import TextView
+from waymark.memory.views.view import level_dims
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8
@@ -68,15 +70,15 @@ def grey_jpeg(word: str) -> bytes:
 @pytest.fixture
 def memory(tmp_path):
     """Three frames a window (one every 0.5 s walking along x), a sign per window."""
-    text = WordEmbedder()
+    views = [TextView(WordEmbedder(), GreyReader())]
     store = MemoryStore(
         str(tmp_path / 'memory.db'),
-        view_dims(None, text),
-        segment_views=segment_view_dims(None, text.dim, False),
+        level_dims(views, FRAME),
+        segment_views=level_dims(views, SEGMENT),
     )
     images = ImageStore(tmp_path)
-    segments = SegmentMemory(store, images, Segmenter(1.5), text)
-    service = MemoryService(store, images, None, text, GreyReader(), segments)
+    segments = SegmentMemory(store, images, Segmenter(1.5), views)
+    service = MemoryService(store, images, views, segments)
     for step in range(9):
         service.ingest(
             Keyframe(

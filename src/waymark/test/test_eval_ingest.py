@@ -64,9 +64,7 @@ def write(path, messages):
 
 
 def memory(tmp_path):
-    return MemoryService(
-        MemoryStore(str(tmp_path / 'm.db'), {}), ImageStore(tmp_path), None, None, None
-    )
+    return MemoryService(MemoryStore(str(tmp_path / 'm.db'), {}), ImageStore(tmp_path), [])
 
 
 def test_topics_are_found_or_the_error_lists_what_the_bag_has():

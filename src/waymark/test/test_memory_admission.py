@@ -29,7 +29,7 @@ from waymark.memory.ingest.admission import (
     check_search_text,
     check_stamp,
 )
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -150,8 +150,8 @@ def test_search_arguments():
 
 @pytest.fixture
 def service(tmp_path):
-    store = MemoryStore(str(tmp_path / 'memory.db'), view_dims(None, None))
-    memory = MemoryService(store, ImageStore(tmp_path), None, None, None)
+    store = MemoryStore(str(tmp_path / 'memory.db'), {})
+    memory = MemoryService(store, ImageStore(tmp_path), [])
     yield memory
     store.close()
 
@@ -195,8 +195,8 @@ def test_a_sign_read_hacked_at_a_stored_stamp_never_replaces_the_entry(service):
 
 
 def test_an_entry_stored_without_its_image_cannot_be_shown_identical(tmp_path):
-    store = MemoryStore(str(tmp_path / 'memory.db'), view_dims(None, None))
-    full = MemoryService(store, ImageStore(tmp_path, max_bytes=1), None, None, None)
+    store = MemoryStore(str(tmp_path / 'memory.db'), {})
+    full = MemoryService(store, ImageStore(tmp_path, max_bytes=1), [])
     stored = full.ingest(keyframe(0, sign('EXIT')))
     assert stored.image_ref == ''
     with pytest.raises(RefusedError, match='same stamp'):

@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.entries import FrameRecord, Hit, Keyframe
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.entries import FRAME, FrameRecord, Hit, Keyframe
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import decode_image
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.fusion import reciprocal_rank_fusion
+from waymark.memory.views.image import ImageView
+from waymark.memory.views.text import TextView
+from waymark.memory.views.view import level_dims
 
 T0 = 1_750_000_000 * 10**9
 # (sign, x, y): a walk along a corridor; the last frame is a blank wall.
@@ -41,8 +44,11 @@ def keyframe(index, image_bytes, x=0.0, y=0.0, valid=True, session='walk'):
 
 
 def open_service(root, image_embedder, sentence_embedder, reader) -> MemoryService:
-    store = MemoryStore(str(root / 'memory.db'), view_dims(image_embedder, sentence_embedder))
-    return MemoryService(store, ImageStore(root), image_embedder, sentence_embedder, reader)
+    views = [ImageView(image_embedder)] if image_embedder is not None else []
+    if sentence_embedder is not None:
+        views.append(TextView(sentence_embedder, reader))
+    store = MemoryStore(str(root / 'memory.db'), level_dims(views, FRAME))
+    return MemoryService(store, ImageStore(root), views)
 
 
 @pytest.fixture(scope='module')
@@ -167,7 +173,11 @@ def test_service_refuses_a_store_whose_views_do_not_fit_its_embedders(
         MemoryStore(str(tmp_path / 'memory.db'), {'image': 32, 'text': 16}) as store,
         pytest.raises(ValueError, match="'text'"),
     ):
-        MemoryService(store, ImageStore(tmp_path), image_text_embedder, sentence_embedder, None)
+        MemoryService(
+            store,
+            ImageStore(tmp_path),
+            [ImageView(image_text_embedder), TextView(sentence_embedder, None)],
+        )
 
 
 def test_fusion_prefers_agreement_and_reports_the_best_ranked_view():

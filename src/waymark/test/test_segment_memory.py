@@ -9,12 +9,15 @@ import pytest
 
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, Keyframe
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionJob
+from waymark.memory.views.image import ImageView
+from waymark.memory.views.text import TextView, caption_views
+from waymark.memory.views.view import level_dims
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8
@@ -50,18 +53,19 @@ def sign_jpegs(draw_sign):
 
 
 def build(root, image_embedder, sentence_embedder, reader, captions=None) -> MemoryService:
+    views = [ImageView(image_embedder), TextView(sentence_embedder, reader)]
+    if captions is not None:
+        views.extend(caption_views(sentence_embedder))
     store = MemoryStore(
         str(root / 'memory.db'),
-        view_dims(image_embedder, sentence_embedder),
-        segment_views=segment_view_dims(
-            image_embedder.dim, sentence_embedder.dim, captions is not None
-        ),
+        level_dims(views, FRAME),
+        segment_views=level_dims(views, SEGMENT),
     )
     images = ImageStore(root)
-    segments = SegmentMemory(store, images, Segmenter(1.5), sentence_embedder, captions)
+    segments = SegmentMemory(store, images, Segmenter(1.5), views, captions)
     if captions is not None:
         captions.memory = segments
-    return MemoryService(store, images, image_embedder, sentence_embedder, reader, segments)
+    return MemoryService(store, images, views, segments)
 
 
 def keyframe(step: int, data: bytes, session: str = 'walk') -> Keyframe:

@@ -14,10 +14,10 @@ from waymark.memory.ingest.segments import (
     Segmenter,
     SegmenterState,
     center_crop,
-    mean_unit,
     pick_evenly,
     tile_grid,
 )
+from waymark.memory.views.image import mean_unit
 
 T0 = 1_750_000_000 * 10**9
 MS = 10**6

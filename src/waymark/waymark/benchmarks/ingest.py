@@ -27,12 +27,14 @@ from waymark.benchmarks.common import (
     tiny_siglip,
 )
 from waymark.memory.entries import FrameRecord, Keyframe
-from waymark.memory.factory import MemoryConfig, MemoryModels, open_memory
+from waymark.memory.factory import MemoryConfig, open_memory
 from waymark.memory.ingest.prepare_pool import PreparePool
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.embedders import ImageTextEmbedder, SentenceEmbedder
+from waymark.memory.views.image import ImageView
 from waymark.memory.views.ocr import TextReader
+from waymark.memory.views.text import TextView
 
 TARGET_RATE_HZ = 5.0
 PREPARE_WORKERS = 2  # memory_node's default prepare_workers
@@ -155,11 +157,11 @@ def _ingest(config: ViewConfig, models: _Models, keyframes: tuple[Keyframe, ...]
 def _memory(config: ViewConfig, models: _Models, root: Path) -> MemoryService:
     root.mkdir(parents=True)
     window = SEGMENT_WINDOW_S if config.segments else 0.0
-    chosen = MemoryModels(
-        image_embedder=models.image if config.image else None,
-        text_embedder=models.sentence if config.text else None,
-        reader=models.reader,
-    )
+    chosen = []
+    if config.image:
+        chosen.append(ImageView(models.image))
+    if config.text:
+        chosen.append(TextView(models.sentence, models.reader))
     return open_memory(MemoryConfig(root, segment_window_s=window), chosen)
 
 

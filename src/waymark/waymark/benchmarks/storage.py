@@ -25,11 +25,13 @@ import cv2
 import numpy as np
 
 from waymark.benchmarks.common import Recording, demo_recording, dir_bytes, table
-from waymark.memory.factory import MemoryConfig, MemoryModels, open_memory
-from waymark.memory.service import IMAGE_VIEW, MemoryService
+from waymark.memory.factory import MemoryConfig, open_memory
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.embedders import SentenceEmbedder, normalise_rows
+from waymark.memory.views.image import IMAGE_VIEW, ImageView
 from waymark.memory.views.ocr import TextReader
+from waymark.memory.views.text import TextView
 
 IMAGE_DIM = 1152
 SEGMENT_WINDOW_S = 1.5
@@ -135,8 +137,10 @@ def _open(
     """A memory with the text view, and with the image view and segments when `image`."""
     root.mkdir(parents=True)
     window = SEGMENT_WINDOW_S if image is not None else 0.0
-    models = MemoryModels(image, sentence, reader)  # type: ignore[arg-type]
-    service = open_memory(MemoryConfig(root, segment_window_s=window), models)
+    chosen = [TextView(sentence, reader)]
+    if image is not None:
+        chosen.insert(0, ImageView(image))  # type: ignore[arg-type]
+    service = open_memory(MemoryConfig(root, segment_window_s=window), chosen)
     return _Memory(name, views, root, service)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Category, Question
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
-from waymark.memory.service import IMAGE_VIEW, MemoryService
+from waymark.memory.service import MemoryService
 
 EMBEDDER_ONLY = 'embedder-only'
 RANDOM_ENTRY = 'random-entry'
@@ -158,7 +158,7 @@ class EmbedderOnlyAnswerer:
         if question.category == Category.IMAGE:
             if image is None:
                 why = 'no photo given'
-            elif IMAGE_VIEW not in views or self.memory.image_embedder is None:
+            elif not set(views) & set(self.memory.image_views(self.level)):
                 why = f'no image view searched at the {self.level} level'
         elif not views:
             why = f'memory has no embedding view at the {self.level} level'

@@ -73,6 +73,7 @@ from waymark.memory.entries import SEGMENT
 from waymark.memory.factory import MemoryConfig, load_models
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S
 from waymark.memory.service import MemoryService
+from waymark.memory.views.registry import ViewSettings
 
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
@@ -244,7 +245,11 @@ def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
     `segment_window_s` is 0 (no captions: no VLM runs offline)."""
     return factory.open_memory(
         MemoryConfig(data, segment_window_s=config.segment_window_s),
-        load_models(config.text_model, config.image_model, config.ocr),
+        load_models(
+            ViewSettings(
+                text_model=config.text_model, image_model=config.image_model, ocr=config.ocr
+            )
+        ),
     )
 
 

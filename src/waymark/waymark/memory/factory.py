@@ -3,31 +3,29 @@
 
 memory_node, the offline evaluation and the benchmarks all open memory here, so a memory
 directory written by one is laid out as the others expect, and the views a store keeps
-always match the models that fill them. The models come separately (`MemoryModels`): a
+always match the models that fill them. The views come separately (`load_models`): a
 benchmark loads them once for many memories, and tests give stand-ins.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from waymark.memory.ingest.segment_memory import SegmentMemory, segment_view_dims
+from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S, Segmenter
-from waymark.memory.service import MemoryService, view_dims
+from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
-from waymark.memory.views.embedders import (
-    ImageTextEmbedder,
-    ImageTextModel,
-    SentenceEmbedder,
-    TextEmbedder,
-)
-from waymark.memory.views.ocr import TextReader
+from waymark.memory.views.registry import VIEWS
+from waymark.memory.views.text import TextView, caption_views
+from waymark.memory.views.view import View, ViewKind, level_dims
 
 DATABASE = 'memory.db'
 INDEXES = 'indexes'
@@ -55,54 +53,39 @@ class MemoryConfig:
     caption_queue_size: int = 1000
 
 
-@dataclass(frozen=True)
-class MemoryModels:
-    """The models behind the views; a view is kept only when its model is given."""
-
-    image_embedder: ImageTextModel | None = None
-    text_embedder: TextEmbedder | None = None
-    # OCR feeds the text view, so it runs only with a text embedder.
-    reader: TextReader | None = None
+def load_models(settings: object, kinds: Sequence[ViewKind] = VIEWS) -> tuple[View, ...]:
+    """The views `settings` turn on (memory_node's parameters, or any object holding every
+    kind's settings: `registry.ViewSettings`), with their models, in registry order."""
+    views = (kind.load(settings) for kind in kinds)
+    return tuple(view for view in views if view is not None)
 
 
-def load_models(
-    text_model: str, image_model: str, ocr: bool, ocr_min_confidence: float = 0.5
-) -> MemoryModels:
-    """The models named (an empty name: that view is off); OCR only with a text model."""
-    return MemoryModels(
-        image_embedder=ImageTextEmbedder(image_model) if image_model else None,
-        text_embedder=SentenceEmbedder(text_model) if text_model else None,
-        reader=TextReader(min_confidence=ocr_min_confidence) if ocr and text_model else None,
-    )
+def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
+    """Open (creating) the memory in `config.data_dir` keeping `views`.
 
-
-def open_memory(config: MemoryConfig, models: MemoryModels) -> MemoryService:
-    """Open (creating) the memory in `config.data_dir` with the views `models` fill.
-
-    With a captioner, the service's `segments.captions` is a started CaptionWorker: stop
-    it before closing the store.
+    With a captioner and a text view, segments also keep the caption views, embedded by
+    the text view's model; the service's `segments.captions` is then a started
+    CaptionWorker: stop it before closing the store.
     """
     data_dir = Path(config.data_dir).expanduser()
     data_dir.mkdir(parents=True, exist_ok=True)
-    image, text = models.image_embedder, models.text_embedder
     segmented = config.segment_window_s > 0
     captions = segmented and config.captioner is not None
+    text = next((view for view in views if isinstance(view, TextView)), None)
+    if captions and text is not None:
+        views = (*views, *caption_views(text.embedder))
     store = MemoryStore(
         config.uri or str(data_dir / DATABASE),
-        views=view_dims(image, text),
+        views=level_dims(views, FRAME),
         prefix=config.collection_prefix,
-        segment_views=(
-            segment_view_dims(image.dim if image else None, text.dim if text else None, captions)
-            if segmented
-            else {}
-        ),
+        segment_views=level_dims(views, SEGMENT) if segmented else {},
         index_params=config.index_params,
         index_dir=data_dir / INDEXES if config.keep_indexes else None,
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None
     if segmented:
-        segments = SegmentMemory(store, images, Segmenter(config.segment_window_s), text)
+        segments = SegmentMemory(store, images, Segmenter(config.segment_window_s), views)
         if captions:
             captioner = Captioner(
                 dataclasses.replace(config.captioner, cache_dir=data_dir / CAPTIONS)
@@ -113,12 +96,4 @@ def open_memory(config: MemoryConfig, models: MemoryModels) -> MemoryService:
                 on_error=segments.on_caption_error,
                 queue_size=config.caption_queue_size,
             )
-    return MemoryService(
-        store,
-        images,
-        image_embedder=image,
-        text_embedder=text,
-        reader=models.reader if text is not None else None,
-        segments=segments,
-        image_limits=config.image_limits,
-    )
+    return MemoryService(store, images, views, segments=segments, image_limits=config.image_limits)

@@ -1,10 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The memory facade that memory_node drives: ingest keyframes, answer searches.
 
-Views are enabled by the embedders given: `image` with an image-text embedder (searched
-with its text tower for text queries, its image tower for photos), `text` with a sentence
-embedder over what OCR read. With a segmenter, keyframes are also grouped into segments
-(BinTrack), which carry the same views plus VLM captions when a captioner runs.
+Entries become searchable through the views given (see views/view.py): the image view
+(an image-text embedder, searched with its text tower for text queries and its image
+tower for photos), the text view (what OCR read, sentence-embedded), and for segments
+the caption views. With a segmenter, keyframes are also grouped into segments
+(BinTrack), which carry the segment-level views.
 
 Ingesting is split in two: `prepare` (decode, OCR, embeddings: the slow, pure part) and
 `commit` (image file, database rows, segments). A commit that fails because the database
@@ -28,16 +29,10 @@ from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
 from waymark.memory.storage.store import MemoryStore
-from waymark.memory.views.embedders import ImageTextModel, TextEmbedder
 from waymark.memory.views.fusion import best_per_entry, reciprocal_rank_fusion
-from waymark.memory.views.ocr import TextReader, joined
+from waymark.memory.views.view import View, level_dims
 
-IMAGE_VIEW = 'image'
-TEXT_VIEW = 'text'
 MAX_QUERY_CHARS = 1000
-# The text view fetches this many times k, so that among many frames with the same
-# reading the nearest views are still found.
-TEXT_OVERSAMPLING = 4
 
 
 @dataclass(frozen=True)
@@ -63,44 +58,30 @@ class PreparedKeyframe:
     vectors: dict[str, np.ndarray]
 
 
-def view_dims(
-    image_embedder: ImageTextModel | None, text_embedder: TextEmbedder | None
-) -> dict[str, int]:
-    """The frame views (the `views` argument of MemoryStore) for these embedders."""
-    views = {}
-    if image_embedder is not None:
-        views[IMAGE_VIEW] = image_embedder.dim
-    if text_embedder is not None:
-        views[TEXT_VIEW] = text_embedder.dim
-    return views
-
-
 class MemoryService:
     def __init__(
         self,
         store: MemoryStore,
         image_store: ImageStore,
-        image_embedder: ImageTextModel | None,
-        text_embedder: TextEmbedder | None,
-        reader: TextReader | None,
+        views: Sequence[View],
         segments: SegmentMemory | None = None,
         image_limits: ImageLimits | None = None,
     ) -> None:
-        wanted = view_dims(image_embedder, text_embedder)
+        """`views`: every view of both levels; the store keeps exactly their frame views
+        (open it with `level_dims(views, FRAME)`)."""
+        wanted = level_dims(views, FRAME)
         for view, dim in wanted.items():
             if store.view_dims.get(view) != dim:
                 raise ValueError(
                     f'view {view!r}: embedder gives {dim}-d vectors, store has '
-                    f'{store.view_dims.get(view)} (open the store with view_dims(...))'
+                    f'{store.view_dims.get(view)} (open the store with level_dims(...))'
                 )
         self.store = store
         self.image_store = image_store
-        self.image_embedder = image_embedder
-        self.text_embedder = text_embedder
-        self.reader = reader
         self.segments = segments
         self.image_limits = image_limits or ImageLimits()
         self.views = list(wanted)
+        self._views = {view.name: view for view in views}
         self.counts: Counter[str] = Counter()
         # Writers (ingest, captions arriving, deletion) take turns; searches do not wait.
         self._write_lock = threading.RLock()
@@ -121,14 +102,14 @@ class MemoryService:
             image = decode_image(keyframe.image, self.image_limits)
         except ValueError as error:
             raise ValueError(f'keyframe {keyframe.session}/{keyframe.index}: {error}') from error
-        lines = self.reader.read(image) if self.reader is not None else []
-        text = joined(lines)
-        vectors = {}
-        if self.image_embedder is not None:
-            vectors[IMAGE_VIEW] = self.image_embedder.embed_images([image])[0]
-        if text and self.text_embedder is not None:
-            vectors[TEXT_VIEW] = self.text_embedder.embed_texts([text])[0]
-        text_size = max((line.height for line in lines), default=0.0) / image.shape[0]
+        readings = [self._views[name].read_frame(image) for name in self.views]
+        vectors = {
+            name: reading.vector
+            for name, reading in zip(self.views, readings, strict=True)
+            if reading.vector is not None
+        }
+        text = ' '.join(reading.text for reading in readings if reading.text)
+        text_size = max((reading.text_size for reading in readings), default=0.0)
         self._ingest_seconds += time.perf_counter() - started
         return PreparedKeyframe(keyframe, text, text_size, vectors)
 
@@ -192,7 +173,7 @@ class MemoryService:
             self.store.add(record, prepared.vectors)
             self._ingested += 1
             if self.segments is not None:
-                self.segments.add_frame(record, prepared.vectors.get(IMAGE_VIEW))
+                self.segments.add_frame(record, prepared.vectors)
         self._ingest_seconds += time.perf_counter() - started
         return record
 
@@ -214,30 +195,37 @@ class MemoryService:
         views: Sequence[str] | None = None,
         index_range: tuple[int, int] | None = None,
     ) -> list[Hit]:
-        """Entries matching a description over the chosen views, merged (see fusion).
+        """Entries matching a description over the chosen views, merged (see fusion):
+        views of one family by each entry's best cosine, families by reciprocal rank.
 
         Each hit reports the view where the entry ranked best and its cosine there.
         """
         query = ' '.join(query.split())[:MAX_QUERY_CHARS]
         if not query:
             raise ValueError('empty text query')
-        chosen = self._chosen_views(level, views)
+        chosen = set(self._chosen_views(level, views))
+        unknown = sorted(chosen - set(self._views))
+        if unknown:
+            raise ValueError(f'views {unknown} have no model here to embed the query')
+        families: dict[str, list[View]] = {}
+        for view in self._views.values():
+            if view.name in chosen:
+                families.setdefault(view.family, []).append(view)
         rankings = []
-        if IMAGE_VIEW in chosen and self.image_embedder is not None:
-            vector = self.image_embedder.embed_texts([query])[0]
-            rankings.append(
-                self.store.search_view(IMAGE_VIEW, vector, k, sessions, level, index_range)
-            )
-        sentence_views = [view for view in chosen if view != IMAGE_VIEW]
-        if sentence_views:
-            vector = self._sentence_embedder().embed_texts([query])[0]
-            same_scale = []
-            for view in sentence_views:
-                wanted = k * TEXT_OVERSAMPLING if view == TEXT_VIEW else k
-                same_scale.append(
-                    self.store.search_view(view, vector, wanted, sessions, level, index_range)
+        for members in families.values():
+            vector = members[0].embed_text(query)
+            found = [
+                self.store.search_view(
+                    view.name, vector, k * view.oversampling, sessions, level, index_range
                 )
-            rankings.append(best_per_entry(same_scale)[:k])
+                for view in members
+            ]
+            # A lone view keeps the store's order; text views break ties by the nearest
+            # reading even alone.
+            if len(found) == 1 and not members[0].ranks_text:
+                rankings.append(found[0])
+            else:
+                rankings.append(best_per_entry(found)[:k])
         return reciprocal_rank_fusion(rankings)[:k]
 
     def search_image(
@@ -248,11 +236,26 @@ class MemoryService:
         level: str = FRAME,
         index_range: tuple[int, int] | None = None,
     ) -> list[Hit]:
-        """Entries that look like `image` (RGB uint8), by the image view."""
-        if self.image_embedder is None:
+        """Entries that look like `image` (RGB uint8), by the views that embed photos
+        (fused by reciprocal rank when there are several)."""
+        names = self.image_views(level)
+        if not names:
             raise ValueError('image search needs an image-text embedder')
-        vector = self.image_embedder.embed_images([image])[0]
-        return self.store.search_view(IMAGE_VIEW, vector, k, sessions, level, index_range)
+        rankings = [
+            self.store.search_view(
+                name, self._views[name].embed_image(image), k, sessions, level, index_range
+            )
+            for name in names
+        ]
+        return rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings)[:k]
+
+    def image_views(self, level: str = FRAME) -> list[str]:
+        """The views of `level` that a photo can be searched by."""
+        return [
+            name
+            for name in self.store.views(level)
+            if name in self._views and self._views[name].image_queries
+        ]
 
     def search_time(
         self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME
@@ -321,11 +324,6 @@ class MemoryService:
                 f'views {unknown} are not enabled at the {level} level; enabled: {enabled}'
             )
         return list(dict.fromkeys(views))
-
-    def _sentence_embedder(self) -> TextEmbedder:
-        if self.text_embedder is None:
-            raise ValueError('text and caption views need a sentence embedder')
-        return self.text_embedder
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """memory_node's parameters. What bounds a request (search limits, hit counts) and how
 ingest waits are live; what shapes the database, its views and the files is fixed at
-start."""
+start. Each view's settings come from the view registry (its models, OCR)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
+from waymark.memory.views.registry import ViewSettings
 from waymark.settings import setting
 
 MB = 1 << 20
@@ -50,16 +51,10 @@ class CaptionerParameters:
 
 
 @dataclass(frozen=True)
-class MemoryParameters:
+class MemoryParameters(ViewSettings):
     data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
     uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')
     collection_prefix: str = setting('waymark', 'Prefix of the Milvus collection names.')
-    image_model: str = setting(
-        '', 'SigLIP/CLIP model id or local path for the image view; empty: off.'
-    )
-    text_model: str = setting('default', 'Sentence embedder for the text (OCR) view; empty: off.')
-    ocr: bool = setting(True, 'Read text in keyframes (OCR) for the text view.')
-    ocr_min_confidence: float = setting(0.5, 'Drop OCR lines below this.', low=0.0, high=1.0)
     prepare_workers: int = setting(
         2,
         'Keyframes decoded, read (OCR) and embedded at once, each on one thread; they are '

@@ -83,7 +83,6 @@ class MemoryNode(Node):
         self._frame_id = params.map_frame
         self._keyframe_rules = params.keyframe_rules()
         self._allow_delete = params.allow_delete
-        text_model, image_model = params.text_model, params.image_model
         window_s, caption = params.segments.window_s, params.captioner
 
         captioner = None
@@ -109,7 +108,7 @@ class MemoryNode(Node):
         )
         self._memory = open_memory(
             config,
-            load_models(text_model, image_model, params.ocr, params.ocr_min_confidence),
+            load_models(params),
         )
         self._store = self._memory.store
         segments = self._memory.segments

@@ -1,10 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Segments in memory: group stored frames into windows, store each window as an entry.
 
-A segment entry carries the mean of its frames' image embeddings (image view), what OCR
-read in them (text view), a 2x2 grid of four of its frames on disk, and, when a VLM
-captioner runs, three captions added later as their own views. Captioning happens on the
-captioner's thread; a segment is searchable by its other views at once.
+A segment entry carries its segment-level views (see views/view.py: the mean of its
+frames' image embeddings, what OCR read in them), a 2x2 grid of four of its frames on
+disk, and, when a VLM captioner runs, three captions added later as their own views.
+Captioning happens on the captioner's thread; a segment is searchable by its other views
+at once.
 
 After a restart a session's segmentation resumes where the stored segments end; frames
 stored after the last closed segment (a crash in the middle of a window) are read back
@@ -15,7 +16,7 @@ captioner's disk cache makes a repeat free).
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -26,7 +27,6 @@ from waymark.memory.ingest.segments import (
     Segmenter,
     SegmenterState,
     center_crop,
-    mean_unit,
     pick_evenly,
     tile_grid,
 )
@@ -34,26 +34,10 @@ from waymark.memory.storage.image_codec import decode_image, encode_jpeg
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.store import MemoryStore, ViewRow
 from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
-from waymark.memory.views.embedders import TextEmbedder
+from waymark.memory.views.view import View
 
-IMAGE_VIEW = 'image'
-TEXT_VIEW = 'text'
 GRID_JPEG_QUALITY = 85
 MAX_PENDING_VECTORS = 4096
-
-
-def segment_view_dims(
-    image_dim: int | None, text_dim: int | None, captions: bool
-) -> dict[str, int]:
-    """The segment views (MemoryStore's `segment_views`) for these embedders."""
-    views = {}
-    if image_dim:
-        views[IMAGE_VIEW] = image_dim
-    if text_dim:
-        views[TEXT_VIEW] = text_dim
-        if captions:
-            views.update(dict.fromkeys(CAPTION_VIEWS, text_dim))
-    return views
 
 
 class SegmentMemory:
@@ -62,27 +46,32 @@ class SegmentMemory:
         store: MemoryStore,
         image_store: ImageStore,
         segmenter: Segmenter,
-        text_embedder: TextEmbedder | None,
+        views: Sequence[View],
         captions: CaptionWorker | None = None,
     ) -> None:
+        """`views`: those the store keeps at the segment level are filled."""
         self.store = store
         self.image_store = image_store
         self.segmenter = segmenter
-        self.text_embedder = text_embedder
         self.captions = captions
         self.counts: Counter[str] = Counter()
-        self._views = set(store.views(SEGMENT))
-        # Image vectors of the frames in open windows, until their segment is stored;
-        # bounded, oldest first out (frames the segmenter thinned out are never claimed).
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        kept = store.views(SEGMENT)
+        self._views = {view.name: view for view in views if view.name in kept}
+        self._pooled = [name for name, view in self._views.items() if view.pools_frames]
+        # Vectors of the frames in open windows of the views segments pool, until their
+        # segment is stored; bounded, oldest first out (frames the segmenter thinned out
+        # are never claimed).
+        self._vectors: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
         self._resumed: set[str] = set()
 
-    def add_frame(self, record: FrameRecord, image_vector: np.ndarray | None) -> None:
-        """Group a newly stored frame; store the segments its arrival closes."""
+    def add_frame(self, record: FrameRecord, vectors: Mapping[str, np.ndarray]) -> None:
+        """Group a newly stored frame (`vectors`: its views); store the segments its
+        arrival closes."""
         if record.session not in self._resumed:
             self._resume(record.session, record.stamp_ns)
-        if image_vector is not None:
-            self._vectors[record.id] = image_vector
+        pooled = {name: vectors[name] for name in self._pooled if name in vectors}
+        if pooled:
+            self._vectors[record.id] = pooled
             while len(self._vectors) > MAX_PENDING_VECTORS:
                 self._vectors.popitem(last=False)
         self._store_all(self.segmenter.add(record))
@@ -120,13 +109,13 @@ class SegmentMemory:
     def on_captions(self, key: str, captions: dict[str, str]) -> None:
         """CaptionWorker's on_done: embed each caption and add it as its own view."""
         records = self.store.get([key], SEGMENT)
-        if not records or self.text_embedder is None:
+        if not records or CAPTION_VIEWS[0] not in self._views:
             self.counts['captions_for_missing_segment'] += 1
             return
-        views = [view for view in CAPTION_VIEWS if captions.get(view) and view in self._views]
-        vectors = self.text_embedder.embed_texts([captions[view] for view in views])
-        for view, vector in zip(views, vectors, strict=True):
-            self.store.add_views(SEGMENT, records, view, [ViewRow(vector, captions[view])])
+        for name in CAPTION_VIEWS:
+            if captions.get(name) and name in self._views:
+                vector = self._views[name].embed_text(captions[name])
+                self.store.add_views(SEGMENT, records, name, [ViewRow(vector, captions[name])])
         self.counts['segments_captioned'] += 1
 
     def on_caption_error(self, key: str, error: Exception) -> None:
@@ -159,8 +148,11 @@ class SegmentMemory:
             else []
         )
         records = [hit.record for hit in orphans]
-        if IMAGE_VIEW in self.store.views(FRAME):
-            self._vectors.update(self.store.get_vectors(FRAME, IMAGE_VIEW, [r.id for r in records]))
+        for name in self._pooled:
+            if name in self.store.views(FRAME):
+                stored = self.store.get_vectors(FRAME, name, [r.id for r in records])
+                for key, vector in stored.items():
+                    self._vectors.setdefault(key, {})[name] = vector
         for record in records:
             self._store_all(self.segmenter.add(record))
         self.counts['frames_regrouped_after_restart'] += len(records)
@@ -170,14 +162,14 @@ class SegmentMemory:
             self._store(segment)
 
     def _store(self, segment: Segment) -> None:
-        vectors: dict[str, np.ndarray] = {}
-        frame_vectors = [self._vectors.pop(f.id) for f in segment.frames if f.id in self._vectors]
-        image_vector = mean_unit(frame_vectors)
-        if IMAGE_VIEW in self._views and image_vector is not None:
-            vectors[IMAGE_VIEW] = image_vector
+        pending = [self._vectors.pop(f.id) for f in segment.frames if f.id in self._vectors]
         text = ' | '.join(dict.fromkeys(f.text for f in segment.frames if f.text))
-        if text and TEXT_VIEW in self._views and self.text_embedder is not None:
-            vectors[TEXT_VIEW] = self.text_embedder.embed_texts([text])[0]
+        vectors: dict[str, np.ndarray] = {}
+        for name, view in self._views.items():
+            frame_vectors = [frame[name] for frame in pending if name in frame]
+            vector = view.segment_vector(frame_vectors, text)
+            if vector is not None:
+                vectors[name] = vector
         images = self._frame_images(segment.frames)
         grid_ref, grid_jpeg = '', b''
         if images:

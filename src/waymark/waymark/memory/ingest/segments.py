@@ -244,23 +244,6 @@ class Segmenter:
         return segment
 
 
-def mean_unit(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
-    """The unit-length mean direction of some embeddings (float32), None when there are
-    none or they cancel out. Each is normalised first, so no frame weighs more."""
-    if len(vectors) == 0:
-        return None
-    stacked = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in vectors])
-    norms = np.linalg.norm(stacked, axis=1, keepdims=True)
-    stacked = stacked[norms[:, 0] > 1e-12] / norms[norms[:, 0] > 1e-12]
-    if not len(stacked):
-        return None
-    mean = stacked.mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    if not math.isfinite(norm) or norm < 1e-6:
-        return None
-    return (mean / norm).astype(np.float32)
-
-
 def pick_evenly(items: Sequence[T], count: int = 4) -> list[T]:
     """`count` items spread evenly over the sequence (the middle of each of `count` equal
     stretches), all of them when there are no more than `count`."""
