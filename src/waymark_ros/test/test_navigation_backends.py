@@ -6,7 +6,9 @@ Each backend drives its own stand-in robot in the same room (support.navigation_
 as the external planner would, `nav2` the NavigateToPose stand-in. Whatever drives, a
 reachable goal is reached; an unsafe goal is refused with its reason and never handed on;
 a cancel ends the goal canceled and stops what was driving; a remembered target from
-another map epoch ends stale, before it is driven or while it is.
+another map epoch ends stale, before it is driven or while it is. The navigator is a
+lifecycle node: it drives only while active, and deactivating it ends the goal being
+driven and stops the drive.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import json
 import math
 
 import pytest
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 from rclpy.action import ActionClient
 from std_msgs.msg import String
 from support.actions import connect, result_of, send
@@ -30,8 +34,10 @@ from support.navigation_worlds import (
     remembered,
     room,
 )
+from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import wait_until
 
+from waymark.parameters.navigator import BACKENDS as BACKEND_CHOICES
 from waymark_interfaces.action import GoTo
 from waymark_ros.navigation.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
 from waymark_ros.ros import qos
@@ -59,6 +65,10 @@ class InternalWorld:
         """Whether what drove the robot has been told to stop."""
         return self.robot.commands[-1] == (0.0, 0.0)
 
+    def forget(self) -> None:
+        """From now on, driven and stopped are about the goals that follow."""
+        self.robot.commands.clear()
+
     def close(self) -> None:
         self.robot.stop()
 
@@ -77,6 +87,9 @@ class GoalTopicWorld(InternalWorld):
     def stopped(self) -> bool:
         return True  # goal_pose has no stop: the planner keeps its last goal
 
+    def forget(self) -> None:
+        self.robot.goals.clear()
+
 
 class Nav2World:
     """Nav2 and its robot, played by the NavigateToPose stand-in."""
@@ -94,6 +107,10 @@ class Nav2World:
 
     def stopped(self) -> bool:
         return self.robot.cancels == self.robot.accepted and self.robot.ended == ['canceled']
+
+    def forget(self) -> None:
+        for record in (self.robot.goals, self.robot.accepted, self.robot.cancels, self.robot.ended):
+            record.clear()
 
     def close(self) -> None:
         pass  # the nav2 fixture closes the stand-in
@@ -125,8 +142,24 @@ def start_navigator(ros, launch, world, **parameters) -> ActionClient:
     with ros.paused() as node:
         client = ActionClient(node, GoTo, 'go_to')
     connect(client)
-    wait_until(lambda: world.robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
+    if settings.get('autostart', True):
+        wait_until(subscribed(world), 30, 'no pose subscriber')
     return client
+
+
+def subscribed(world):
+    return lambda: world.robot.odom.get_subscription_count() > 0
+
+
+def change_state(ros, transition: int) -> bool:
+    """A lifecycle transition of navigator_node, as `ros2 lifecycle set` asks for it."""
+    request = ChangeState.Request()
+    request.transition.id = transition
+    return ros.call(ChangeState, '/navigator_node/change_state', request).success
+
+
+def test_the_backend_choices_are_the_registered_backends():
+    assert tuple(BACKENDS) == BACKEND_CHOICES
 
 
 def test_a_reachable_goal_is_reached(ros, launch, world):
@@ -185,3 +218,67 @@ def test_a_target_from_another_map_epoch_ends_stale(ros, launch, world):
     assert result.outcome == GoTo.Result.OUTCOME_STALE_EPOCH, result.message
     assert 'the map is now session tour epoch 3' in result.message
     wait_until(world.stopped, 10, 'the drive was not stopped')
+
+
+def test_goals_are_driven_only_while_the_navigator_is_active(ros, launch, world):
+    client = start_navigator(ros, launch, world, autostart=False)
+    for transition in (None, Transition.TRANSITION_CONFIGURE):  # unconfigured, then inactive
+        if transition is not None:
+            assert change_state(ros, transition)
+        result = result_of(send(client, target(3.5, 2.5)))
+        assert (result.outcome, result.message) == (
+            GoTo.Result.OUTCOME_REFUSED,
+            'navigator_node is not active',
+        )
+    assert not world.driven()
+
+    assert change_state(ros, Transition.TRANSITION_ACTIVATE)
+    wait_until(subscribed(world), 30, 'no pose subscriber')
+    result = result_of(send(client, target(3.5, 2.5)), timeout=60)
+    assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+
+    # Deactivated mid-drive: the goal ends canceled, with a result, and the drive stops.
+    world.hold()
+    world.forget()
+    handle = send(client, target(*BEHIND_WALL))
+    wait_until(world.driven, 30, 'the goal was never driven')
+    assert change_state(ros, Transition.TRANSITION_DEACTIVATE)
+    result = result_of(handle)
+    assert result.outcome == GoTo.Result.OUTCOME_CANCELED, result.message
+    assert 'navigator_node is not active' in result.message
+    wait_until(world.stopped, 10, 'the drive was not stopped')
+    assert result_of(send(client, target(3.5, 2.5))).outcome == GoTo.Result.OUTCOME_REFUSED
+    assert change_state(ros, Transition.TRANSITION_CLEANUP)
+
+
+def test_speed_limit_and_goal_tolerance_change_on_a_running_navigator(ros, launch):
+    world = InternalWorld(ros)
+    try:
+        client = start_navigator(ros, launch, world)
+        result = result_of(send(client, target(3.5, 2.5)), timeout=60)
+        assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+        assert max(linear for linear, _ in world.robot.commands) > 0.4
+
+        refused = set_parameters(
+            ros,
+            'navigator_node',
+            {'follower.max_linear': 50.0, 'backend': 'nav2', 'goal_tolerance_m': 0.5},
+        )
+        assert_refused(refused['follower.max_linear'], 'out of range')
+        assert_refused(refused['backend'], 'read-only')
+        assert_refused(refused['goal_tolerance_m'], 'goal_tolerance_m must be <= lookahead_m')
+        changed = set_parameters(
+            ros, 'navigator_node', {'follower.max_linear': 0.2, 'goal_tolerance_m': 0.4}
+        )
+        assert all(change.successful for change in changed.values()), changed
+        assert get_parameter(ros, 'navigator_node', 'follower.max_linear') == 0.2
+
+        world.forget()
+        result = result_of(send(client, target(*START)), timeout=60)
+        assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message
+        assert max(linear for linear, _ in world.robot.commands) <= 0.2 + 1e-9
+        final = result.final_pose.pose.position
+        # Arrived at the new tolerance: farther out than the old one (0.25) allows.
+        assert 0.3 < math.dist((final.x, final.y), START) <= 0.4 + 0.05
+    finally:
+        world.close()

@@ -26,8 +26,8 @@ from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.goals import GoalCheck
 from waymark.navigation.grid import OccupancyMap, TraversabilityGrid
 from waymark.navigation.planner import GridPlanner
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.parameters import NavigatorSettings
 from waymark_ros.ros.conversions import NS_PER_S
 
 Outcome = tuple[int, str]  # a GoTo.Result outcome and its message
@@ -104,6 +104,9 @@ class Host(Protocol):
     def stale(self, request: GoTo.Goal) -> str:
         """Why a remembered target is no longer from the current map epoch; empty if it is."""
 
+    def halted(self) -> str:
+        """Why no goal may be driven now (the navigator is not active); empty while one may."""
+
     def check(self, target: PoseStamped, heading: bool) -> CheckedGoal:
         """The target checked on the newest map, or RefusedError."""
 
@@ -115,9 +118,13 @@ class Backend(ABC):
     """Takes checked goals to their end. `node` is for the backend's publishers and
     clients, `host` for the state of the goal being driven."""
 
-    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorParameters) -> None:
         self._node = node
         self._host = host
+        self._settings = settings
+
+    def use(self, settings: NavigatorParameters) -> None:
+        """Changed live settings: the next goal is driven with them."""
         self._settings = settings
 
     @abstractmethod
@@ -128,9 +135,17 @@ class Backend(ABC):
     def stop(self) -> None:  # noqa: B027 - most backends leave nothing running
         """Called once every goal has ended, however it ended."""
 
+    @abstractmethod
+    def release(self) -> None:
+        """Destroy the publishers and clients made for driving; the backend is not used
+        again (the navigator is cleaned up)."""
+
     def interrupted(self, handle) -> Outcome | None:
         """How a goal still running must end now: cancelled, preempted by a newer one or
-        stale after a change of map epoch; None while it may go on."""
+        stale after a change of map epoch; None while it may go on. A halt (the navigator
+        deactivated) cancels it too."""
+        if halted := self._host.halted():
+            return GoTo.Result.OUTCOME_CANCELED, f'canceled: {halted}'
         if handle.is_cancel_requested:
             return GoTo.Result.OUTCOME_CANCELED, 'canceled'
         if self._host.preempted(handle):

@@ -28,9 +28,9 @@ from waymark.navigation.frontiers import (
 )
 from waymark.navigation.grid import TraversabilityGrid, inflate
 from waymark.navigation.planner import GridPlanner
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import Explore, GoTo
 from waymark_ros.navigation.backend import MapState, Outcome, RefusedError, RobotPose
-from waymark_ros.navigation.parameters import NavigatorSettings
 
 _ENDS = {
     FinishReason.NO_FRONTIERS: Explore.Result.OUTCOME_COMPLETE,
@@ -53,6 +53,9 @@ class ExploreHost(Protocol):
 
     def run_goal(self, handle, heading: bool) -> Outcome:
         """Check a GoTo goal and drive it with the backend, to its end."""
+
+    def halted(self) -> str:
+        """Why no goal may be driven now; empty while one may."""
 
     def show_frontiers(self, frontiers: tuple[Frontier, ...], chosen: Frontier | None) -> None:
         """Frontiers shown for RViz along with the goals."""
@@ -93,16 +96,20 @@ class _Leg:
 
 
 class ExploreRunner:
-    def __init__(self, host: ExploreHost, settings: NavigatorSettings, logger) -> None:
+    def __init__(self, host: ExploreHost, settings: NavigatorParameters, logger) -> None:
         self._host = host
         self._settings = settings
         self._logger = logger
         self._seen_check: tuple[int, tuple[float, float], bool] | None = None
         self._frontier_map: _FrontierMap | None = None  # cached per map version
 
+    def use(self, settings: NavigatorParameters) -> None:
+        """Changed live settings: the next exploration runs with them."""
+        self._settings = settings
+
     def run(self, handle, result, feedback, started: float) -> Outcome:
         """Frontier after frontier, nearest by path first; fills in result's counts."""
-        params = self._settings.explore.explorer
+        params = self._settings.explorer_params()
         budget = handle.request.time_budget_s or params.time_budget_s
         if not (math.isfinite(budget) and budget > 0):
             return Explore.Result.OUTCOME_FAILED, f'time_budget_s must be >= 0, got {budget}'
@@ -116,6 +123,8 @@ class ExploreRunner:
         while rclpy.ok():
             if handle.is_cancel_requested:
                 return Explore.Result.OUTCOME_CANCELED, 'canceled'
+            if halted := self._host.halted():
+                return Explore.Result.OUTCOME_CANCELED, f'canceled: {halted}'
             try:
                 state, robot = self._host.inputs()
             except RefusedError as why:
@@ -191,12 +200,12 @@ class ExploreRunner:
     def _frontier_map_of(self, state: MapState) -> _FrontierMap:
         cached = self._frontier_map
         if cached is None or cached.version != state.version:
-            map_settings = self._settings.map
-            grid = inflate(state.occupancy, map_settings.robot_radius_m, unknown_is_obstacle=False)
+            settings = self._settings
+            grid = inflate(state.occupancy, settings.robot_radius_m, unknown_is_obstacle=False)
             cached = _FrontierMap(
                 state.version,
                 grid,
-                GridPlanner(grid, map_settings.planner),
+                GridPlanner(grid, settings.planner.config()),
                 state.occupancy.unknown_mask(),
             )
             self._frontier_map = cached

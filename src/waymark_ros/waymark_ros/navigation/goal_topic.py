@@ -16,19 +16,22 @@ import rclpy
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome
-from waymark_ros.navigation.parameters import NavigatorSettings
 
 
 class GoalTopicBackend(Backend):
-    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorParameters) -> None:
         super().__init__(node, host, settings)
         self._goal_publisher = node.create_publisher(PoseStamped, 'goal_pose', 10)
 
+    def release(self) -> None:
+        self._node.destroy_publisher(self._goal_publisher)
+
     def drive(self, handle, goal: CheckedGoal) -> Outcome:
-        tolerance = self._settings.drive.goal_tolerance_m
-        timeout_s = self._settings.drive.follower.timeout_s
+        tolerance = self._settings.goal_tolerance_m
+        timeout_s = self._settings.goal_timeout_s
         self._host.show(goal, None)
         self._goal_publisher.publish(self.stamped(goal))
         deadline = time.monotonic() + timeout_s

@@ -19,9 +19,9 @@ from rclpy.node import Node
 from waymark.geometry import yaw_from_quaternion
 from waymark.navigation.follower import FollowerStatus, PathFollower
 from waymark.navigation.planner import PlanError
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, RefusedError
-from waymark_ros.navigation.parameters import NavigatorSettings
 from waymark_ros.ros.navigation_msgs import twist_msg
 
 _FAILURES = {
@@ -32,22 +32,25 @@ _FAILURES = {
 
 
 class InternalBackend(Backend):
-    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorParameters) -> None:
         super().__init__(node, host, settings)
         self._cmd_vel = node.create_publisher(Twist, 'cmd_vel', 10)
 
     def stop(self) -> None:
         self._cmd_vel.publish(twist_msg(0.0, 0.0))
 
+    def release(self) -> None:
+        self._node.destroy_publisher(self._cmd_vel)
+
     def drive(self, handle, goal: CheckedGoal) -> Outcome:
-        drive = self._settings.drive
+        settings = self._settings  # as they are when the goal starts
         waypoints = _plan(goal)
         self._host.show(goal, waypoints)
-        follower = PathFollower(drive.follower)
-        yaw = yaw_from_quaternion(goal.orientation) if drive.align_yaw and goal.heading else None
+        follower = PathFollower(settings.follower_params())
+        yaw = yaw_from_quaternion(goal.orientation) if settings.align_yaw and goal.heading else None
         follower.start([tuple(p) for p in waypoints], yaw, self.now_s())
         feedback = GoTo.Feedback()
-        period = 1.0 / drive.control_rate_hz
+        period = 1.0 / settings.control_rate_hz
         while rclpy.ok():
             if (ended := self.interrupted(handle)) is not None:
                 return ended

@@ -17,13 +17,13 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, wait
-from waymark_ros.navigation.parameters import NavigatorSettings
 
 
 class Nav2Backend(Backend):
-    def __init__(self, node: Node, host: Host, settings: NavigatorSettings) -> None:
+    def __init__(self, node: Node, host: Host, settings: NavigatorParameters) -> None:
         super().__init__(node, host, settings)
         try:
             from nav2_msgs.action import NavigateToPose
@@ -42,9 +42,12 @@ class Nav2Backend(Backend):
             callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
+    def release(self) -> None:
+        self._client.destroy()
+
     def drive(self, handle, goal: CheckedGoal) -> Outcome:
         name, wait_s = self._settings.nav2.action_name, self._settings.nav2.server_wait_s
-        timeout_s = self._settings.drive.follower.timeout_s
+        timeout_s = self._settings.goal_timeout_s
         self._host.show(goal, None)
         if not self._client.wait_for_server(timeout_sec=wait_s):
             return GoTo.Result.OUTCOME_FAILED, (

@@ -1,15 +1,16 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The navigator's backends, by the name its `backend` parameter takes; the first is the
-default. A new backend is one module and one line here."""
+default. A new backend is one module, one line here and its name in
+waymark.parameters.navigator.BACKENDS (the parameter's choices)."""
 
 from __future__ import annotations
 
+from waymark.parameters.navigator import GOAL_TOPIC, INTERNAL, NAV2
 from waymark_ros.navigation.backend import Backend
 from waymark_ros.navigation.goal_topic import GoalTopicBackend
 from waymark_ros.navigation.internal import InternalBackend
 from waymark_ros.navigation.nav2 import Nav2Backend
 
-INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
 BACKENDS: dict[str, type[Backend]] = {
     INTERNAL: InternalBackend,
     NAV2: Nav2Backend,

@@ -18,6 +18,12 @@ The `explore` action drives, with the same backend, to frontier after frontier (
 waymark_ros.navigation.explore). One goal runs at a time, GoTo or Explore: a new one
 preempts the one before, which ends FAILED, as in Nav2. The pose topic must be in the map
 frame (a LIO SLAM odometry is).
+
+A lifecycle node: configuring subscribes the inputs and builds the backend, activating
+lets goals drive, deactivating cancels the goal being driven and stops the robot, cleaning
+up releases the backend. The actions answer in every state, so a goal sent while the node
+is not active is refused with that reason. With `autostart` it configures and activates
+itself at start.
 """
 
 from __future__ import annotations
@@ -26,23 +32,17 @@ import math
 import threading
 import time
 
-from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import OccupancyGrid
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import PointCloud2
-from std_msgs.msg import Header, String
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
-from waymark.geometry import InvalidPoseError, yaw_from_quaternion
-from waymark.navigation.epochs import MapEpoch, parse_epoch, stale_reason
+from waymark.navigation.epochs import MapEpoch, stale_reason
 from waymark.navigation.goals import check_goal, goal_orientation
-from waymark.navigation.grid import OccupancyMap, inflate, project_point_cloud
-from waymark.navigation.planner import GridPlanner
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import Explore, GoTo
 from waymark_ros.navigation.backend import (
+    Backend,
     CheckedGoal,
     MapState,
     Outcome,
@@ -52,76 +52,115 @@ from waymark_ros.navigation.backend import (
 )
 from waymark_ros.navigation.display import Display
 from waymark_ros.navigation.explore import ExploreRunner
-from waymark_ros.navigation.parameters import GRID, declare_settings
+from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
-from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_client import OUTCOMES
-from waymark_ros.ros.navigation_msgs import occupancy_map_from_msg, points_from_cloud
-from waymark_ros.ros.pose_input import subscribe_pose
+from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 
+NOT_ACTIVE = 'navigator_node is not active'
+# Past a Nav2 cancel's own wait: how long deactivation waits for the goal to end.
+_END_WAIT_S = 2.0
 
-class NavigatorNode(Node):
+
+class NavigatorNode(LifecycleNode):
     def __init__(self) -> None:
         super().__init__('navigator_node')
-        self._settings = settings = declare_settings(self, tuple(BACKENDS))
+        self._settings = settings = declare_settings(
+            self, NavigatorParameters, on_change=self._on_settings
+        )
         self._map_frame = settings.map_frame
         self._lock = threading.Lock()
-        self._map: MapState | None = None
-        self._pose: RobotPose | None = None
-        self._epoch: MapEpoch | None = None  # the current one, when known
+        self._inputs: Inputs | None = None
         self._active: object | None = None  # the goal handle now driving
-        display = Display(self, settings.map_frame, settings.map.robot_radius_m)
+        self._driving = False  # the node is active: goals may drive
+        self._backend: Backend | None = None
+        self._explorer: ExploreRunner | None = None
+        self._failure = ''  # why the last configure failed
+        display = Display(self, settings.map_frame, settings.robot_radius_m)
         self.show, self.show_frontiers = display.show, display.show_frontiers
-        self._subscribe()
-        self._backend = BACKENDS[settings.backend](self, self, settings)
-        self._explorer = ExploreRunner(self, settings, self.get_logger())
         self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._explore_server = self._serve(Explore, 'explore', self._explore)
+        if settings.autostart:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise RuntimeError(self._failure or 'configure failed')
+            if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                raise RuntimeError('activate failed')
 
-    def _subscribe(self) -> None:
-        pose, map_settings = self._settings.pose, self._settings.map
-        inputs = MutuallyExclusiveCallbackGroup()
-        subscribe_pose(
-            self,
-            pose.pose_type,
-            pose.topic,
-            self._on_pose,
-            qos.state_input(pose.reliable, 10),
-            callback_group=inputs,
-        )
-        map_qos = QoSProfile(
-            depth=1,
-            reliability=ReliabilityPolicy.RELIABLE,
-            durability=(
-                DurabilityPolicy.TRANSIENT_LOCAL
-                if map_settings.latched
-                else DurabilityPolicy.VOLATILE
-            ),
-        )
-        map_type, on_map = (
-            (OccupancyGrid, self._on_grid)
-            if map_settings.source == GRID
-            else (PointCloud2, self._on_cloud)
-        )
-        self.create_subscription(
-            map_type,
-            map_settings.topic,
-            on_map,
-            map_qos,
-            callback_group=MutuallyExclusiveCallbackGroup(),
-        )
-        self.create_subscription(
-            String,
-            self._settings.goals.epoch_topic,
-            self._on_epoch,
-            qos.latched(),
-            callback_group=inputs,
-        )
+    def _on_settings(self, settings: NavigatorParameters) -> None:
+        """Live settings: goal checks use them at once, drives from the next goal on."""
+        self._settings = settings
+        if self._backend is not None:
+            self._backend.use(settings)
+        if self._explorer is not None:
+            self._explorer.use(settings)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self._inputs = Inputs(self, self._settings)
+            self._backend = BACKENDS[self._settings.backend](self, self, self._settings)
+        except Exception as error:  # the node stays unconfigured, and says why
+            self._close_inputs()
+            self._failure = ' '.join(str(error).split()) or type(error).__name__
+            self.get_logger().error(f'configure failed: {self._failure}')
+            return TransitionCallbackReturn.FAILURE
+        self._explorer = ExploreRunner(self, self._settings, self.get_logger())
+        self.get_logger().info(f'configured: backend {self._settings.backend}')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        with self._lock:
+            self._driving = True
+        self.get_logger().info('active: goals are driven')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._halt()
+        self.get_logger().info('inactive: goals are refused')
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._active is not None:
+            self.get_logger().error('cleanup refused: a goal is still ending')
+            return TransitionCallbackReturn.FAILURE
+        self._release_backend()
+        self.get_logger().info('cleaned up')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._halt()
+        self._release_backend()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _halt(self) -> None:
+        """Refuse new goals, end the one being driven (canceled) and stop the robot."""
+        with self._lock:
+            self._driving = False
+        deadline = time.monotonic() + self._settings.nav2.server_wait_s + _END_WAIT_S
+        while self._active is not None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self._active is not None:
+            self.get_logger().warning('the goal being driven has not ended yet')
+        if self._backend is not None:
+            self._backend.stop()
+
+    def _release_backend(self) -> None:
+        if self._backend is not None:
+            self._backend.release()
+        self._backend, self._explorer = None, None
+        self._close_inputs()
+
+    def _close_inputs(self) -> None:
+        if self._inputs is not None:
+            self._inputs.close()
+        self._inputs = None
 
     def _serve(self, action_type, name: str, execute) -> ActionServer:
-        """Every goal is accepted (a newer one preempts) and every cancel granted."""
+        """Every goal is accepted (a newer one preempts, an inactive node refuses it with
+        the reason) and every cancel granted."""
         return ActionServer(
             self,
             action_type,
@@ -132,101 +171,26 @@ class NavigatorNode(Node):
             callback_group=ReentrantCallbackGroup(),
         )
 
-    # -- inputs --------------------------------------------------------------------------
-
-    def _on_pose(self, header: Header, pose_msg: PoseMsg, _covariance) -> None:
-        if header.frame_id != self._map_frame:
-            self.get_logger().warning(
-                f'pose in frame {header.frame_id!r}, not {self._map_frame!r}: ignored',
-                throttle_duration_sec=5.0,
-            )
-            return
-        try:
-            pose = pose_from_msg(pose_msg)
-        except InvalidPoseError as error:
-            self.get_logger().warning(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
-            return
-        x, y, _ = pose.position
-        stamp_s = stamp_to_ns(header.stamp) / NS_PER_S
-        with self._lock:
-            self._pose = RobotPose(x, y, yaw_from_quaternion(pose.orientation), stamp_s)
-
-    def _on_epoch(self, msg: String) -> None:
-        try:
-            epoch = parse_epoch(msg.data)
-        except ValueError as error:
-            self.get_logger().warning(
-                f'map epoch on {self._settings.goals.epoch_topic} unreadable, ignored: {error}',
-                throttle_duration_sec=5.0,
-            )
-            return
-        if epoch is None:  # no session yet: capture_node has not seen an image
-            return
-        with self._lock:
-            changed, self._epoch = self._epoch != epoch, epoch
-        if changed:
-            self.get_logger().info(f'current map epoch: session {epoch[0]}, epoch {epoch[1]}')
-
-    def _on_grid(self, msg: OccupancyGrid) -> None:
-        try:
-            self._install(occupancy_map_from_msg(msg))
-        except ValueError as error:
-            self.get_logger().error(f'map refused: {error}')
-
-    def _on_cloud(self, msg: PointCloud2) -> None:
-        cloud = self._settings.map
-        try:
-            projection = project_point_cloud(
-                points_from_cloud(msg),
-                cloud.cloud_resolution,
-                cloud.h_min,
-                cloud.h_max,
-                msg.header.frame_id,
-                stamp_ns=stamp_to_ns(msg.header.stamp),
-            )
-        except ValueError as error:
-            self.get_logger().error(f'point-cloud map refused: {error}')
-            return
-        if projection.points_dropped:
-            self.get_logger().warning(f'{projection.points_dropped} non-finite map points dropped')
-        self._install(projection.map)
-
-    def _install(self, occupancy: OccupancyMap) -> None:
-        if occupancy.frame_id != self._map_frame:
-            self.get_logger().error(
-                f'map in frame {occupancy.frame_id!r}, not {self._map_frame!r}: ignored'
-            )
-            return
-        map_settings = self._settings.map
-        grid = inflate(occupancy, map_settings.robot_radius_m, map_settings.unknown_is_obstacle)
-        planner = GridPlanner(grid, map_settings.planner)
-        with self._lock:
-            version = self._map.version + 1 if self._map else 1
-            self._map = MapState(version, occupancy, grid, planner)
-        g = occupancy.geometry
-        self.get_logger().info(
-            f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
-            f'{int(grid.traversable.sum())} traversable'
-        )
-
     # -- actions -------------------------------------------------------------------------
 
     def _execute(self, handle) -> GoTo.Result:
         """Every path ends in an explicit outcome: an exception is a failure with its reason,
         never the default result (which reads as OUTCOME_REACHED)."""
-        with self._lock:
-            self._active = handle  # any goal still running sees this and stops
-        try:
-            outcome, message = self.run_goal(handle, heading=True)
-        except Exception as error:  # any failure is the goal's outcome
-            outcome, message = GoTo.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
-        finally:
-            self._release(handle)
+        if not self._take(handle):  # any goal still running sees this and stops
+            outcome, message = GoTo.Result.OUTCOME_REFUSED, NOT_ACTIVE
+        else:
+            try:
+                outcome, message = self.run_goal(handle, heading=True)
+            except Exception as error:  # any failure is the goal's outcome
+                outcome, message = GoTo.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
+            finally:
+                self._release(handle)
         if outcome == GoTo.Result.OUTCOME_REACHED:
             handle.succeed()
             self.get_logger().info(f'goal ended: {message}')
         else:
-            if outcome == GoTo.Result.OUTCOME_CANCELED:
+            # A goal the node canceled itself (deactivated) was not asked to: it aborts.
+            if outcome == GoTo.Result.OUTCOME_CANCELED and handle.is_cancel_requested:
                 handle.canceled()
             else:
                 handle.abort()
@@ -236,20 +200,21 @@ class NavigatorNode(Node):
         return GoTo.Result(outcome=outcome, message=message, final_pose=final)
 
     def _explore(self, handle) -> Explore.Result:
-        with self._lock:
-            self._active = handle  # preempts any GoTo goal or exploration still running
         started = time.monotonic()
         result = Explore.Result()
-        try:
-            outcome, message = self._explorer.run(handle, result, Explore.Feedback(), started)
-        except Exception as error:  # any failure is its outcome
-            outcome, message = Explore.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
-        finally:
-            self._release(handle)
-            self.show_frontiers((), None)
-        if outcome == Explore.Result.OUTCOME_CANCELED:
+        if not self._take(handle):  # preempts any GoTo goal or exploration still running
+            outcome, message = Explore.Result.OUTCOME_FAILED, NOT_ACTIVE
+        else:
+            try:
+                outcome, message = self._explorer.run(handle, result, Explore.Feedback(), started)
+            except Exception as error:  # any failure is its outcome
+                outcome, message = Explore.Result.OUTCOME_FAILED, f'navigator error: {error!r}'
+            finally:
+                self._release(handle)
+                self.show_frontiers((), None)
+        if outcome == Explore.Result.OUTCOME_CANCELED and handle.is_cancel_requested:
             handle.canceled()
-        elif outcome == Explore.Result.OUTCOME_FAILED:
+        elif outcome in (Explore.Result.OUTCOME_FAILED, Explore.Result.OUTCOME_CANCELED):
             handle.abort()
         else:
             handle.succeed()
@@ -258,9 +223,17 @@ class NavigatorNode(Node):
         result.elapsed_s = time.monotonic() - started
         return result
 
+    def _take(self, handle) -> bool:
+        """Give the drive to `handle`; False while the node is not active."""
+        with self._lock:
+            if self._driving:
+                self._active = handle
+            return self._driving
+
     def _release(self, handle) -> None:
         """Stop the backend, and free the drive unless a newer goal has taken it already."""
-        self._backend.stop()
+        if (backend := self._backend) is not None:
+            backend.stop()
         with self._lock:
             if self._active is handle:
                 self._active = None
@@ -280,12 +253,12 @@ class NavigatorNode(Node):
 
     def check(self, target: PoseStamped, heading: bool) -> CheckedGoal:
         """The target checked on the newest map, from the robot's pose; else RefusedError."""
-        goals = self._settings.goals
+        settings = self._settings
         p, q = target.pose.position, target.pose.orientation
         if not all(math.isfinite(v) for v in (p.x, p.y, p.z)):
             raise RefusedError(f'non-finite goal position ({p.x}, {p.y}, {p.z})')
         try:
-            orientation = goal_orientation((q.x, q.y, q.z, q.w), goals.quaternion_norm_tolerance)
+            orientation = goal_orientation((q.x, q.y, q.z, q.w), settings.quaternion_norm_tolerance)
         except ValueError as error:
             raise RefusedError(str(error)) from None
         state, robot = self.inputs()
@@ -296,9 +269,9 @@ class NavigatorNode(Node):
             target.header.frame_id,
             robot.x,
             robot.y,
-            goals.snap_radius_m,
-            goals.start_snap_radius_m,
-            goals.max_abs_coordinate_m,
+            settings.snap_radius_m,
+            settings.start_snap_radius_m,
+            settings.max_abs_coordinate_m,
         )
         if not check.accepted:
             raise RefusedError(check.message)
@@ -309,37 +282,44 @@ class NavigatorNode(Node):
         the first report of it; else StaleEpochError (or RefusedError when none came)."""
         if not request.evidence_session:
             return
-        current = self._wait_for(lambda: self._epoch)
+        current = self._wait_for(self._current_epoch)
         if current is None:
             raise RefusedError(
                 f'target is from session {request.evidence_session} map epoch '
                 f'{request.evidence_map_epoch}, and no current map epoch has come on '
-                f'{self._settings.goals.epoch_topic}'
+                f'{self._settings.map_epoch_topic}'
             )
         if stale := self.stale(request):
             raise StaleEpochError(stale)
 
+    def halted(self) -> str:
+        return '' if self._driving else NOT_ACTIVE
+
     def stale(self, request: GoTo.Goal) -> str:
         if not request.evidence_session:
             return ''
-        with self._lock:
-            current = self._epoch
-        return stale_reason((request.evidence_session, request.evidence_map_epoch), current)
+        return stale_reason(
+            (request.evidence_session, request.evidence_map_epoch), self._current_epoch()
+        )
 
     def inputs(self) -> tuple[MapState, RobotPose]:
         """The newest map and pose, waiting input_wait_s for the first; else RefusedError."""
         # A goal sent as the system starts may come before the map does.
-        self._wait_for(lambda: self._map is not None and self._pose is not None)
+        self._wait_for(lambda: None not in self.latest())
         robot, state = self.latest()
         if state is None:
-            raise RefusedError(f'no map received yet on {self._settings.map.topic}')
+            raise RefusedError(f'no map received yet on {self._settings.map_input_topic}')
         if robot is None:
             raise RefusedError('no robot pose received yet')
         return state, robot
 
     def latest(self) -> tuple[RobotPose | None, MapState | None]:
-        with self._lock:
-            return self._pose, self._map
+        inputs = self._inputs
+        return inputs.latest() if inputs is not None else (None, None)
+
+    def _current_epoch(self) -> MapEpoch | None:
+        inputs = self._inputs
+        return inputs.epoch() if inputs is not None else None
 
     def preempted(self, handle) -> bool:
         with self._lock:
@@ -356,12 +336,12 @@ class NavigatorNode(Node):
         return self.get_clock().now().nanoseconds / NS_PER_S
 
     def _wait_for(self, ready):
-        """`ready()` (read under the lock) once truthy, or when input_wait_s has passed."""
-        deadline = time.monotonic() + self._settings.goals.input_wait_s
+        """`ready()` once truthy, or when input_wait_s has passed or the node is
+        deactivated."""
+        deadline = time.monotonic() + self._settings.input_wait_s
         while True:
-            with self._lock:
-                value = ready()
-            if value or time.monotonic() >= deadline:
+            value = ready()
+            if value or not self._driving or time.monotonic() >= deadline:
                 return value
             time.sleep(0.05)
 

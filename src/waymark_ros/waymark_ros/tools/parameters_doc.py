@@ -13,6 +13,7 @@ from typing import Any
 
 from waymark.parameters.capture import CaptureParameters
 from waymark.parameters.memory import MemoryParameters
+from waymark.parameters.navigator import NavigatorParameters
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark.parameters.sim_base import SimBaseParameters
 from waymark.settings import SettingInfo, settings
@@ -22,6 +23,7 @@ NODES: dict[str, type] = {
     'capture_node': CaptureParameters,
     'memory_node': MemoryParameters,
     'reasoner_node': ReasonerParameters,
+    'navigator_node': NavigatorParameters,
     'sim_base_node': SimBaseParameters,
 }
 
@@ -35,9 +37,7 @@ Every parameter is declared with its description and range, so `ros2 param descr
 <node> <name>` says the same. Live parameters may be changed on a running node
 (`ros2 param set <node> <name> <value>`) and take effect at once; a value outside the
 range or choices is refused with the reason. The others are read-only: set them at start
-(config/*.yaml, launch arguments). navigator_node is not listed here yet:
-`ros2 param describe navigator_node <name>` gives each of its parameters, and
-config/robot.yaml lists them.
+(config/*.yaml, launch arguments).
 """
 
 

@@ -1,0 +1,222 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""navigator_node's parameters. What shapes a drive and its limits (speeds, tolerances,
+the follower's timeouts, exploration's budgets) is live and applies from the next goal;
+who drives, the topics, frames and the map's making are fixed at start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from waymark.navigation.follower import FollowerParams
+from waymark.navigation.frontiers import ExplorerParams
+from waymark.navigation.goals import MAX_ABS_COORDINATE_M, QUATERNION_NORM_TOLERANCE
+from waymark.navigation.planner import PlannerConfig
+from waymark.parameters.common import POSE_TYPES
+from waymark.settings import setting
+
+# The backends (waymark_ros.navigation.registry has one class for each); the first is the
+# default.
+INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
+BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)
+GRID, CLOUD = 'grid', 'cloud'
+
+
+@dataclass(frozen=True)
+class CloudParameters:
+    resolution: float = setting(0.05, 'Cell size of the projected map.', low=0.01, high=2.0)
+    h_min: float = setting(0.15, 'Points above this height are obstacles.', low=-10.0, high=10.0)
+    h_max: float = setting(0.8, 'Points above this height are overhead.', low=-10.0, high=10.0)
+
+    def __post_init__(self) -> None:
+        if self.h_max <= self.h_min:
+            raise ValueError('cloud.h_max must be above cloud.h_min')
+
+
+@dataclass(frozen=True)
+class PlannerParameters:
+    clearance_weight: float = setting(2.0, 'Extra cost near walls.', low=0.0, high=100.0)
+    clearance_range_m: float = setting(
+        PlannerConfig.clearance_range_m, 'Walls cost extra within this.', low=0.01, high=10.0
+    )
+    max_expansions: int = setting(
+        PlannerConfig.max_expansions, 'Cells a plan may settle.', low=1, high=500_000_000
+    )
+
+    def config(self) -> PlannerConfig:
+        return PlannerConfig(self.clearance_weight, self.clearance_range_m, self.max_expansions)
+
+
+@dataclass(frozen=True)
+class FollowerParameters:
+    max_linear: float = setting(FollowerParams.max_linear, 'm/s', low=0.01, high=5.0, live=True)
+    max_angular: float = setting(
+        FollowerParams.max_angular, 'rad/s', low=0.01, high=10.0, live=True
+    )
+    max_linear_accel: float = setting(
+        FollowerParams.max_linear_accel, 'm/s^2', low=0.01, high=20.0, live=True
+    )
+    max_angular_accel: float = setting(
+        FollowerParams.max_angular_accel, 'rad/s^2', low=0.01, high=50.0, live=True
+    )
+    lookahead_m: float = setting(
+        FollowerParams.lookahead_m, 'Carrot distance.', low=0.02, high=10.0, live=True
+    )
+    progress_window_s: float = setting(
+        10.0, 'Stuck after this long without progress.', low=0.5, high=600.0, live=True
+    )
+    progress_min_m: float = setting(
+        FollowerParams.progress_min_m, 'Progress that counts.', low=0.001, high=10.0, live=True
+    )
+    pose_timeout_s: float = setting(
+        FollowerParams.pose_timeout_s,
+        'Stop when the pose is older.',
+        low=0.01,
+        high=60.0,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class Nav2Parameters:
+    action_name: str = setting('navigate_to_pose', 'NavigateToPose server (backend nav2).')
+    server_wait_s: float = setting(
+        5.0,
+        'Wait this long for the Nav2 server, its answer to a goal, and to a cancel.',
+        low=0.0,
+        high=600.0,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class ExploreParameters:
+    min_frontier_cells: int = setting(
+        ExplorerParams.min_size_cells,
+        'Smaller frontiers are noise.',
+        low=1,
+        high=1_000_000,
+        live=True,
+    )
+    blacklist_radius_m: float = setting(
+        ExplorerParams.blacklist_radius_m,
+        'Frontiers this near a visited or failed goal are skipped.',
+        low=0.0,
+        high=100.0,
+        live=True,
+    )
+    time_budget_s: float = setting(
+        ExplorerParams.time_budget_s,
+        'Default time budget of an exploration.',
+        low=1.0,
+        high=86400.0,
+        live=True,
+    )
+    max_goals: int = setting(
+        ExplorerParams.max_goals, 'Frontier goals per exploration.', low=1, high=100_000, live=True
+    )
+    seen_radius_m: float = setting(
+        1.0,
+        'A frontier leg ends early, counted reached, once no frontier is left this near '
+        'its goal (the unknown there has been seen); 0: drive every leg to its goal.',
+        low=0.0,
+        high=20.0,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class NavigatorParameters:
+    map_frame: str = setting('map', 'Frame of targets, map and pose.')
+    backend: str = setting(BACKENDS[0], 'Who drives.', choices=BACKENDS)
+    autostart: bool = setting(
+        True,
+        'Configure and activate at start; false: wait for a lifecycle manager (ros2 '
+        'lifecycle set navigator_node configure, then activate).',
+    )
+    map_source: str = setting(GRID, 'Map input.', choices=(GRID, CLOUD))
+    map_topic: str = setting('/map', 'nav_msgs/OccupancyGrid (map_source grid).')
+    cloud_topic: str = setting('/cloud_map', 'sensor_msgs/PointCloud2 map (map_source cloud).')
+    map_transient_local: bool = setting(True, 'Map publisher is latched (map_server, SLAM).')
+    cloud: CloudParameters = field(default_factory=CloudParameters)
+    robot_radius_m: float = setting(0.35, 'Obstacles grow by this much.', low=0.0, high=5.0)
+    unknown_is_obstacle: bool = setting(True, 'Unknown space also keeps the robot away.')
+    planner: PlannerParameters = field(default_factory=PlannerParameters)
+    snap_radius_m: float = setting(
+        1.0, 'Move blocked targets this far at most.', low=0.0, high=20.0, live=True
+    )
+    start_snap_radius_m: float = setting(
+        0.3, 'Robot may stand this far inside an inflation.', low=0.0, high=5.0, live=True
+    )
+    max_abs_coordinate_m: float = setting(
+        MAX_ABS_COORDINATE_M,
+        'Targets with |x| or |y| beyond this are refused before any map lookup.',
+        low=1.0,
+        high=1e6,
+    )
+    quaternion_norm_tolerance: float = setting(
+        QUATERNION_NORM_TOLERANCE,
+        "A target's orientation quaternion is normalised when its norm is within this "
+        'of 1, and refused otherwise (zero included).',
+        low=0.0,
+        high=0.5,
+    )
+    input_wait_s: float = setting(
+        5.0, 'A goal waits this long for a first map and pose.', low=0.0, high=600.0, live=True
+    )
+    map_epoch_topic: str = setting(
+        'capture/stats',
+        "capture_node's latched stats (std_msgs/String, JSON): their session and "
+        'map_epoch are the current map epoch, which a remembered target must be from.',
+    )
+    goal_tolerance_m: float = setting(0.25, 'Arrival radius.', low=0.01, high=100.0, live=True)
+    align_yaw: bool = setting(True, "Turn to the target's heading.", live=True)
+    control_rate_hz: float = setting(20.0, 'Follower rate.', low=1.0, high=200.0)
+    follower: FollowerParameters = field(default_factory=FollowerParameters)
+    goal_timeout_s: float = setting(
+        FollowerParams.timeout_s,
+        'Give up on a goal after this long.',
+        low=1.0,
+        high=86400.0,
+        live=True,
+    )
+    odom_topic: str = setting('/odom', 'Robot pose in the map frame.')
+    pose_type: str = setting('odometry', 'Message type on odom_topic.', choices=POSE_TYPES)
+    reliable_input: bool = setting(False, 'Subscribe to the pose reliably (newest 10 kept).')
+    nav2: Nav2Parameters = field(default_factory=Nav2Parameters)
+    explore: ExploreParameters = field(default_factory=ExploreParameters)
+
+    def __post_init__(self) -> None:
+        self.follower_params()  # their checks across fields
+        self.explorer_params()
+
+    @property
+    def map_input_topic(self) -> str:
+        """The topic of the chosen map source."""
+        return self.map_topic if self.map_source == GRID else self.cloud_topic
+
+    def follower_params(self) -> FollowerParams:
+        """The PD follower's; its timeout is goal_timeout_s, which every backend keeps."""
+        f = self.follower
+        return FollowerParams(
+            max_linear=f.max_linear,
+            max_angular=f.max_angular,
+            max_linear_accel=f.max_linear_accel,
+            max_angular_accel=f.max_angular_accel,
+            lookahead_m=f.lookahead_m,
+            goal_tolerance_m=self.goal_tolerance_m,
+            progress_window_s=f.progress_window_s,
+            progress_min_m=f.progress_min_m,
+            timeout_s=self.goal_timeout_s,
+            pose_timeout_s=f.pose_timeout_s,
+        )
+
+    def explorer_params(self) -> ExplorerParams:
+        """Exploration's limits; a frontier goal's start snaps like any goal's."""
+        e = self.explore
+        return ExplorerParams(
+            min_size_cells=e.min_frontier_cells,
+            blacklist_radius_m=e.blacklist_radius_m,
+            time_budget_s=e.time_budget_s,
+            max_goals=e.max_goals,
+            snap_radius_m=self.start_snap_radius_m,
+        )

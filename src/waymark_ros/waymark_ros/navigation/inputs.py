@@ -1,0 +1,175 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What the navigator drives by: the newest robot pose, map and map epoch, from their
+topics. A map becomes a traversability grid (inflated by robot_radius_m) and a planner as
+it comes; poses and maps in another frame than map_frame are ignored, with a warning."""
+
+from __future__ import annotations
+
+import threading
+
+from geometry_msgs.msg import Pose as PoseMsg
+from nav_msgs.msg import OccupancyGrid
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Header, String
+
+from waymark.geometry import InvalidPoseError, yaw_from_quaternion
+from waymark.navigation.epochs import MapEpoch, parse_epoch
+from waymark.navigation.grid import OccupancyMap, inflate, project_point_cloud
+from waymark.navigation.planner import GridPlanner
+from waymark.parameters.navigator import GRID, NavigatorParameters
+from waymark_ros.navigation.backend import MapState, RobotPose
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.ros.navigation_msgs import occupancy_map_from_msg, points_from_cloud
+from waymark_ros.ros.pose_input import subscribe_pose
+
+
+class Inputs:
+    """Subscribed while it exists (made at configure, closed at cleanup)."""
+
+    def __init__(self, node: Node, settings: NavigatorParameters) -> None:
+        self._node = node
+        self._settings = settings
+        self._logger = node.get_logger()
+        self._map_frame = settings.map_frame
+        self._lock = threading.Lock()
+        self._map: MapState | None = None
+        self._pose: RobotPose | None = None
+        self._epoch: MapEpoch | None = None  # the current one, when known
+        inputs = MutuallyExclusiveCallbackGroup()
+        pose = subscribe_pose(
+            node,
+            settings.pose_type,
+            settings.odom_topic,
+            self._on_pose,
+            qos.state_input(settings.reliable_input, 10),
+            callback_group=inputs,
+        )
+        map_qos = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=(
+                DurabilityPolicy.TRANSIENT_LOCAL
+                if settings.map_transient_local
+                else DurabilityPolicy.VOLATILE
+            ),
+        )
+        map_type, on_map = (
+            (OccupancyGrid, self._on_grid)
+            if settings.map_source == GRID
+            else (PointCloud2, self._on_cloud)
+        )
+        self._subscriptions = [
+            pose,
+            node.create_subscription(
+                map_type,
+                settings.map_input_topic,
+                on_map,
+                map_qos,
+                callback_group=MutuallyExclusiveCallbackGroup(),
+            ),
+            node.create_subscription(
+                String,
+                settings.map_epoch_topic,
+                self._on_epoch,
+                qos.latched(),
+                callback_group=inputs,
+            ),
+        ]
+
+    def _unsubscribe(self) -> None:
+        for subscription in self._subscriptions_made:
+            self.destroy_subscription(subscription)
+        self._subscriptions = []
+
+    def close(self) -> None:
+        """Unsubscribe; what came is forgotten."""
+        for subscription in self._subscriptions:
+            self._node.destroy_subscription(subscription)
+        self._subscriptions = []
+
+    def latest(self) -> tuple[RobotPose | None, MapState | None]:
+        with self._lock:
+            return self._pose, self._map
+
+    def epoch(self) -> MapEpoch | None:
+        with self._lock:
+            return self._epoch
+
+    def _on_pose(self, header: Header, pose_msg: PoseMsg, _covariance) -> None:
+        if header.frame_id != self._map_frame:
+            self._logger.warning(
+                f'pose in frame {header.frame_id!r}, not {self._map_frame!r}: ignored',
+                throttle_duration_sec=5.0,
+            )
+            return
+        try:
+            pose = pose_from_msg(pose_msg)
+        except InvalidPoseError as error:
+            self._logger.warning(f'bad pose ignored: {error}', throttle_duration_sec=5.0)
+            return
+        x, y, _ = pose.position
+        stamp_s = stamp_to_ns(header.stamp) / NS_PER_S
+        with self._lock:
+            self._pose = RobotPose(x, y, yaw_from_quaternion(pose.orientation), stamp_s)
+
+    def _on_epoch(self, msg: String) -> None:
+        try:
+            epoch = parse_epoch(msg.data)
+        except ValueError as error:
+            self._logger.warning(
+                f'map epoch on {self._settings.map_epoch_topic} unreadable, ignored: {error}',
+                throttle_duration_sec=5.0,
+            )
+            return
+        if epoch is None:  # no session yet: capture_node has not seen an image
+            return
+        with self._lock:
+            changed, self._epoch = self._epoch != epoch, epoch
+        if changed:
+            self._logger.info(f'current map epoch: session {epoch[0]}, epoch {epoch[1]}')
+
+    def _on_grid(self, msg: OccupancyGrid) -> None:
+        try:
+            self._install(occupancy_map_from_msg(msg))
+        except ValueError as error:
+            self._logger.error(f'map refused: {error}')
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        cloud = self._settings.cloud
+        try:
+            projection = project_point_cloud(
+                points_from_cloud(msg),
+                cloud.resolution,
+                cloud.h_min,
+                cloud.h_max,
+                msg.header.frame_id,
+                stamp_ns=stamp_to_ns(msg.header.stamp),
+            )
+        except ValueError as error:
+            self._logger.error(f'point-cloud map refused: {error}')
+            return
+        if projection.points_dropped:
+            self._logger.warning(f'{projection.points_dropped} non-finite map points dropped')
+        self._install(projection.map)
+
+    def _install(self, occupancy: OccupancyMap) -> None:
+        if occupancy.frame_id != self._map_frame:
+            self._logger.error(
+                f'map in frame {occupancy.frame_id!r}, not {self._map_frame!r}: ignored'
+            )
+            return
+        settings = self._settings
+        grid = inflate(occupancy, settings.robot_radius_m, settings.unknown_is_obstacle)
+        planner = GridPlanner(grid, settings.planner.config())
+        with self._lock:
+            version = self._map.version + 1 if self._map else 1
+            self._map = MapState(version, occupancy, grid, planner)
+        g = occupancy.geometry
+        self._logger.info(
+            f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
+            f'{int(grid.traversable.sum())} traversable'
+        )
