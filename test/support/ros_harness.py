@@ -28,7 +28,8 @@ class RosHarness:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node('waymark_test', context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        # Threads to spare: a test's action server may hold one for a whole goal.
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()

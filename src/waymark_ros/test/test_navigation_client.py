@@ -24,6 +24,8 @@ from waymark_ros.ros.navigation_client import NavigationClient
 
 pytestmark = pytest.mark.dds
 
+DRIVE_LIMIT_S = 30.0  # how long SlowNavigator drives a goal nobody cancels
+
 
 class SlowNavigator:
     """A GoTo server that accepts after `accept_delay_s` and drives until canceled."""
@@ -49,7 +51,11 @@ class SlowNavigator:
 
     def _execute(self, handle) -> GoTo.Result:
         self.started.set()
+        give_up = time.monotonic() + DRIVE_LIMIT_S
         while not handle.is_cancel_requested:
+            if time.monotonic() > give_up:  # a failed test ends, it does not hang teardown
+                handle.abort()
+                return GoTo.Result(outcome=GoTo.Result.OUTCOME_FAILED, message='never canceled')
             time.sleep(0.02)
         self.canceled.set()
         handle.canceled()
