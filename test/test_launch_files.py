@@ -346,11 +346,13 @@ def _lookup(tree: dict, dotted: str) -> object:
 
 
 def published_topics() -> set[str]:
-    """Topics the nodes publish, absolute, as written in their create_publisher calls."""
+    """Topics the nodes publish, absolute, as written in their create_publisher (or
+    create_lifecycle_publisher) calls."""
     sources = (ROOT / 'src' / 'waymark_ros' / 'waymark_ros').rglob('*.py')
+    call = re.compile(r"create_(?:lifecycle_)?publisher\(\s*\w+,\s*'([\w/]+)'")
     topics = set()
     for path in sources:
-        for topic in re.findall(r"create_publisher\(\s*\w+,\s*'([\w/]+)'", path.read_text()):
+        for topic in call.findall(path.read_text()):
             topics.add(topic if topic.startswith('/') else '/' + topic)
     return topics
 

@@ -5,8 +5,11 @@ start. Each view's settings come from the view registry (its models, OCR)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.vector_index import IndexParams
@@ -52,6 +55,11 @@ class CaptionerParameters:
 
 @dataclass(frozen=True)
 class MemoryParameters(ViewSettings):
+    autostart: bool = setting(
+        True,
+        'Configure and activate at start; false: stay unconfigured until a lifecycle manager '
+        '(or `ros2 lifecycle set`) drives it.',
+    )
     data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
     uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')
     collection_prefix: str = setting('waymark', 'Prefix of the Milvus collection names.')
@@ -152,6 +160,32 @@ class MemoryParameters(ViewSettings):
     @property
     def image_limits(self) -> ImageLimits:
         return ImageLimits(max_bytes=self.max_image_bytes, max_pixels=self.max_image_pixels)
+
+    def memory_config(self) -> MemoryConfig:
+        """The memory these parameters describe; the captioner's key is read from the
+        environment variable they name."""
+        caption, window_s = self.captioner, self.segments.window_s
+        captioner = None
+        if caption.base_url and window_s > 0:
+            captioner = CaptionerConfig(
+                base_url=caption.base_url,
+                model=caption.model,
+                api_key=os.environ.get(caption.api_key_env, 'EMPTY'),
+                timeout_s=caption.timeout_s,
+                max_tokens=caption.max_tokens,
+            )
+        return MemoryConfig(
+            data_dir=Path(self.data_dir).expanduser(),
+            uri=self.uri,
+            collection_prefix=self.collection_prefix,
+            segment_window_s=window_s,
+            images_max_bytes=int(self.images_max_gb * 1e9),
+            index_params=self.index,
+            keep_indexes=True,
+            image_limits=self.image_limits,
+            captioner=captioner,
+            caption_queue_size=caption.queue_size,
+        )
 
     def keyframe_rules(self) -> KeyframeRules:
         return KeyframeRules(

@@ -1,0 +1,183 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""memory_node's services answered from a MemoryService: search_memory, list_sessions and
+delete_session. Every request gets an explicit answer: a bad one is refused with a
+one-line reason, and an error inside memory is reported, never raised into the executor."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from waymark.memory.entries import FRAME, LEVELS, Hit
+from waymark.memory.ingest.admission import (
+    RefusedError,
+    SearchRules,
+    check_index_range,
+    check_interval,
+    check_position,
+    check_search_image,
+    check_search_radius,
+    check_search_sessions,
+    check_search_text,
+    check_stamp,
+)
+from waymark.memory.service import MemoryService
+from waymark.memory.storage.image_codec import decode_image
+from waymark_interfaces.msg import SessionInfo
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
+from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp
+
+Request = SearchMemory.Request
+
+
+@dataclass(frozen=True)
+class SearchLimits:
+    rules: SearchRules
+    default_k: int  # hits when a request asks for 0
+    max_k: int  # most hits one request gets
+
+
+def answer_search(
+    memory: MemoryService,
+    limits: SearchLimits,
+    request: Request,
+    response: SearchMemory.Response,
+    frame_id: str,
+    counts: Counter[str],
+) -> list[Hit] | None:
+    """Fill `response`; returns the hits, None when the search was refused or failed."""
+    k = min(request.top_k or limits.default_k, limits.max_k)
+    sessions = list(request.sessions) or None
+    try:
+        check_search_sessions(limits.rules, request.sessions)
+        hits = search(memory, limits.rules, request, k, sessions)
+        total = count(memory, sessions, request.level or FRAME)
+    except ValueError as error:
+        response.success, response.message = False, str(error)
+        counts['searches_refused'] += 1
+        if isinstance(error, RefusedError):
+            counts[f'searches_refused_{error.reason}'] += 1
+        return None
+    except Exception as error:  # never let one request take the service down
+        response.success = False
+        response.message = f'search failed: {type(error).__name__}: {error}'
+        counts['searches_failed'] += 1
+        return None
+    response.success = True
+    response.hits = [hit_to_msg(hit, frame_id) for hit in hits]
+    response.total_entries = total
+    response.message = f'{len(hits)} hits among {total} entries' + (
+        f' (top_k capped at max_top_k={limits.max_k})' if request.top_k > limits.max_k else ''
+    )
+    counts['searches'] += 1
+    return hits
+
+
+def count(memory: MemoryService, sessions: list[str] | None, level: str) -> int:
+    if not sessions:
+        return memory.store.count(level=level)
+    return sum(memory.store.count(session, level=level) for session in set(sessions))
+
+
+def search(
+    memory: MemoryService, rules: SearchRules, request: Request, k: int, sessions
+) -> list[Hit]:
+    """The search the request's mode names; ValueError (or RefusedError) when the request
+    is malformed or over a limit."""
+    mode, level = request.mode, request.level or FRAME
+    if level not in LEVELS:
+        raise ValueError(f'unknown level {level!r}; use frame or segment')
+    views = list(request.views) or None
+    check_search_text(rules, request.text)
+    if mode == Request.MODE_TEXT:
+        if not request.text.strip():
+            raise ValueError('text search needs a non-empty text')
+        return memory.search_text(request.text, k, sessions, level, views)
+    if mode == Request.MODE_IMAGE:
+        data = bytes(request.image.data)
+        check_search_image(rules, data)
+        try:
+            image = decode_image(data)  # its limits were checked just above
+        except ValueError as error:
+            raise ValueError(f'image search needs a decodable image: {error}') from error
+        return memory.search_image(image, k, sessions, level)
+    if mode == Request.MODE_TIME:
+        stamp = check_stamp(request.stamp.sec, request.stamp.nanosec)
+        return memory.search_time(stamp, k, sessions, level)
+    if mode == Request.MODE_INTERVAL:
+        start = check_stamp(request.stamp.sec, request.stamp.nanosec)
+        end = check_stamp(request.end_stamp.sec, request.end_stamp.nanosec, 'end_stamp')
+        check_interval(start, end)
+        return memory.search_interval(start, end, k, sessions, level)
+    if mode == Request.MODE_INDEX_RANGE:
+        if not sessions or len(set(sessions)) != 1:
+            raise ValueError('index_range search needs exactly one session')
+        check_index_range(request.first_index, request.last_index)
+        return memory.search_index_range(
+            sessions[0], request.first_index, request.last_index, k, level, request.text, views
+        )
+    p = request.position
+    if mode in (Request.MODE_POSITION, Request.MODE_RANGE):
+        check_position((p.x, p.y, p.z), rules.max_coordinate_m, 'search position')
+    if mode == Request.MODE_POSITION:
+        return memory.search_position(p.x, p.y, p.z, k, sessions, level)
+    if mode == Request.MODE_RANGE:
+        check_search_radius(rules, request.radius)
+        return memory.search_range(p.x, p.y, float(request.radius), sessions, k, level)
+    raise ValueError(
+        f'unknown search mode {mode!r}; use text, image, time, interval, index_range, '
+        'position or range'
+    )
+
+
+def answer_list_sessions(memory: MemoryService, response: ListSessions.Response) -> None:
+    try:
+        listed = memory.sessions()
+    except Exception as error:
+        response.success, response.message = False, f'{type(error).__name__}: {error}'
+        return
+    for name, summary, segments in listed:
+        response.sessions.append(
+            SessionInfo(
+                name=name,
+                frames=summary.frames,
+                segments=segments,
+                frames_with_pose=summary.with_pose,
+                start_stamp=ns_to_stamp(summary.start_ns),
+                end_stamp=ns_to_stamp(summary.end_ns),
+                last_map_epoch=max(0, min(summary.last_map_epoch, 2**32 - 1)),
+            )
+        )
+    response.success = True
+    response.message = f'{len(listed)} sessions'
+
+
+def answer_delete_session(
+    memory: MemoryService,
+    allow_delete: bool,
+    request: DeleteSession.Request,
+    response: DeleteSession.Response,
+    counts: Counter[str],
+) -> bool:
+    """Fill `response`; True when the session was deleted."""
+    refusal = None
+    if not allow_delete:
+        refusal = 'deletion is disabled on this robot (memory_node allow_delete: false)'
+    elif request.confirm != request.session:
+        refusal = f'not deleted: confirm must repeat the session name {request.session!r}'
+    if refusal is not None:
+        counts['deletions_refused'] += 1
+        response.success, response.message = False, refusal
+        return False
+    try:
+        frames, segments = memory.delete_session(request.session)
+    except ValueError as error:
+        response.success, response.message = False, str(error)
+        return False
+    except Exception as error:
+        response.success, response.message = False, f'{type(error).__name__}: {error}'
+        return False
+    response.success = True
+    response.frames_deleted, response.segments_deleted = frames, segments
+    response.message = f'deleted {frames} frames and {segments} segments of {request.session}'
+    return True

@@ -1,0 +1,64 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What memory_node reports about itself: its start (the log line), its counts (the JSON
+of `memory/stats`) and its health (`/diagnostics`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.ingest.worker import IngestWorker
+from waymark.memory.service import MemoryService
+
+
+def startup_report(memory: MemoryService, journaled: int, recaptioning: int) -> str:
+    """What memory holds at start and what a previous run left unfinished."""
+    store = memory.store
+    load = store.load_report
+    return (
+        f'memory at {store.uri}: {load.entries.get(FRAME, 0)} frames, '
+        f'{load.entries.get(SEGMENT, 0)} segments in {len(store.sessions())} sessions '
+        f'(indexes ready in {load.seconds:.1f} s, {len(load.loaded)} loaded from the last '
+        f'clean shutdown); views {store.views(FRAME)} / segments {store.views(SEGMENT)}; '
+        f'{journaled} keyframes recovered from the journal; {recaptioning} segments queued '
+        'for captions'
+    )
+
+
+def memory_stats(counts: Counter[str], memory: MemoryService, worker: IngestWorker) -> dict:
+    """The node's counts with memory's own, and how full the queues and disks are."""
+    held = memory.stats()
+    stats = dict(counts)
+    for key, count in held.counts.items():  # both count duplicates: at arrival, at commit
+        stats[key] = stats.get(key, 0) + count
+    stats.update(
+        frames=held.frames,
+        segments=held.segments,
+        sessions=len(held.sessions),
+        queued=worker.queued,
+        backlog=worker.backlog,
+        journal_bytes=worker.journal.used_bytes,
+        images_bytes=memory.image_store.used_bytes,
+        mean_ingest_ms=round(held.mean_ingest_ms, 1),
+    )
+    captions = memory.segments.captions if memory.segments is not None else None
+    if captions is not None:
+        stats['captions_pending'] = captions.pending
+        stats.update({f'captioner_{k}': v for k, v in captions.counts.items()})
+    return stats
+
+
+def diagnostic(stats: dict, worker: IngestWorker, stamp: Time) -> DiagnosticArray:
+    status = DiagnosticStatus(name='waymark: memory_node', hardware_id='memory')
+    status.level, status.message = DiagnosticStatus.OK, 'ok'
+    if stats.get('store_retries', 0) and worker.queued:
+        status.level, status.message = DiagnosticStatus.ERROR, 'database unavailable'
+    elif worker.queued > worker.queue_size // 2 or worker.backlog:
+        status.level, status.message = DiagnosticStatus.WARN, 'ingest falling behind'
+    status.values = [KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())]
+    array = DiagnosticArray(status=[status])
+    array.header.stamp = stamp
+    return array
