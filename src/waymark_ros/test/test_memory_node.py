@@ -5,13 +5,12 @@ bad keyframes, a locked database, and the image view with a tiny SigLIP."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import cv2
 import numpy as np
 import pytest
 from geometry_msgs.msg import Point
+from support.database import assert_database_unlocked
 from support.parameters import assert_refused, set_parameters
 from support.ros_harness import wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
@@ -163,19 +162,7 @@ def test_database_lock_is_released_on_clean_shutdown(ros, memory, tmp_path):
 
     node, _ = memory()
     assert stop_node(node) == 0
-    probe = subprocess.run(
-        [
-            sys.executable,
-            '-c',
-            'import sys; from waymark.memory.storage.store import MemoryStore; '
-            'MemoryStore(sys.argv[1], {}).close()',
-            str(tmp_path / 'memory' / 'memory.db'),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert probe.returncode == 0, probe.stderr
+    assert_database_unlocked(tmp_path / 'memory' / 'memory.db')
 
 
 def test_odd_requests_and_keyframes_get_clear_answers(ros, memory):

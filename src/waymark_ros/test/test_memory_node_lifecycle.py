@@ -5,13 +5,12 @@ closes and reopens its database on cleanup and configure."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
+from support.database import assert_database_unlocked
 from support.ros_harness import wait_for_subscriber, wait_until
 from support.signs import SIGNS, T0, keyframe, search
 
@@ -90,19 +89,7 @@ def test_a_managed_memory_node_serves_only_while_active_and_loses_nothing(ros, l
     assert state(ros) == State.PRIMARY_STATE_UNCONFIGURED
     refused_while_inactive(ros)
     # Closed: another process can open the database now (Milvus Lite locks its file).
-    probe = subprocess.run(
-        [
-            sys.executable,
-            '-c',
-            'import sys; from waymark.memory.storage.store import MemoryStore; '
-            'MemoryStore(sys.argv[1], {}).close()',
-            str(tmp_path / 'memory' / 'memory.db'),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert probe.returncode == 0, probe.stderr
+    assert_database_unlocked(tmp_path / 'memory' / 'memory.db')
 
     stats.clear()
     change(ros, Transition.TRANSITION_CONFIGURE)
