@@ -56,6 +56,7 @@ from waymark.evaluation.answerers import (
     parse_embedder_name,
     standard_answerers,
 )
+from waymark.evaluation.bag_map import BagBackground, read_background
 from waymark.evaluation.ingest import (
     BagTopicError,
     find_topics,
@@ -187,7 +188,9 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
         }
         if 'ingest' in ingest:
             report['sensors'], report['ingest'] = ingest['sensors'], ingest['ingest']
-        report['plots'] = plot_all(config.out, report, questions, truth)
+        report['plots'] = plot_all(
+            config.out, report, questions, truth, _background(config, ingest)
+        )
         report['complete'] = True
         write_json_atomically(config.out / 'report.json', report)
         (config.out / 'report.md').write_text(markdown(report))
@@ -254,6 +257,13 @@ def is_evaluation(folder: Path) -> bool:
     return any((folder / name).exists() for name in ('memory', 'report.json', INGESTED)) or any(
         folder.glob('predictions-*.jsonl')
     )
+
+
+def _background(config: EvaluationConfig, ingest: dict) -> BagBackground | None:
+    """The bag's map and trajectory for map.png; None when memory came from elsewhere."""
+    if not (config.bag / 'metadata.yaml').is_file():
+        return None
+    return read_background(config.bag, ingest.get('sensors', {}).get('pose_topic'))
 
 
 def _ground_truth(bag: Path) -> dict | None:
