@@ -4,7 +4,7 @@
 
 Imports are read from the source with `ast`, so the test needs none of them installed.
 A module with a rosdep key must be declared under that key; a module rosdistro has no key
-for is installed by pip from requirements/python.txt, and the package.xml names its
+for is installed by pip from requirements/*.txt, and the package.xml names its
 distribution in a comment so that a reader of the manifest sees it too.
 """
 
@@ -21,12 +21,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / 'src'
-REQUIREMENTS = ROOT / 'requirements' / 'python.txt'
+REQUIREMENTS = ROOT / 'requirements'
 
 
 @dataclass(frozen=True)
 class Pip:
-    """A module rosdistro has no rosdep key for: installed from requirements/python.txt."""
+    """A module rosdistro has no rosdep key for: installed by pip from requirements/."""
 
     distribution: str
 
@@ -48,7 +48,7 @@ ROSDEP = {
     # rosdistro's pip keys
     'openai': 'python3-openai-pip',
     'transformers': 'python3-transformers-pip',
-    # no rosdep key: pip from requirements/python.txt
+    # no rosdep key: pip from requirements/*.txt
     'torch': Pip('torch'),
     'huggingface_hub': Pip('transformers'),  # a dependency of transformers
     'sentence_transformers': Pip('sentence-transformers'),
@@ -134,8 +134,10 @@ def tags_for(package: Path, source: Path) -> tuple[str, ...]:
 
 
 def requirement_names() -> set[str]:
+    """The distributions requirements/*.txt name (lower case)."""
     names = set()
-    for line in REQUIREMENTS.read_text().splitlines():
+    lines = (line for path in REQUIREMENTS.glob('*.txt') for line in path.read_text().splitlines())
+    for line in lines:
         line = line.split('#')[0].strip()
         if line:
             names.add(re.split(r'[<>=!~\[; ]', line)[0].lower())
@@ -161,7 +163,7 @@ def missing(package: Path, local: set[str], wanted: set[str]) -> list[str]:
                         f'in a package.xml comment'
                     )
                 if key.distribution.lower() not in wanted:
-                    problems.append(f'{where}: {key.distribution!r} not in {REQUIREMENTS.name}')
+                    problems.append(f'{where}: {key.distribution!r} not in requirements/*.txt')
             else:
                 tags = tags_for(package, source)
                 if not any(key in keys.get(tag, set()) for tag in tags):
@@ -189,7 +191,7 @@ def test_an_undeclared_import_is_reported(tmp_path):
     assert any("'scipy' needs <depend>python3-scipy" in problem for problem in problems)
     assert any("'nosuchlib' has no rosdep mapping" in problem for problem in problems)
     assert any("'torch' is pip-only; name 'torch'" in problem for problem in problems)
-    assert any("'torch' not in python.txt" in problem for problem in problems)
+    assert any("'torch' not in requirements/*.txt" in problem for problem in problems)
     assert not any("'numpy'" in problem for problem in problems)
 
 
