@@ -34,6 +34,8 @@ def test_exactly_one_opencv_wheel_is_installed():
 
 
 def test_cv2_comes_from_that_wheel():
-    (wheel,) = installed_opencv_wheels()
+    wheels = installed_opencv_wheels()
+    assert len(wheels) == 1, [wheel.metadata['Name'] for wheel in wheels]
+    wheel = wheels[0]
     files = {Path(wheel.locate_file(path)).resolve() for path in wheel.files or ()}
     assert Path(cv2.__file__).resolve() in files
