@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import go1_driver
 
 from waymark_ros.ros import base_plan, launch_plan
 
@@ -27,22 +28,6 @@ CONFIG = ROOT / 'config'
 ROBOT = ROOT / 'launch' / 'robot.launch.py'
 PROBE = ROOT / 'test' / 'support' / 'launch_probe.py'
 VENDOR = ROOT.parent / 'shared' / 'vendor' / 'ros2' / 'activate.sh'
-# The parameters the driver declares (snt-arg/unitree_ros, src/unitree_ros.cpp,
-# read_parameters): config/go1.yaml may set no other, or the driver would ignore it.
-DRIVER_PARAMETERS = {
-    'robot_ip',
-    'robot_target_port',
-    'ns',
-    'cmd_vel_topic_name',
-    'imu_topic_name',
-    'odom_topic_name',
-    'bms_state_topic_name',
-    'imu_frame_id',
-    'odom_frame_id',
-    'odom_child_frame_id',
-    'low_batt_shutdown_threshold',
-    'use_obstacle_avoidance',
-}
 
 
 def arguments(**given: str) -> dict[str, str]:
@@ -122,7 +107,7 @@ def test_a_missing_driver_is_refused_saying_how_to_get_it(tmp_path, monkeypatch)
 
 
 def test_the_drivers_parameters_are_ones_it_declares():
-    assert set(go1_parameters()) <= DRIVER_PARAMETERS
+    assert set(go1_parameters()) <= go1_driver.PARAMETERS
 
 
 def test_the_driver_walks_at_waymarks_commands_and_keeps_its_odometry_apart():
