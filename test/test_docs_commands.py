@@ -6,8 +6,8 @@ Every fenced line of docs/deployment.md, docs/go1.md and README.md that starts w
 (shlex, then the YAML request), its type is imported and the request filled field by
 field, so a misspelt type or field in the docs fails here. The ros2 CLI is not installed
 with the PyPI wheels, so the commands then go to the real nodes through rclpy with the same
-name and request: memory_node holding four sign keyframes, reasoner_node without an LLM (embedder-only
-answers), navigator_node on a small map with a strip of unknown space to explore, and
+name and request: memory_node holding four sign keyframes, reasoner_node without an LLM
+(embedder-only answers), navigator_node on a small map with a strip of unknown space to explore, and
 sim_base_node as the robot. The same running nodes are checked against the docs' topic
 contract (names, types, reliability, durability, and nothing left out).
 
