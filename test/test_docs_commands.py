@@ -14,7 +14,8 @@ contract (names, types, reliability, durability, and nothing left out).
 Every other command a user types in the guides (GUIDES: each line of a shell fence) must be
 accounted for in CHECKED (checked here against the real message types, declared
 parameters, launch arguments, compose services, Makefile targets and files) or in
-NOT_HERE, with the reason it cannot run on this machine; a line in neither fails.
+NOT_HERE, with the reason it cannot run on this machine; a line in neither fails. Their
+`ros2 param set` lines also go to the running nodes, which must take the value.
 """
 
 from __future__ import annotations
@@ -899,6 +900,27 @@ def test_documented_command_runs_against_the_nodes(running, command):
     if runner is None:
         runner = run_any_service if command.kind == 'service' else run_any_action
     runner(running, command, request_of(command))
+
+
+PARAM_SETS = [line for line in GUIDE_LINES if line.words[:3] == ('ros2', 'param', 'set')]
+
+
+@pytest.mark.dds
+@pytest.mark.parametrize('line', PARAM_SETS, ids=lambda line: line.where)
+def test_documented_param_set_is_taken_by_the_running_node(running, line):
+    """As `ros2 param set` does it: the node takes the value; the old one is put back."""
+    from support.parameters import get_parameter, set_parameters
+
+    node, name, text = line.words[3:]
+    node = node.strip('/')
+    value = yaml.safe_load(text)
+    before = get_parameter(running.ros, node, name)
+    try:
+        result = set_parameters(running.ros, node, {name: type(before)(value)})[name]
+        assert result.successful, result.reason
+        assert get_parameter(running.ros, node, name) == value
+    finally:
+        set_parameters(running.ros, node, {name: before})
 
 
 # -- the topic contract ------------------------------------------------------------------
