@@ -21,6 +21,7 @@ NOT_HERE, with the reason it cannot run on this machine; a line in neither fails
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import math
 import re
@@ -272,11 +273,23 @@ def test_every_documented_command_names_a_real_type_and_real_fields(command):
 # -- every command of the guides, accounted for ------------------------------------------
 
 
+ASSIGNMENT = re.compile(r'^\w+=\S*$')  # NAME=value before a command: its environment
+
+
 @dataclass(frozen=True)
 class GuideLine:
+    """A command line; `text` and `words` without the NAME=value words in front of it."""
+
     where: str  # file:line
     text: str
     words: tuple[str, ...]
+
+
+def guide_line(where: str, text: str) -> GuideLine | None:
+    words = shlex.split(text, comments=True)
+    while len(words) > 1 and ASSIGNMENT.match(words[0]):
+        text = text.split(words.pop(0), 1)[1].lstrip()
+    return GuideLine(where, text, tuple(words)) if words else None
 
 
 def guide_lines() -> list[GuideLine]:
@@ -284,9 +297,9 @@ def guide_lines() -> list[GuideLine]:
     found = []
     for path in GUIDES:
         for number, text in fenced_lines(path, SHELL_FENCES):
-            words = tuple(shlex.split(text, comments=True))
-            if words:
-                found.append(GuideLine(f'{path.relative_to(ROOT)}:{number}', text, words))
+            line = guide_line(f'{path.relative_to(ROOT)}:{number}', text)
+            if line is not None:
+                found.append(line)
     return found
 
 
@@ -400,6 +413,15 @@ def check_python_module(line: GuideLine) -> None:
     assert not missing, f'{module} has no {missing}'
 
 
+def check_python_code(line: GuideLine) -> None:
+    """`python -c CODE`: the code compiles and the modules it imports are installed."""
+    code = line.words[2]
+    compile(code, line.where, 'exec')
+    modules = re.findall(r'\bimport (\w+)|\bfrom (\w+)', code)
+    missing = [m for m in (a or b for a, b in modules) if importlib.util.find_spec(m) is None]
+    assert not missing, f'not installed: {missing}'
+
+
 def check_make(line: GuideLine) -> None:
     """`make TARGET`: the Makefile has it."""
     targets = set(re.findall(r'^([\w-]+):', (ROOT / 'Makefile').read_text(), flags=re.M))
@@ -499,6 +521,7 @@ CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
     (r'ros2 lifecycle ', check_lifecycle),
     (r'ros2 run unitree_ros ', check_go1_driver),
     (r'python3? -m ', check_python_module),
+    (r'python3? -c ', check_python_code),
     (r'make ', check_make),
     (r'docker compose ', check_compose),
     (r'install/waymark_ros/lib/waymark_ros/', check_node_executable),
@@ -518,6 +541,8 @@ NOT_HERE: list[tuple[str, str]] = [
     (r'ip -br link$', "lists this machine's interfaces; the name is the robot computer's"),
     (r'sudo (ip|nmcli|netplan) ', "changes the robot computer's network (root)"),
     (r'ping ', 'needs the robot on the network'),
+    (r'vllm serve ', 'needs a GPU; test_docs_vllm.py checks its flags against the presets'),
+    (r'curl .*:8000/v1/', 'needs the GPU host running vLLM'),
 ]
 
 
@@ -533,6 +558,11 @@ def classify(line: GuideLine) -> tuple[str, Callable[[GuideLine], None] | None]:
         f'{line.where}: `{line.text}` is not accounted for: add a check to CHECKED, or a '
         'row to NOT_HERE with the reason it cannot run here (test/test_docs_commands.py)'
     )
+
+
+def is_checked(line: GuideLine) -> bool:
+    """Whether a check of CHECKED takes the line (an unclassified one fails elsewhere)."""
+    return any(re.match(pattern, line.text) for pattern, _ in CHECKED)
 
 
 GUIDE_LINES = guide_lines()
@@ -553,7 +583,7 @@ def test_every_command_of_the_guides_is_accounted_for():
 
 @pytest.mark.parametrize(
     'line',
-    [line for line in GUIDE_LINES if classify(line)[0] == 'checked'],
+    [line for line in GUIDE_LINES if is_checked(line)],
     ids=lambda line: line.where,
 )
 def test_guide_command_is_checked(line):
@@ -565,7 +595,7 @@ def test_guide_command_is_checked(line):
 
 
 def line_of(text: str) -> GuideLine:
-    return GuideLine('test', text, tuple(shlex.split(text, comments=True)))
+    return guide_line('test', text)
 
 
 def test_an_unclassified_command_says_how_to_classify_it():
@@ -587,6 +617,9 @@ def test_an_unclassified_command_says_how_to_classify_it():
         ('docker compose -f docker/compose.yaml up -d go2', AssertionError),
         ('docker compose -f docker/compose.yaml up -d go1', AssertionError),  # no profile
         ('make nowhere', AssertionError),
+        ('WAYMARK_TORCH=cpu make biuld', AssertionError),
+        ('python3 -c "import torhc"', AssertionError),
+        ('python3 -c "import torch; print(torch.__version__"', SyntaxError),
         ('export ROS_DOMAIN_ID=250', AssertionError),
         ('export CYCLONEDDS_URI="<CycloneDDS/>"', AssertionError),
         (
