@@ -52,6 +52,7 @@ from waymark_ros.navigation.backend import (
 )
 from waymark_ros.navigation.display import Display
 from waymark_ros.navigation.explore import ExploreRunner
+from waymark_ros.navigation.floor import map_origin_height
 from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
 from waymark_ros.ros.conversions import NS_PER_S
@@ -100,7 +101,7 @@ class NavigatorNode(LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            self._inputs = Inputs(self, self._settings)
+            self._inputs = Inputs(self, self._settings, map_origin_height(self, self._settings))
             self._backend = BACKENDS[self._settings.backend](self, self, self._settings)
         except Exception as error:  # the node stays unconfigured, and says why
             self._close_inputs()
