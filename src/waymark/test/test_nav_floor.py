@@ -38,7 +38,11 @@ def scene() -> np.ndarray:
 def project(origin_height_m: float):
     band = CloudParameters()
     return project_point_cloud(
-        scene(), band.resolution, band.h_min, band.h_max, 'camera_init',
+        scene(),
+        band.resolution,
+        band.h_min,
+        band.h_max,
+        'camera_init',
         origin_height_m=origin_height_m,
     ).map
 

@@ -203,10 +203,11 @@ def project_point_cloud(
     Heights are metres above the floor: a point's is its z plus `origin_height_m`, the
     height of the map frame's origin above the floor (a LIO map frame starts at the
     sensor, not on the floor). A cell with any point in [h_min, h_max] (the heights the
-    robot's body sweeps) is occupied. A cell with points only below h_min has seen floor: free. Everything else is
-    unknown, including cells that only saw points above h_max: a ceiling says nothing about
-    the floor under it (it could be a stairwell). The origin is snapped to a multiple of the
-    resolution so that maps from successive clouds share cell boundaries.
+    robot's body sweeps) is occupied. A cell with points only below h_min has seen floor:
+    free. Everything else is unknown, including cells that only saw points above h_max: a
+    ceiling says nothing about the floor under it (it could be a stairwell). The origin is
+    snapped to a multiple of the resolution so that maps from successive clouds share cell
+    boundaries.
     """
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] < 3:

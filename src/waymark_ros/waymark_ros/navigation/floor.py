@@ -45,7 +45,7 @@ def lookup_floor_z(node: Node, map_frame: str, floor_frame: str, timeout_s: floa
         raise RuntimeError(
             "cloud.floor_source 'tf' needs the tf2_ros Python package, which is not "
             'installed (it comes with a ROS 2 install, not with the PyPI wheels); install '
-            "it, or set cloud.floor_source:=parameter and give cloud.map_origin_height_m"
+            'it, or set cloud.floor_source:=parameter and give cloud.map_origin_height_m'
         ) from error
     helper = Node(
         f'{node.get_name()}_floor_tf',
@@ -67,7 +67,8 @@ def lookup_floor_z(node: Node, map_frame: str, floor_frame: str, timeout_s: floa
                     'the robot description (base -> floor frame) publishing?'
                 )
             executor.spin_once(timeout_sec=0.1)
-        return float(buffer.lookup_transform(map_frame, floor_frame, Time()).transform.translation.z)
+        transform = buffer.lookup_transform(map_frame, floor_frame, Time()).transform
+        return float(transform.translation.z)
     finally:
         listener.unregister()
         executor.remove_node(helper)
