@@ -7,6 +7,8 @@ parameters each node gets is worked out in launch_plan.py.
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from launch.actions import DeclareLaunchArgument, GroupAction
@@ -28,6 +30,7 @@ from waymark_ros.ros.launch_plan import (
     node_overrides,
     parameter_files,
 )
+from waymark_ros.ros.rviz_layout import launch_topics, render_text
 
 ARGUMENTS = (
     'namespace',
@@ -123,7 +126,8 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
 def stack_nodes(
     context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
 ) -> list:
-    """The four nodes (in `namespace`) and RViz; for an OpaqueFunction."""
+    """The four nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
+    launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
@@ -143,6 +147,8 @@ def stack_nodes(
         )
         for name in NODES
     ]
+    if LaunchConfiguration('rviz').perform(context) == 'true':
+        rviz_config = preset_layout(config, arguments, rviz_config)
     rviz = Node(
         package='rviz2',
         executable='rviz2',
@@ -152,3 +158,12 @@ def stack_nodes(
         condition=IfCondition(LaunchConfiguration('rviz')),
     )
     return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]
+
+
+def preset_layout(config: Path, arguments: Mapping[str, str], template: Path) -> Path:
+    """The layout for this launch's presets, written to a file of its own for RViz."""
+    title = f'camera:={arguments["camera"]} odometry:={arguments["odometry"]}'
+    text = render_text(template, launch_topics(config, arguments), title)
+    with tempfile.NamedTemporaryFile('w', prefix='waymark-', suffix='.rviz', delete=False) as f:
+        f.write(text)
+    return Path(f.name)
