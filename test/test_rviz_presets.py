@@ -18,6 +18,7 @@ from waymark_ros.ros.rviz_layout import (
     ROBOT,
     launch_arguments,
     launch_topics,
+    write_launch_layout,
 )
 from waymark_ros.tools.rviz_configs import preset_layouts
 
@@ -75,3 +76,13 @@ def test_a_launch_with_two_presets_shows_the_cameras_image_and_the_odometrys_pos
     assert topics.image_topic == section('realsense_d455', 'capture_node')['image_topic']
     assert topics.pose_topic == section('point_lio_mid360', 'navigator_node')['odom_topic']
     assert topics.fixed_frame == 'camera_init' and topics.cloud_topic == '/Laser_map'
+
+
+def test_a_launch_writes_the_layout_of_its_own_presets():
+    config = ROOT / 'config'
+    arguments = launch_arguments(config, 'zed2i', 'point_lio_mid360')
+    path = write_launch_layout(config, arguments, ROOT / 'rviz' / 'waymark.rviz')
+    try:
+        assert path.read_text() == (ROOT / 'rviz' / 'point_lio_mid360.rviz').read_text()
+    finally:
+        path.unlink()

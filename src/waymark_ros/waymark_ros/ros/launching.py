@@ -7,8 +7,6 @@ parameters each node gets is worked out in launch_plan.py.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 from launch.actions import DeclareLaunchArgument, GroupAction
@@ -30,7 +28,7 @@ from waymark_ros.ros.launch_plan import (
     node_overrides,
     parameter_files,
 )
-from waymark_ros.ros.rviz_layout import launch_topics, render_text
+from waymark_ros.ros.rviz_layout import write_launch_layout
 
 ARGUMENTS = (
     'namespace',
@@ -148,7 +146,7 @@ def stack_nodes(
         for name in NODES
     ]
     if LaunchConfiguration('rviz').perform(context) == 'true':
-        rviz_config = preset_layout(config, arguments, rviz_config)
+        rviz_config = write_launch_layout(config, arguments, rviz_config)
     rviz = Node(
         package='rviz2',
         executable='rviz2',
@@ -158,12 +156,3 @@ def stack_nodes(
         condition=IfCondition(LaunchConfiguration('rviz')),
     )
     return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]
-
-
-def preset_layout(config: Path, arguments: Mapping[str, str], template: Path) -> Path:
-    """The layout for this launch's presets, written to a file of its own for RViz."""
-    title = f'camera:={arguments["camera"]} odometry:={arguments["odometry"]}'
-    text = render_text(template, launch_topics(config, arguments), title)
-    with tempfile.NamedTemporaryFile('w', prefix='waymark-', suffix='.rviz', delete=False) as f:
-        f.write(text)
-    return Path(f.name)

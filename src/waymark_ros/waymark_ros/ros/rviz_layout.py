@@ -13,6 +13,7 @@ ROS 2 `launch` so that tests check it anywhere.
 from __future__ import annotations
 
 import copy
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,3 +145,12 @@ def render_text(template_path: Path, topics: LayoutTopics, title: str) -> str:
         '# Written by `python -m waymark_ros.tools.rviz_configs`; edit the template.\n'
     )
     return head + yaml.safe_dump(layout, sort_keys=False)
+
+
+def write_launch_layout(config: Path, arguments: Mapping[str, str], template: Path) -> Path:
+    """The layout for a launch's presets (its arguments), in a file of its own for RViz."""
+    title = f'camera:={arguments["camera"]} odometry:={arguments["odometry"]}'
+    text = render_text(template, launch_topics(config, arguments), title)
+    with tempfile.NamedTemporaryFile('w', prefix='waymark-', suffix='.rviz', delete=False) as f:
+        f.write(text)
+    return Path(f.name)
