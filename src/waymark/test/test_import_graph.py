@@ -16,6 +16,7 @@ CORE = Path(__file__).resolve().parents[1] / 'waymark'
 # Each part of the core may import its own rank or lower. A new part gets a rank here.
 CORE_RANKS = {
     'geometry': 0,
+    'cli': 0,
     'llm_client': 0,
     'settings': 0,
     'memory': 1,
