@@ -51,6 +51,7 @@ def lookup_floor_z(node: Node, map_frame: str, floor_frame: str, timeout_s: floa
         f'{node.get_name()}_floor_tf',
         namespace=node.get_namespace(),
         context=node.context,
+        use_global_arguments=False,  # a launch's `__node` remap would rename it too
         start_parameter_services=False,
     )
     buffer = tf2_ros.Buffer()

@@ -2,7 +2,8 @@
 """What the navigator drives by: the newest robot pose, map and map epoch, from their
 topics. A map becomes a traversability grid (inflated by robot_radius_m) and a planner as
 it comes; poses and maps in another frame than map_frame are ignored, with a warning. A
-point-cloud map's heights are measured from the floor, origin_height_m below its origin."""
+point-cloud map's heights are measured from the floor, origin_height_m below the map
+frame's origin."""
 
 from __future__ import annotations
 

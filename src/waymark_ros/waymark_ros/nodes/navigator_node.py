@@ -2,8 +2,9 @@
 """navigator_node: drives the robot to GoTo targets, and only where the map allows.
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
-within a height band. It is inflated by the robot's radius. Every target is checked against
-it before anything moves, whichever backend drives: a target outside the map, non-finite,
+within a band of heights above the floor (waymark_ros.navigation.floor places the floor).
+It is inflated by the robot's radius. Every target is checked against it before anything
+moves, whichever backend drives: a target outside the map, non-finite,
 beyond `max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
 `quaternion_norm_tolerance`, in another frame, or with no reachable free cell within
 `snap_radius_m` is refused with the reason; one inside a wall's inflation or in unknown
