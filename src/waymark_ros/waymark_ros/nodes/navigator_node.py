@@ -2,8 +2,9 @@
 """navigator_node: drives the robot to GoTo targets, and only where the map allows.
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
-within a height band. It is inflated by the robot's radius. Every target is checked against
-it before anything moves, whichever backend drives: a target outside the map, non-finite,
+within a band of heights above the floor (waymark_ros.navigation.floor places the floor).
+It is inflated by the robot's radius. Every target is checked against it before anything
+moves, whichever backend drives: a target outside the map, non-finite,
 beyond `max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
 `quaternion_norm_tolerance`, in another frame, or with no reachable free cell within
 `snap_radius_m` is refused with the reason; one inside a wall's inflation or in unknown
@@ -52,6 +53,7 @@ from waymark_ros.navigation.backend import (
 )
 from waymark_ros.navigation.display import Display
 from waymark_ros.navigation.explore import ExploreRunner
+from waymark_ros.navigation.floor import map_origin_height
 from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
 from waymark_ros.ros.conversions import NS_PER_S
@@ -100,7 +102,7 @@ class NavigatorNode(LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            self._inputs = Inputs(self, self._settings)
+            self._inputs = Inputs(self, self._settings, map_origin_height(self, self._settings))
             self._backend = BACKENDS[self._settings.backend](self, self, self._settings)
         except Exception as error:  # the node stays unconfigured, and says why
             self._close_inputs()

@@ -37,6 +37,7 @@ from waymark_ros.ros.launch_plan import (
     node_overrides,
     parameter_files,
 )
+from waymark_ros.ros.rviz_layout import write_launch_layout
 
 ARGUMENTS = (
     'namespace',
@@ -187,7 +188,8 @@ def base_nodes(context: LaunchContext) -> list:
 def stack_nodes(
     context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
 ) -> list:
-    """The four nodes (in `namespace`) and RViz; for an OpaqueFunction."""
+    """The four nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
+    launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
@@ -207,6 +209,8 @@ def stack_nodes(
         )
         for name in NODES
     ]
+    if LaunchConfiguration('rviz').perform(context) == 'true':
+        rviz_config = write_launch_layout(config, arguments, rviz_config)
     rviz = Node(
         package='rviz2',
         executable='rviz2',
