@@ -85,11 +85,6 @@ class Inputs:
             ),
         ]
 
-    def _unsubscribe(self) -> None:
-        for subscription in self._subscriptions_made:
-            self.destroy_subscription(subscription)
-        self._subscriptions = []
-
     def close(self) -> None:
         """Unsubscribe; what came is forgotten."""
         for subscription in self._subscriptions:
