@@ -91,9 +91,10 @@ class SafetyNode(Node):
 
     def _on_e_stop(self, msg: Bool) -> None:
         engaged = bool(msg.data)
-        if engaged != self._gate.e_stop:
-            log = self.get_logger().warning if engaged else self.get_logger().info
-            log('e-stop engaged: motion halted' if engaged else 'e-stop released')
+        if engaged and not self._gate.e_stop:
+            self.get_logger().warning('e-stop engaged: motion halted')
+        elif self._gate.e_stop and not engaged:
+            self.get_logger().info('e-stop released')
         self._gate.set_e_stop(engaged)
         self._step()  # at once, not at the next tick
 
