@@ -123,7 +123,7 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
 def stack_nodes(
     context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
 ) -> list:
-    """The four nodes (in `namespace`) and RViz; for an OpaqueFunction."""
+    """The stack's nodes (in `namespace`) and RViz; for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
