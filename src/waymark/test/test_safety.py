@@ -122,6 +122,7 @@ def test_an_obstacle_ahead_zeroes_forward_motion_at_once_but_allows_turning_and_
 
 def test_a_stale_or_missing_cloud_stops_forward_motion():
     g = gate(local_stop=True)
+    assert g.step(0.0).reasons == (NO_COMMAND, NO_CLOUD)  # a blind sensor is told while idle
     assert drive(g, (0.5, 0.0), 0.0, 0.5)[-1].reasons == (NO_CLOUD,)  # none yet
     g.cloud(0, 0.5)
     assert g.step(0.6).velocity[0] > 0.0

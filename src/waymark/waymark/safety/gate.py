@@ -111,19 +111,21 @@ class SafetyGate:
         config = self._config
         dt_s = min(max(now_s - self._step_s, 0.0), config.command_timeout_s)
         self._step_s = now_s
+        blocked = self._forward_blocked(now_s)  # reported even while stopped otherwise
         if self._e_stop:
-            return self._stop(True, (E_STOP,))
+            return self._stop(True, (E_STOP, *blocked))
         if self._command_s is None or now_s - self._command_s > config.command_timeout_s:
             stopped_since = (
                 self._started_s
                 if self._command_s is None
                 else self._command_s + config.command_timeout_s
             )
-            return self._stop(now_s - stopped_since <= config.stop_repeat_s, (NO_COMMAND,))
+            repeat = now_s - stopped_since <= config.stop_repeat_s
+            return self._stop(repeat, (NO_COMMAND, *blocked))
         target = config.limits.clamped(self._command)
         if target != self._command:
             self.counts['clamped'] += 1
-        reasons = self._forward_blocked(now_s)
+        reasons = blocked
         if reasons and target[0] > 0.0:
             target = (0.0, target[1])
         linear, angular = config.limits.ramped(self._output, target, dt_s)

@@ -124,8 +124,12 @@ class SafetyNode(Node):
         if state != self._state:
             self._state = state
             self._state_publisher.publish(String(data=json.dumps(state, sort_keys=True)))
-            if OBSTACLE in decision.reasons or NO_CLOUD in decision.reasons:
-                self.get_logger().warning(f'forward motion stopped: {", ".join(decision.reasons)}')
+            blocked = [r for r in decision.reasons if r in (OBSTACLE, NO_CLOUD)]
+            if blocked:
+                where = self._params.local_stop.cloud_topic
+                self.get_logger().warning(
+                    f'forward motion blocked: {blocked[0]} ({where})', throttle_duration_sec=2.0
+                )
 
     def _publish_diagnostics(self) -> None:
         level, message = self._health()
