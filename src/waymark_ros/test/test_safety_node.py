@@ -29,6 +29,7 @@ from waymark.geometry import yaw_from_quaternion
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_ros.ros.spin import EXIT_START_FAILED
 from waymark_ros.tools.processes import stop_node
 
 pytestmark = pytest.mark.dds
@@ -105,6 +106,15 @@ def start_chain(ros, launch, base: dict | None = None, **safety) -> Chain:
 def latched_e_stop(ros):
     publisher = ros.node.create_publisher(Bool, 'e_stop', qos.latched())
     return lambda engaged: publisher.publish(Bool(data=engaged))
+
+
+def test_a_loop_from_its_output_to_its_input_is_refused_at_start(launch):
+    node = launch('safety_node', input_topic='cmd_vel', output_topic='cmd_vel')
+    assert node.process.wait(timeout=60) == EXIT_START_FAILED
+    log = node.log_tail(50)
+    fatal = [line for line in log.splitlines() if 'FATAL' in line]
+    assert len(fatal) == 1 and "are both 'cmd_vel'" in fatal[0], log
+    assert 'Traceback' not in log
 
 
 def test_the_watchdog_stops_the_base_when_the_sender_dies(ros, launch):
