@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the four
+"""End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the
 nodes over DDS, then questions asked through the client API (the Ask action), and a
 simulated robot driven to each answer by navigator_node.
 
