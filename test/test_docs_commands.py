@@ -8,7 +8,7 @@ field, so a misspelt type or field in the docs fails here. The ros2 CLI is not i
 with the PyPI wheels, so the commands then go to the real nodes through rclpy with the same
 name and request: memory_node holding four sign keyframes, reasoner_node without an LLM
 (embedder-only answers), navigator_node on a small map with a strip of unknown space to explore, and
-sim_base_node as the robot. The same running nodes are checked against the docs' topic
+sim_base_node as the robot (and safety_node idle beside it). The same running nodes are checked against the docs' topic
 contract (names, types, reliability, durability, and nothing left out).
 
 Every other command a user types in the guides (GUIDES: each line of a shell fence) must be
@@ -666,7 +666,8 @@ class Stack:
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory):
     """memory_node with the sign keyframes, reasoner_node without an LLM, navigator_node
-    on the floor plan, sim_base_node as the robot, and capture_node for the contract."""
+    on the floor plan, sim_base_node as the robot, and capture_node and safety_node for the
+    contract."""
     from nav_msgs.msg import OccupancyGrid
     from std_msgs.msg import String
     from support.ros_harness import RosHarness, wait_until
@@ -688,6 +689,9 @@ def stack(tmp_path_factory):
         memory = ros.latest_json('memory/stats')
         nodes.append(start_node('memory_node', logs, {'data_dir': str(root / 'memory')}))
         nodes.append(start_node('sim_base_node', logs, {'initial_pose': list(ROBOT_START)}))
+        # With its defaults, for the contract: it reads cmd_vel_nav, where nothing publishes
+        # here (the navigator drives cmd_vel itself), so it stays silent after its start.
+        nodes.append(start_node('safety_node', logs, {}))
         nodes.append(
             start_node(
                 'navigator_node',
@@ -1081,7 +1085,13 @@ def test_the_topic_contract_matches_the_running_nodes(running):
     from support.ros_harness import wait_until
 
     rows, nodes = contract_rows()
-    assert nodes >= {'capture_node', 'memory_node', 'reasoner_node', 'navigator_node'}
+    assert nodes >= {
+        'capture_node',
+        'memory_node',
+        'reasoner_node',
+        'navigator_node',
+        'safety_node',
+    }
     assert rows and all(len(r.qos) == 3 for r in rows if r.kind in ('subscribes', 'publishes'))
     documented = {(r.node, r.kind, r.name, r.type_name) for r in rows}
     state: dict = {}

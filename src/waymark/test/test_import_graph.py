@@ -21,6 +21,7 @@ CORE_RANKS = {
     'settings': 0,
     'memory': 1,
     'navigation': 1,
+    'safety': 1,
     'sim': 1,
     'agent': 2,
     'evaluation': 3,

@@ -211,6 +211,15 @@ class NavigatorParameters:
         high=86400.0,
         live=True,
     )
+    cmd_vel_topic: str = setting(
+        'cmd_vel',
+        "geometry_msgs/Twist out (backend internal): the base's, or safety_node's input "
+        '(cmd_vel_nav) when it stands between.',
+    )
+    e_stop_topic: str = setting(
+        'e_stop',
+        'std_msgs/Bool, latched: while true, goals are refused and the one running aborts.',
+    )
     odom_topic: str = setting('/odom', 'Robot pose in the map frame.')
     pose_type: str = setting('odometry', 'Message type on odom_topic.', choices=POSE_TYPES)
     reliable_input: bool = setting(False, 'Subscribe to the pose reliably (newest 10 kept).')

@@ -20,6 +20,11 @@ waymark_ros.navigation.explore). One goal runs at a time, GoTo or Explore: a new
 preempts the one before, which ends FAILED, as in Nav2. The pose topic must be in the map
 frame (a LIO SLAM odometry is).
 
+An e-stop (std_msgs/Bool on `e_stop_topic`, latched, heard in every state) refuses new
+goals with E_STOP while true and aborts the one being driven, which stops the robot, until
+false arrives. The internal backend sends a zero twist whenever a goal ends, however it
+ends, and on deactivation and shutdown (Ctrl-C included).
+
 A lifecycle node: configuring subscribes the inputs and builds the backend, activating
 lets goals drive, deactivating cancels the goal being driven and stops the robot, cleaning
 up releases the backend. The actions answer in every state, so a goal sent while the node
@@ -37,6 +42,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from std_msgs.msg import Bool
 
 from waymark.navigation.epochs import MapEpoch, stale_reason
 from waymark.navigation.goals import check_goal, goal_orientation
@@ -56,12 +62,14 @@ from waymark_ros.navigation.explore import ExploreRunner
 from waymark_ros.navigation.floor import map_origin_height
 from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
+from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_client import OUTCOMES
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 
 NOT_ACTIVE = 'navigator_node is not active'
+E_STOP = 'e-stop engaged'
 # Past a Nav2 cancel's own wait: how long deactivation waits for the goal to end.
 _END_WAIT_S = 2.0
 
@@ -77,6 +85,7 @@ class NavigatorNode(LifecycleNode):
         self._inputs: Inputs | None = None
         self._active: object | None = None  # the goal handle now driving
         self._driving = False  # the node is active: goals may drive
+        self._e_stop = False
         self._backend: Backend | None = None
         self._explorer: ExploreRunner | None = None
         self._failure = ''  # why the last configure failed
@@ -84,6 +93,7 @@ class NavigatorNode(LifecycleNode):
         self.show, self.show_frontiers = display.show, display.show_frontiers
         self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._explore_server = self._serve(Explore, 'explore', self._explore)
+        self.create_subscription(Bool, settings.e_stop_topic, self._on_e_stop, qos.latched())
         if settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise RuntimeError(self._failure or 'configure failed')
@@ -97,6 +107,17 @@ class NavigatorNode(LifecycleNode):
             self._backend.use(settings)
         if self._explorer is not None:
             self._explorer.use(settings)
+
+    def _on_e_stop(self, msg: Bool) -> None:
+        """Engaged: the goal being driven sees it at its next step and aborts."""
+        engaged = bool(msg.data)
+        if engaged != self._e_stop:
+            if engaged:
+                self.get_logger().warning('e-stop engaged: goals are refused')
+            else:
+                self.get_logger().info('e-stop released: goals are driven again')
+        with self._lock:
+            self._e_stop = engaged
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -136,6 +157,15 @@ class NavigatorNode(LifecycleNode):
         self._halt()
         self._release_backend()
         return TransitionCallbackReturn.SUCCESS
+
+    def destroy_node(self) -> None:
+        """On the way out (Ctrl-C), end the goal being driven and stop the robot first."""
+        try:
+            self._halt()
+            self._release_backend()
+        except Exception as error:  # going anyway; the base's own timeout stops it
+            self.get_logger().error(f'stopping on shutdown failed: {error!r}')
+        super().destroy_node()
 
     def _halt(self) -> None:
         """Refuse new goals, end the one being driven (canceled) and stop the robot."""
@@ -178,8 +208,8 @@ class NavigatorNode(LifecycleNode):
     def _execute(self, handle) -> GoTo.Result:
         """Every path ends in an explicit outcome: an exception is a failure with its reason,
         never the default result (which reads as OUTCOME_REACHED)."""
-        if not self._take(handle):  # any goal still running sees this and stops
-            outcome, message = GoTo.Result.OUTCOME_REFUSED, NOT_ACTIVE
+        if refusal := self._take(handle):  # any goal still running sees this and stops
+            outcome, message = GoTo.Result.OUTCOME_REFUSED, refusal
         else:
             try:
                 outcome, message = self.run_goal(handle, heading=True)
@@ -204,8 +234,8 @@ class NavigatorNode(LifecycleNode):
     def _explore(self, handle) -> Explore.Result:
         started = time.monotonic()
         result = Explore.Result()
-        if not self._take(handle):  # preempts any GoTo goal or exploration still running
-            outcome, message = Explore.Result.OUTCOME_FAILED, NOT_ACTIVE
+        if refusal := self._take(handle):  # preempts any GoTo goal or exploration running
+            outcome, message = Explore.Result.OUTCOME_FAILED, refusal
         else:
             try:
                 outcome, message = self._explorer.run(handle, result, Explore.Feedback(), started)
@@ -225,12 +255,14 @@ class NavigatorNode(LifecycleNode):
         result.elapsed_s = time.monotonic() - started
         return result
 
-    def _take(self, handle) -> bool:
-        """Give the drive to `handle`; False while the node is not active."""
+    def _take(self, handle) -> str:
+        """Give the drive to `handle` and answer ''; else why not (the node is not active,
+        or the e-stop is engaged)."""
         with self._lock:
-            if self._driving:
-                self._active = handle
-            return self._driving
+            if refusal := self.halted():
+                return refusal
+            self._active = handle
+            return ''
 
     def _release(self, handle) -> None:
         """Stop the backend, and free the drive unless a newer goal has taken it already."""
@@ -295,7 +327,9 @@ class NavigatorNode(LifecycleNode):
             raise StaleEpochError(stale)
 
     def halted(self) -> str:
-        return '' if self._driving else NOT_ACTIVE
+        if not self._driving:
+            return NOT_ACTIVE
+        return E_STOP if self._e_stop else ''
 
     def stale(self, request: GoTo.Goal) -> str:
         if not request.evidence_session:
@@ -343,13 +377,13 @@ class NavigatorNode(LifecycleNode):
         deadline = time.monotonic() + self._settings.input_wait_s
         while True:
             value = ready()
-            if value or not self._driving or time.monotonic() >= deadline:
+            if value or self.halted() or time.monotonic() >= deadline:
                 return value
             time.sleep(0.05)
 
 
 def main(args=None) -> None:
-    run_node(NavigatorNode, 'navigator_node', args, threads=4)
+    run_node(NavigatorNode, 'navigator_node', args, threads=4, last_words=True)
 
 
 if __name__ == '__main__':

@@ -188,7 +188,7 @@ def base_nodes(context: LaunchContext) -> list:
 def stack_nodes(
     context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
 ) -> list:
-    """The four nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
+    """The stack's nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
     launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     files = [str(path) for path in parameter_files(config, arguments)]

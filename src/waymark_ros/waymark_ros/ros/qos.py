@@ -77,3 +77,14 @@ def requests(depth: int) -> QoSProfile:
         reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.VOLATILE,
     )
+
+
+def commands(depth: int = 10) -> QoSProfile:
+    """Velocity commands: reliable, so the last one (a stop) is not lost; KEEP_LAST, so a
+    slow reader never works through old ones. Matches the rclpy and teleop defaults."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
