@@ -7,9 +7,10 @@ Every fenced line of docs/deployment.md, docs/go1.md and README.md that starts w
 field, so a misspelt type or field in the docs fails here. The ros2 CLI is not installed
 with the PyPI wheels, so the commands then go to the real nodes through rclpy with the same
 name and request: memory_node holding four sign keyframes, reasoner_node without an LLM
-(embedder-only answers), navigator_node on a small map with a strip of unknown space to explore, and
-sim_base_node as the robot (and safety_node idle beside it). The same running nodes are checked against the docs' topic
-contract (names, types, reliability, durability, and nothing left out).
+(embedder-only answers), navigator_node on a small map with a strip of unknown space to
+explore, and sim_base_node as the robot (and safety_node idle beside it). The same running
+nodes are checked against the docs' topic contract (names, types, reliability, durability,
+and nothing left out).
 
 Every other command a user types in the guides (GUIDES: each line of a shell fence) must be
 accounted for in CHECKED (checked here against the real message types, declared
@@ -512,6 +513,21 @@ def check_go1_driver(line: GuideLine) -> None:
         assert assignment.split(':=')[0] in go1_driver.PARAMETERS, assignment
 
 
+def check_twist_mux(line: GuideLine) -> None:
+    """`ros2 run twist_mux twist_mux --ros-args --params-file F ...`: F is the workspace's
+    and holds a twist_mux section (the mux itself needs a ROS install)."""
+    _, values = option_values(line.words[4:], {'--params-file', '-r'})
+    assert values.get('--params-file'), 'twist_mux needs its parameter file'
+    for path in values['--params-file']:
+        sections = yaml.safe_load((ROOT / path).read_text())
+        assert any(key.endswith('twist_mux') for key in sections), f'{path}: no twist_mux'
+
+
+def check_rviz(line: GuideLine) -> None:
+    """`rviz2 -d FILE`: a layout of the workspace."""
+    assert line.words[1] == '-d' and (ROOT / line.words[2]).is_file(), line.text
+
+
 # Commands checked here: (pattern the line starts with, its check).
 CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
     (r'ros2 (service call|action send_goal) ', check_interface_call),
@@ -520,6 +536,8 @@ CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
     (r'ros2 launch ', check_launch),
     (r'ros2 lifecycle ', check_lifecycle),
     (r'ros2 run unitree_ros ', check_go1_driver),
+    (r'ros2 run twist_mux twist_mux ', check_twist_mux),
+    (r'rviz2 -d ', check_rviz),
     (r'python3? -m ', check_python_module),
     (r'python3? -c ', check_python_code),
     (r'make ', check_make),
@@ -532,6 +550,7 @@ CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
 NOT_HERE: list[tuple[str, str]] = [
     (r'ros2 bag record ', 'needs the ros2 CLI (a ROS install) and the sensors publishing'),
     (r'ros2 topic (hz|echo) ', "needs the ros2 CLI and the robot's driver publishing"),
+    (r'ros2 run tf2_ros ', 'needs tf2_ros (a ROS install) and, for tf2_echo, the robot'),
     (r'ros2 run teleop_twist_keyboard ', 'needs a ROS install, a keyboard and the robot'),
     (r'(mkdir|cd) .*unitree_ws', "makes the driver's workspace on the robot's computer"),
     (r'git clone .*unitree_ros', "needs the network: the driver's source"),
