@@ -77,3 +77,18 @@ def requests(depth: int) -> QoSProfile:
         reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.VOLATILE,
     )
+
+
+def tf() -> QoSProfile:
+    """/tf, as tf2 publishes and listens: reliable, volatile, a deep queue for bursts."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=100,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def tf_static() -> QoSProfile:
+    """/tf_static: latched, so a late listener gets every static publisher's transforms."""
+    return latched(depth=100)
