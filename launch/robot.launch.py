@@ -23,13 +23,12 @@ CONFIG = SHARE / 'config'
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
-            *stack_arguments(CONFIG / 'robot.yaml'),
+            *stack_arguments(CONFIG / 'robot.yaml', use_sim_time=False),
             OpaqueFunction(
                 function=stack_nodes,
                 kwargs={
                     'config': CONFIG,
                     'rviz_config': SHARE / 'rviz' / 'waymark.rviz',
-                    'use_sim_time': False,
                 },
             ),
         ]
