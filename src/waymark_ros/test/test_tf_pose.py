@@ -1,11 +1,16 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Poses from TF over real DDS (`pose_type: tf`), with tf2_msgs from the test-only stand-in
 where tf2 is not installed: sim_base_node broadcasts its pose, navigator_node drives it by
-the composed chain map -> odom -> base_link, and without tf2 a node says so and stops."""
+the composed chain map -> odom -> base_link, and without tf2 a node says so and stops.
+Where tf2_ros is installed its buffer answers the lookups: that path is tested with a
+stand-in tf2_ros."""
 
 from __future__ import annotations
 
 import math
+import sys
+import time
+import types
 
 import pytest
 from geometry_msgs.msg import TransformStamped
@@ -16,8 +21,11 @@ from support.navigation_worlds import START, grid_msg, latched_map, room
 from support.ros_harness import wait_until
 
 from waymark.geometry import quaternion_from_yaw
+from waymark.parameters.common import TfPoseParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp, stamp_to_ns
+from waymark_ros.ros.tf_pose import TfPoseInput
 
 pytestmark = pytest.mark.dds
 
@@ -101,3 +109,69 @@ def test_a_tf_parent_frame_other_than_the_map_frame_is_refused(launch):
     wait_until(lambda: not node.running(), 60, 'node did not exit')
     assert node.process.returncode == 2
     assert "tf_pose.parent_frame 'map' is not map_frame 'camera_init'" in node.log_tail()
+
+
+class FakeTf2Ros(types.ModuleType):
+    """Test stand-in for tf2_ros (not installed here): a buffer that answers with the
+    transform the test sets, or raises the error it sets."""
+
+    class TransformException(Exception):  # noqa: N818 (tf2_ros's name)
+        pass
+
+    class TransformListener:
+        def __init__(self, buffer, node, spin_thread=True) -> None:
+            self.registered = True
+
+        def unregister(self) -> None:
+            self.registered = False
+
+    def __init__(self) -> None:
+        super().__init__('tf2_ros')
+        fake = self
+        self.answer: TransformStamped | Exception = FakeTf2Ros.TransformException('empty')
+
+        class Buffer:
+            def lookup_transform(self, target, source, when):
+                assert (target, source) == ('map', 'base_link')
+                if isinstance(fake.answer, Exception):
+                    raise fake.answer
+                return fake.answer
+
+            def clear(self) -> None:
+                """Nothing is kept: the answer is the test's."""
+
+        self.Buffer = Buffer
+
+
+def test_with_tf2_ros_its_buffer_answers_and_old_or_missing_transforms_are_not_used(
+    ros, monkeypatch
+):
+    fake = FakeTf2Ros()
+    monkeypatch.setitem(sys.modules, 'tf2_ros', fake)
+    poses = []
+    settings = TfPoseParameters(rate_hz=50.0, max_age_s=0.5)
+    with ros.paused() as node:
+        source = TfPoseInput(node, settings, lambda *pose: poses.append(pose))
+    try:
+        fake.answer = FakeTf2Ros.TransformException(
+            '"map" passed to lookupTransform does not exist'
+        )
+        wait_until(lambda: 'does not exist' in source.last_error, 5, 'lookup error not kept')
+        assert not poses
+        now = ros.node.get_clock().now().nanoseconds
+        stamped = TransformStamped(child_frame_id='base_link')
+        stamped.header.frame_id, stamped.header.stamp = 'map', ns_to_stamp(now - 2 * NS_PER_S)
+        stamped.transform.translation.x, stamped.transform.rotation.w = 1.5, 1.0
+        fake.answer = stamped
+        wait_until(lambda: 's old (more than 0.5 s)' in source.last_error, 5, 'age not checked')
+        assert not poses
+        stamped.header.stamp = ns_to_stamp(now)
+        wait_until(lambda: poses, 5, 'no pose from the buffer')
+        wait_until(lambda: not source.last_error, 5, 'error not cleared')
+        time.sleep(0.2)
+        assert len(poses) == 1  # the same transform is handed on once
+        header, pose, covariance = poses[0]
+        assert header.frame_id == 'map' and stamp_to_ns(header.stamp) == now
+        assert (pose.position.x, pose.orientation.w, covariance) == (1.5, 1.0, None)
+    finally:
+        source.close()
