@@ -4,7 +4,10 @@
 The pairing of images with poses, the tracking-quality gate, map epochs and the keyframe
 selection live in the core (waymark.memory.ingest.capture), shared with the offline tools; this
 node converts messages, publishes keyframes and reports what happened to every input on
-`capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like).
+`capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like); an image or
+pose stream silent for `diagnostics.input_timeout_s` is also said on the console. The
+poses come from a topic or, with `pose_type: tf`, from TF (no covariance then, so the
+tracking gate sees only `tracking.status_topic` and pose jumps).
 
 Every queue is bounded by a parameter: subscription queues by `input_queue_depth` (with
 `reliable_input`, KEEP_ALL is bounded by the DDS resource limits and a reliable
