@@ -46,6 +46,20 @@ def test_sim_base_broadcasts_its_pose_on_tf(ros, launch, tf2_env):
     assert (stamped.header.stamp.sec, stamped.header.stamp.nanosec) != (0, 0)
 
 
+@pytest.mark.parametrize('publish_tf', [True, False])
+def test_sim_base_without_tf2_msgs_publishes_odometry_and_says_so_if_asked_for_tf(
+    ros, launch, publish_tf
+):
+    from nav_msgs.msg import Odometry
+
+    odometry = ros.collect(Odometry, '/odom')
+    node = launch('sim_base_node', publish_tf=publish_tf)
+    wait_until(lambda: odometry, 30, 'no odometry')
+    wait_until(lambda: 'simulated base at' in node.log_tail(), 10, 'no start line')
+    said = 'publish_tf: tf2_msgs is not installed' in node.log_tail()
+    assert said is publish_tf and node.running()
+
+
 def static_odom_frame(ros):
     """map -> odom on /tf_static, latched, as a localisation's static publisher does."""
     from tf2_msgs.msg import TFMessage
@@ -174,4 +188,5 @@ def test_with_tf2_ros_its_buffer_answers_and_old_or_missing_transforms_are_not_u
         assert header.frame_id == 'map' and stamp_to_ns(header.stamp) == now
         assert (pose.position.x, pose.orientation.w, covariance) == (1.5, 1.0, None)
     finally:
-        source.close()
+        with ros.paused():
+            source.close()

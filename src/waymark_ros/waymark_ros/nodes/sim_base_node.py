@@ -131,7 +131,7 @@ class SimBaseNode(Node):
         except ImportError:
             self.get_logger().warning(
                 'publish_tf: tf2_msgs is not installed (it comes with ROS 2), so no TF is '
-                'published, odometry only; set publish_tf:=false to say so'
+                'published, odometry only (publish_tf:=false silences this)'
             )
             return None
         return self.create_publisher(TFMessage, '/tf', qos.tf()), TFMessage
