@@ -44,12 +44,12 @@ eval-llm: llm-tier
 
 # The standard benchmark suite (3 world sizes x 2 seeds); SUITE_ARGS="--sizes small" etc.
 suite: bootstrap
-	$(ENV) && python -m waymark suite $(SUITE_ARGS)
+	$(ENV) && python -m waymark suite --resume $(SUITE_ARGS)
 
 # Ingest, search and storage benchmarks; BENCH_ARGS="search --sizes 10000 100000" etc.
 BENCH_ARGS ?= all
 bench: bootstrap
-	$(ENV) && python -m waymark bench $(BENCH_ARGS)
+	$(ENV) && python -m waymark bench --overwrite $(BENCH_ARGS)
 
 lint: bootstrap
 	$(ENV) && ruff check . && ruff format --check .

@@ -4,6 +4,9 @@
     ros2 launch waymark_ros robot.launch.py camera:=zed2i odometry:=fast_lio_mid360 \\
         models:=orin_nx llm_base_url:=http://192.168.123.20:8000/v1 backend:=nav2
 
+`base:=go1` also starts the Go1's driver (docs/go1.md); the default, `base:=none`, starts
+nothing that moves a robot.
+
 `ros2 launch waymark_ros robot.launch.py --show-args` lists every argument. Without a ROS 2
 install (the PyPI wheels have no `launch`), start the node executables directly with the
 same parameter files (README, "Using the nodes").
@@ -14,7 +17,7 @@ from pathlib import Path
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from waymark_ros.ros.launching import stack_arguments, stack_nodes
+from waymark_ros.ros.launching import base_arguments, base_nodes, stack_arguments, stack_nodes
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
 CONFIG = SHARE / 'config'
@@ -24,6 +27,9 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             *stack_arguments(CONFIG / 'robot.yaml', use_sim_time=False),
+            *base_arguments(CONFIG),
+            # first: a missing driver stops the launch before any node starts
+            OpaqueFunction(function=base_nodes),
             OpaqueFunction(
                 function=stack_nodes,
                 kwargs={

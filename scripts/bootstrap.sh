@@ -9,7 +9,9 @@
 # then `colcon build` of the workspace. Re-running is quick: pip is skipped when the
 # requirement files have not changed, and colcon rebuilds only what changed.
 #
-# Environment: WAYMARK_VENV (default .venv), PYTHON (default python3).
+# Environment: WAYMARK_VENV (default .venv), PYTHON (default python3), WAYMARK_TORCH
+# (cpu, cuda or auto, the default: cuda when `nvidia-smi -L` lists a GPU) and
+# WAYMARK_TORCH_CPU_INDEX (PyTorch's CPU wheel index, used for cpu when it answers).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,13 +45,39 @@ source "$VENV/bin/activate"
 
 requirements=(-r requirements/python.txt)
 (( ros_sourced )) || requirements=(-r requirements/ros.txt "${requirements[@]}")
+# torch: the CPU build on a machine without an NVIDIA GPU (see scripts/torch_choice.py).
+torch_build="$(python scripts/torch_choice.py build)"
 stamp="$VENV/.waymark-requirements"
-wanted="$(cat requirements/*.txt constraints.txt | sha256sum | cut -d' ' -f1)-$ros_sourced"
+wanted="$(cat requirements/*.txt constraints.txt | sha256sum | cut -d' ' -f1)-$ros_sourced-$torch_build"
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
   log "installing Python packages (a few minutes the first time)"
-  python -m pip install --quiet --disable-pip-version-check "pip>=24" 2>&1 | grep -v '^WARNING: Location' >&2 || true
-  python -m pip install --quiet --disable-pip-version-check -c constraints.txt "${requirements[@]}" \
-    2> >(grep -v '^WARNING: Location' >&2)
+  pip_install() {
+    python -m pip install --quiet --disable-pip-version-check "$@" 2> >(grep -v '^WARNING: Location' >&2)
+  }
+  pip_install "pip>=24" || true
+  # constraints.txt pins torch's CPU build (a +cpu local version), found only on PyTorch's
+  # CPU index; any other way torch comes from the plain pin in requirements/python.txt.
+  constraints="$VENV/.waymark-constraints.txt"
+  cpu_index="${WAYMARK_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
+  if [[ "$torch_build" == cpu ]] && python scripts/torch_choice.py reachable "$cpu_index"; then
+    log "torch: the CPU build from $cpu_index"
+    cp constraints.txt "$constraints"
+    pip_install --no-deps --index-url "$cpu_index" -c "$constraints" torch
+  else
+    if [[ "$torch_build" == cpu ]]; then
+      log "torch: $cpu_index is out of reach; installing the plain pin"
+    else
+      log "torch: the CUDA build (an NVIDIA GPU is present, or WAYMARK_TORCH=cuda)"
+      # A CPU build already here satisfies the plain pin: replace it.
+      if python -m pip show torch 2>/dev/null | grep -q '^Version: .*+cpu'; then
+        python -m pip uninstall --quiet -y torch
+      fi
+    fi
+    grep -v '^torch==' constraints.txt > "$constraints"
+  fi
+  pip_install -c "$constraints" "${requirements[@]}"
+  pip_install -c "$constraints" --no-deps -r requirements/no-deps.txt
+  python -c 'import torch; print(f"[bootstrap] torch {torch.__version__}, CUDA {torch.version.cuda}, GPU available: {torch.cuda.is_available()}")' >&2
   echo "$wanted" > "$stamp"
 else
   log "Python packages up to date"

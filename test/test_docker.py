@@ -488,3 +488,76 @@ def test_chat_template_shows_tools_pictures_calls_and_results():
         '<|im_start|>system\nAnswer the request below.<|im_end|>\n'
         '<|im_start|>user\nwhere is the pharmacy?<|im_end|>\n'
     )
+
+
+# --- the Go1 driver -------------------------------------------------------------------------
+
+
+def go1_command(service: dict[str, Any]) -> list[str]:
+    """The `ros2 run ...` words of the go1 service's `bash -c` command, variables resolved."""
+    words = argv(service['command'])
+    assert words[:2] == ['bash', '-c'], words
+    script = words[2].replace('$$', '$')
+    return shlex.split(script.split('exec ', 1)[1])
+
+
+def go1_problems(config: Compose) -> list[str]:
+    from waymark_ros.ros import base_plan
+
+    service = config['services'].get('go1')
+    if service is None:
+        return ['no go1 service']
+    problems = []
+    if service.get('profiles') != ['go1']:
+        problems.append('go1 starts without its profile')
+    if service.get('network_mode') != 'host' or service.get('ipc') != 'host':
+        problems.append('go1 is not on the host network and IPC')
+    if str(service.get('restart', 'no')) != 'no':
+        problems.append('go1 restarts on its own')
+    words = go1_command(service)
+    if words[:4] != ['ros2', 'run', base_plan.GO1_PACKAGE, base_plan.GO1_EXECUTABLE]:
+        problems.append(f'go1 runs {words[:4]}')
+    mounts = dict(str(volume).split(':')[1::-1] for volume in service.get('volumes', []))
+    params = option(words, '--params-file') or ''
+    params = params.replace('$GO1_PARAMS', service['environment'].get('GO1_PARAMS', ''))
+    source = mounts.get(params, '')
+    if (DOCKER / source).resolve() != ROOT / 'config' / base_plan.GO1_PARAMS:
+        problems.append(f'go1 reads {params}, not config/{base_plan.GO1_PARAMS}')
+    for name in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE'):
+        if service['environment'].get(name) != config['services']['waymark']['environment'][name]:
+            problems.append(f'go1 and waymark differ in {name}')
+    return problems
+
+
+def test_go1_runs_the_driver_with_the_workspaces_parameters_only_with_its_profile():
+    from waymark_ros.ros import base_plan
+
+    config = compose()
+    assert go1_problems(config) == []
+    words = go1_command(config['services']['go1'])
+    sections = yaml.safe_load((ROOT / 'config' / base_plan.GO1_PARAMS).read_text())
+    address = sections[f'/**/{base_plan.GO1_NODE}']['ros__parameters']['robot_ip']
+    assert option(words, '-p') == f'robot_ip:={address}'  # the file's, unless GO1_ROBOT_IP
+    service = config['services']['go1']
+    del service['profiles']
+    service['ipc'] = 'private'
+    service['volumes'] = ['../config/robot.yaml:/etc/waymark/go1.yaml:ro']
+    assert go1_problems(config) == [
+        'go1 starts without its profile',
+        'go1 is not on the host network and IPC',
+        'go1 reads /etc/waymark/go1.yaml, not config/go1.yaml',
+    ]
+
+
+def test_the_go1_image_builds_a_pinned_driver_that_can_ping_the_robot():
+    path = DOCKER / 'Dockerfile.go1'
+    assert image_problem(stages(path)['#0'][0]) is None
+    text = '\n'.join(rest for _, rest in instructions(path))
+    ref = re.search(r'ARG UNITREE_ROS_REF=(\S+)', path.read_text())
+    assert ref and re.fullmatch(r'[0-9a-f]{40}', ref.group(1)), 'the driver is not pinned'
+    assert 'git clone https://github.com/snt-arg/unitree_ros.git' in text
+    assert 'checkout "$UNITREE_ROS_REF"' in text and 'submodule update --init' in text
+    assert 'iputils-ping' in apt_packages(path, '#0')
+    assert 'source /opt/unitree_ws/install/setup.bash' in text
+    ignored = path.with_name(path.name + '.dockerignore').read_text().split()
+    assert '*' in ignored  # the image needs nothing of the workspace

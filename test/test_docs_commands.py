@@ -1,35 +1,50 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The shell commands of the docs, run for real.
+"""The shell commands of the docs, run for real where this machine allows, else checked.
 
-Every fenced line of docs/deployment.md and README.md that starts with `ros2 service call`
-or `ros2 action send_goal` is parsed as the ros2 CLI would parse it (shlex, then the YAML
-request), its type is imported and the request filled field by field, so a misspelt type
-or field in the docs fails here. The ros2 CLI is not installed with the PyPI wheels, so
-the commands then go to the real nodes through rclpy with the same name and request:
-memory_node holding four sign keyframes, reasoner_node without an LLM (embedder-only
-answers), navigator_node on a small map with a strip of unknown space to explore, and
-sim_base_node as the robot. The same running nodes are checked against the docs' topic
+Every fenced line of docs/deployment.md, docs/go1.md and README.md that starts with
+`ros2 service call` or `ros2 action send_goal` is parsed as the ros2 CLI would parse it
+(shlex, then the YAML request), its type is imported and the request filled field by
+field, so a misspelt type or field in the docs fails here. The ros2 CLI is not installed
+with the PyPI wheels, so the commands then go to the real nodes through rclpy with the same
+name and request: memory_node holding four sign keyframes, reasoner_node without an LLM
+(embedder-only answers), navigator_node on a small map with a strip of unknown space to explore, and
+sim_base_node as the robot (and safety_node idle beside it). The same running nodes are checked against the docs' topic
 contract (names, types, reliability, durability, and nothing left out).
+
+Every other command a user types in the guides (GUIDES: each line of a shell fence) must be
+accounted for in CHECKED (checked here against the real message types, declared
+parameters, launch arguments, compose services, Makefile targets and files) or in
+NOT_HERE, with the reason it cannot run on this machine; a line in neither fails. Their
+`ros2 param set` lines also go to the running nodes, which must take the value.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import math
 import re
 import shlex
+import subprocess
+import sys
 import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from support import go1_driver
 from support.message_fields import UnknownFieldError, set_fields
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = (ROOT / 'docs' / 'deployment.md', ROOT / 'README.md')
+DOCS = (ROOT / 'docs' / 'deployment.md', ROOT / 'docs' / 'go1.md', ROOT / 'README.md')
+# The guides whose every command is accounted for (CHECKED or NOT_HERE, below).
+GUIDES = (ROOT / 'docs' / 'go1.md', ROOT / 'docs' / 'deployment.md')
+SHELL_FENCES = {'', 'bash', 'sh', 'shell', 'console'}  # other fences (yaml) are files
 PREFIXES = (('ros2', 'service', 'call'), ('ros2', 'action', 'send_goal'))
 # Options of the two commands that take a value (everything else is a flag).
 VALUE_OPTIONS = {'-r', '--rate'}
@@ -60,14 +75,16 @@ class Command:
         return self.name.strip('/').rsplit('/', 1)[-1]
 
 
-def fenced_lines(path: Path) -> list[tuple[int, str]]:
-    """(line number, line) of every line inside ``` fences, continuations joined."""
-    lines, inside, pending, start = [], False, '', 0
+def fenced_lines(path: Path, languages: set[str] | None = None) -> list[tuple[int, str]]:
+    """(line number, line) of every line inside ``` fences (of `languages` only, if given),
+    continuations joined."""
+    lines, inside, pending, start, language = [], False, '', 0, ''
     for number, raw in enumerate(path.read_text().splitlines(), start=1):
         if raw.lstrip().startswith('```'):
             inside, pending = not inside, ''
+            language = raw.strip().removeprefix('```').strip().lower()
             continue
-        if not inside:
+        if not inside or (languages is not None and language not in languages):
             continue
         if not pending:
             start = number
@@ -253,6 +270,374 @@ def test_every_documented_command_names_a_real_type_and_real_fields(command):
     request_of(command)  # raises on an unknown type, field or a value of the wrong type
 
 
+# -- every command of the guides, accounted for ------------------------------------------
+
+
+ASSIGNMENT = re.compile(r'^\w+=\S*$')  # NAME=value before a command: its environment
+
+
+@dataclass(frozen=True)
+class GuideLine:
+    """A command line; `text` and `words` without the NAME=value words in front of it."""
+
+    where: str  # file:line
+    text: str
+    words: tuple[str, ...]
+
+
+def guide_line(where: str, text: str) -> GuideLine | None:
+    words = shlex.split(text, comments=True)
+    while len(words) > 1 and ASSIGNMENT.match(words[0]):
+        text = text.split(words.pop(0), 1)[1].lstrip()
+    return GuideLine(where, text, tuple(words)) if words else None
+
+
+def guide_lines() -> list[GuideLine]:
+    """Each command line of the guides' shell fences (comments and blank lines left out)."""
+    found = []
+    for path in GUIDES:
+        for number, text in fenced_lines(path, SHELL_FENCES):
+            line = guide_line(f'{path.relative_to(ROOT)}:{number}', text)
+            if line is not None:
+                found.append(line)
+    return found
+
+
+def option_values(words: tuple[str, ...], options: set[str]) -> tuple[list[str], dict]:
+    """The positional words, and {option: [values]} of the options that take a value."""
+    positional, values = [], {}
+    rest = iter(words)
+    for word in rest:
+        if word in options:
+            values.setdefault(word, []).append(next(rest))
+        elif not word.startswith('-'):
+            positional.append(word)
+    return positional, values
+
+
+def check_interface_call(line: GuideLine) -> None:
+    """`ros2 service call` / `ros2 action send_goal`: the type and fields (run over DDS below)."""
+    request_of(parse_command(line.text, line.where))
+
+
+# Topics a user publishes on in the guides, and the type the subscriber takes.
+SUBSCRIBED = {
+    '/e_stop': 'std_msgs/msg/Bool',  # safety_node: true stops the base, false releases it
+    **{f'/{topic}': type_name for topic, type_name in go1_driver.SUBSCRIPTIONS.items()},
+}
+TOPIC_PUB_OPTIONS = {
+    '-r',
+    '--rate',
+    '-p',
+    '--print',
+    '-t',
+    '--times',
+    '-w',
+    '--wait-matching-subscriptions',
+    '--keep-alive',
+    '-n',
+    '--node-name',
+    '--qos-profile',
+    '--qos-depth',
+    '--qos-history',
+    '--qos-reliability',
+    '--qos-durability',
+}
+
+
+def check_topic_pub(line: GuideLine) -> None:
+    """`ros2 topic pub TOPIC TYPE [VALUES]`: the type a subscriber takes, real fields."""
+    positional, _ = option_values(line.words[3:], TOPIC_PUB_OPTIONS)
+    assert len(positional) in (2, 3), f'expected TOPIC TYPE [VALUES], got {positional}'
+    topic, type_name = positional[:2]
+    assert topic in SUBSCRIBED, f'nothing documented subscribes {topic}: add it to SUBSCRIBED'
+    assert type_name == SUBSCRIBED[topic], f'{topic} takes {SUBSCRIBED[topic]}, not {type_name}'
+    values = yaml.safe_load(positional[2]) if len(positional) == 3 else {}
+    set_fields(interface(type_name)(), values or {})
+
+
+def node_settings(node: str) -> dict:
+    from waymark.settings import settings
+    from waymark_ros.tools.parameters_doc import NODES
+
+    name = node.strip('/').rsplit('/', 1)[-1]
+    assert name in NODES, f'{node} is not one of the nodes ({", ".join(NODES)})'
+    return {info.name: info for info in settings(NODES[name])}
+
+
+def check_param_set(line: GuideLine) -> None:
+    """`ros2 param set NODE NAME VALUE`: a declared, live parameter and a value it takes."""
+    assert len(line.words) == 6, 'expected ros2 param set NODE NAME VALUE'
+    node, name, text = line.words[3:]
+    declared = node_settings(node)
+    assert name in declared, f'{node} declares no parameter {name}'
+    spec = declared[name].spec
+    assert spec.live, f'{node} {name} is read-only: it cannot be set on a running node'
+    value = yaml.safe_load(text)
+    if spec.low is not None:
+        assert spec.low <= value <= spec.high, f'{name}={value} outside {spec.low}..{spec.high}'
+    elif spec.choices:
+        assert value in spec.choices, f'{name}={value} not one of {spec.choices}'
+
+
+def check_launch(line: GuideLine) -> None:
+    """`ros2 launch waymark_ros FILE a:=b`: the file exists and declares every argument."""
+    from test_docker import launch_invocations, launch_problems
+
+    invocations = launch_invocations(list(line.words))
+    assert invocations, 'not a launch of waymark_ros'
+    for launch, arguments in invocations:
+        assert launch_problems(launch, arguments) == []
+
+
+LIFECYCLE_TRANSITIONS = {'configure', 'activate', 'deactivate', 'cleanup', 'shutdown'}
+
+
+def check_lifecycle(line: GuideLine) -> None:
+    """`ros2 lifecycle get|set NODE [TRANSITION]`: a lifecycle node, a standard transition."""
+    verb, node, *transition = line.words[2:]
+    source = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'nodes' / f'{node.strip("/")}.py'
+    assert source.is_file() and 'LifecycleNode' in source.read_text(), f'{node}: no lifecycle'
+    assert verb in ('get', 'set') and len(transition) == (verb == 'set')
+    assert set(transition) <= LIFECYCLE_TRANSITIONS, transition
+
+
+def check_python_module(line: GuideLine) -> None:
+    """`python -m MODULE --option ...`: the module runs with --help and has every option."""
+    module = line.words[2]
+    done = subprocess.run(
+        [sys.executable, '-m', module, '--help'], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    missing = [w for w in line.words[3:] if w.startswith('--') and w not in done.stdout]
+    assert not missing, f'{module} has no {missing}'
+
+
+def check_python_code(line: GuideLine) -> None:
+    """`python -c CODE`: the code compiles and the modules it imports are installed."""
+    code = line.words[2]
+    compile(code, line.where, 'exec')
+    modules = re.findall(r'\bimport (\w+)|\bfrom (\w+)', code)
+    missing = [m for m in (a or b for a, b in modules) if importlib.util.find_spec(m) is None]
+    assert not missing, f'not installed: {missing}'
+
+
+def check_make(line: GuideLine) -> None:
+    """`make TARGET`: the Makefile has it."""
+    targets = set(re.findall(r'^([\w-]+):', (ROOT / 'Makefile').read_text(), flags=re.M))
+    assert set(line.words[1:]) <= targets, f'no make target {set(line.words[1:]) - targets}'
+
+
+COMPOSE_VERBS = {'up', 'down', 'logs', 'stop', 'start', 'restart', 'ps', 'build', 'pull'}
+
+
+def check_compose(line: GuideLine) -> None:
+    """`docker compose -f FILE [--profile P] VERB [SERVICE...]`: services and profiles exist."""
+    words, files, profiles = iter(line.words[2:]), [], []
+    for word in words:  # compose's own options come before the verb
+        if word in ('-f', '--file'):
+            files.append(next(words))
+        elif word == '--profile':
+            profiles.append(next(words))
+        else:
+            verb = word
+            break
+    named = [word for word in words if not word.startswith('-')]  # the verb's flags
+    assert files, 'name the compose file (-f docker/compose.yaml): the guides run from the root'
+    assert verb in COMPOSE_VERBS, f'docker compose {verb}?'
+    for name in files:
+        services = yaml.safe_load((ROOT / name).read_text())['services']
+        assert set(named) <= set(services), f'no service {set(named) - set(services)}'
+        known = {p for service in services.values() for p in service.get('profiles', [])}
+        assert set(profiles) <= known, f'no profile {set(profiles) - known}'
+        for service in named:
+            wanted = services[service].get('profiles')
+            assert not wanted or set(wanted) & set(profiles), (
+                f'{service} runs only with --profile {wanted[0]}'
+            )
+
+
+def check_node_executable(line: GuideLine) -> None:
+    """`install/waymark_ros/lib/waymark_ros/NODE --ros-args ...`: an installed node, files
+    that exist, parameters it declares."""
+    from test_launch_files import console_scripts
+
+    name = Path(line.words[0]).name
+    assert name in console_scripts(), f'setup.py installs no {name}'
+    _, values = option_values(line.words[1:], {'--params-file', '-p', '-r'})
+    for path in values.get('--params-file', []):
+        assert (ROOT / path).is_file(), f'no {path}'
+    if values.get('-p'):
+        declared = node_settings(name)
+        for assignment in values['-p']:
+            assert assignment.split(':=')[0] in declared, f'{name} declares no {assignment}'
+
+
+def check_file(line: GuideLine) -> None:
+    """`source FILE`: the file is in the workspace."""
+    assert (ROOT / line.words[1]).is_file(), f'no {line.words[1]}'
+
+
+def check_export(line: GuideLine) -> None:
+    """`export NAME=VALUE` of the DDS settings: a value ROS 2 takes."""
+    from waymark_ros.ros import launch_plan
+
+    name, _, value = line.words[1].partition('=')
+    if name == 'ROS_DOMAIN_ID':
+        assert 0 <= int(value) <= launch_plan.MAX_DOMAIN_ID
+    elif name == 'ROS_AUTOMATIC_DISCOVERY_RANGE':
+        assert value in launch_plan.DISCOVERY_RANGES, value
+    elif name == 'RMW_IMPLEMENTATION':
+        assert value in {'rmw_fastrtps_cpp', 'rmw_cyclonedds_cpp', 'rmw_connextdds'}, value
+    elif name == 'CYCLONEDDS_URI':
+        interfaces = ET.fromstring(value).findall('./Domain/General/Interfaces/NetworkInterface')
+        assert interfaces and all(i.get('name') for i in interfaces), value
+    else:
+        raise AssertionError(f'no check for {name}: add one to check_export')
+
+
+def check_go1_driver(line: GuideLine) -> None:
+    """`ros2 run unitree_ros unitree_driver --ros-args ...`: the workspace's parameter file
+    for that node, parameters the driver declares (it cannot run without the robot)."""
+    from waymark_ros.ros import base_plan
+
+    assert line.words[2:4] == (base_plan.GO1_PACKAGE, base_plan.GO1_EXECUTABLE)
+    _, values = option_values(line.words[4:], {'--params-file', '-p'})
+    for path in values.get('--params-file', []):
+        sections = yaml.safe_load((ROOT / path).read_text())
+        assert set(sections[f'/**/{base_plan.GO1_NODE}']['ros__parameters']) <= (
+            go1_driver.PARAMETERS
+        )
+    for assignment in values.get('-p', []):
+        assert assignment.split(':=')[0] in go1_driver.PARAMETERS, assignment
+
+
+# Commands checked here: (pattern the line starts with, its check).
+CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
+    (r'ros2 (service call|action send_goal) ', check_interface_call),
+    (r'ros2 topic pub ', check_topic_pub),
+    (r'ros2 param set ', check_param_set),
+    (r'ros2 launch ', check_launch),
+    (r'ros2 lifecycle ', check_lifecycle),
+    (r'ros2 run unitree_ros ', check_go1_driver),
+    (r'python3? -m ', check_python_module),
+    (r'python3? -c ', check_python_code),
+    (r'make ', check_make),
+    (r'docker compose ', check_compose),
+    (r'install/waymark_ros/lib/waymark_ros/', check_node_executable),
+    (r'source scripts/', check_file),
+    (r'export \w+=', check_export),
+]
+# Commands that cannot run on this machine: (pattern the line starts with, why).
+NOT_HERE: list[tuple[str, str]] = [
+    (r'ros2 bag record ', 'needs the ros2 CLI (a ROS install) and the sensors publishing'),
+    (r'ros2 topic (hz|echo) ', "needs the ros2 CLI and the robot's driver publishing"),
+    (r'ros2 run teleop_twist_keyboard ', 'needs a ROS install, a keyboard and the robot'),
+    (r'(mkdir|cd) .*unitree_ws', "makes the driver's workspace on the robot's computer"),
+    (r'git clone .*unitree_ros', "needs the network: the driver's source"),
+    (r'source /opt/ros/', 'needs a ROS install'),
+    (r'source ~/unitree_ws/', "needs the driver's workspace, built on the robot's computer"),
+    (r'(rosdep install|colcon build) ', "builds the driver's workspace: a ROS install, root"),
+    (r'ip -br link$', "lists this machine's interfaces; the name is the robot computer's"),
+    (r'sudo (ip|nmcli|netplan) ', "changes the robot computer's network (root)"),
+    (r'ping ', 'needs the robot on the network'),
+    (r'vllm serve ', 'needs a GPU; test_docs_vllm.py checks its flags against the presets'),
+    (r'curl .*:8000/v1/', 'needs the GPU host running vLLM'),
+]
+
+
+def classify(line: GuideLine) -> tuple[str, Callable[[GuideLine], None] | None]:
+    """('checked', check) or ('not here', None); AssertionError saying how to classify."""
+    for pattern, check in CHECKED:
+        if re.match(pattern, line.text):
+            return 'checked', check
+    for pattern, _ in NOT_HERE:
+        if re.match(pattern, line.text):
+            return 'not here', None
+    raise AssertionError(
+        f'{line.where}: `{line.text}` is not accounted for: add a check to CHECKED, or a '
+        'row to NOT_HERE with the reason it cannot run here (test/test_docs_commands.py)'
+    )
+
+
+def is_checked(line: GuideLine) -> bool:
+    """Whether a check of CHECKED takes the line (an unclassified one fails elsewhere)."""
+    return any(re.match(pattern, line.text) for pattern, _ in CHECKED)
+
+
+GUIDE_LINES = guide_lines()
+
+
+def test_every_command_of_the_guides_is_accounted_for():
+    assert {line.where.split(':')[0] for line in GUIDE_LINES} == {
+        str(path.relative_to(ROOT)) for path in GUIDES
+    }
+    problems = []
+    for line in GUIDE_LINES:
+        try:
+            classify(line)
+        except AssertionError as error:
+            problems.append(str(error))
+    assert not problems, '\n'.join(problems)
+
+
+@pytest.mark.parametrize(
+    'line',
+    [line for line in GUIDE_LINES if is_checked(line)],
+    ids=lambda line: line.where,
+)
+def test_guide_command_is_checked(line):
+    _, check = classify(line)
+    try:
+        check(line)
+    except (AssertionError, ValueError, KeyError, TypeError, OSError) as error:
+        pytest.fail(f'{line.where}: `{line.text}`\n    {type(error).__name__}: {error}')
+
+
+def line_of(text: str) -> GuideLine:
+    return guide_line('test', text)
+
+
+def test_an_unclassified_command_says_how_to_classify_it():
+    with pytest.raises(AssertionError, match='add a check to CHECKED, or a row to NOT_HERE'):
+        classify(line_of('rm -rf ~/.waymark'))
+    assert classify(line_of('ping -c 3 192.168.123.161'))[0] == 'not here'
+
+
+@pytest.mark.parametrize(
+    ('text', 'error'),
+    [
+        ('ros2 topic pub --once /e_stop std_msgs/msg/Bool "{dta: true}"', UnknownFieldError),
+        ('ros2 topic pub --once /e_stop std_msgs/msg/String "{data: x}"', AssertionError),
+        ('ros2 topic pub --once /estop std_msgs/msg/Bool "{data: true}"', AssertionError),
+        ('ros2 param set /navigator_node follower.max_speed 0.2', AssertionError),
+        ('ros2 param set /navigator_node follower.max_linear 9.0', AssertionError),
+        ('ros2 param set /navigator_node backend nav2', AssertionError),  # read-only
+        ('ros2 launch waymark_ros robot.launch.py base:=go1 bogus:=1', AssertionError),
+        ('docker compose -f docker/compose.yaml up -d go2', AssertionError),
+        ('docker compose -f docker/compose.yaml up -d go1', AssertionError),  # no profile
+        ('make nowhere', AssertionError),
+        ('WAYMARK_TORCH=cpu make biuld', AssertionError),
+        ('python3 -c "import torhc"', AssertionError),
+        ('python3 -c "import torch; print(torch.__version__"', SyntaxError),
+        ('export ROS_DOMAIN_ID=250', AssertionError),
+        ('export CYCLONEDDS_URI="<CycloneDDS/>"', AssertionError),
+        (
+            'ros2 run unitree_ros unitree_driver --ros-args -p odometry_topic_name:=x',
+            AssertionError,
+        ),
+        ('ros2 lifecycle set /capture_node activate', AssertionError),
+        ('install/waymark_ros/lib/waymark_ros/memory_node --ros-args -p url:=x', AssertionError),
+    ],
+)
+def test_the_checks_catch_a_wrong_command(text, error):
+    line = line_of(text)
+    kind, check = classify(line)
+    assert kind == 'checked'
+    with pytest.raises(error):
+        check(line)
+
+
 # -- over DDS: the running nodes ---------------------------------------------------------
 
 
@@ -281,7 +666,8 @@ class Stack:
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory):
     """memory_node with the sign keyframes, reasoner_node without an LLM, navigator_node
-    on the floor plan, sim_base_node as the robot, and capture_node for the contract."""
+    on the floor plan, sim_base_node as the robot, and capture_node and safety_node for the
+    contract."""
     from nav_msgs.msg import OccupancyGrid
     from std_msgs.msg import String
     from support.ros_harness import RosHarness, wait_until
@@ -303,6 +689,9 @@ def stack(tmp_path_factory):
         memory = ros.latest_json('memory/stats')
         nodes.append(start_node('memory_node', logs, {'data_dir': str(root / 'memory')}))
         nodes.append(start_node('sim_base_node', logs, {'initial_pose': list(ROBOT_START)}))
+        # With its defaults, for the contract: it reads cmd_vel_nav, where nothing publishes
+        # here (the navigator drives cmd_vel itself), so it stays silent after its start.
+        nodes.append(start_node('safety_node', logs, {}))
         nodes.append(
             start_node(
                 'navigator_node',
@@ -550,6 +939,27 @@ def test_documented_command_runs_against_the_nodes(running, command):
     runner(running, command, request_of(command))
 
 
+PARAM_SETS = [line for line in GUIDE_LINES if line.words[:3] == ('ros2', 'param', 'set')]
+
+
+@pytest.mark.dds
+@pytest.mark.parametrize('line', PARAM_SETS, ids=lambda line: line.where)
+def test_documented_param_set_is_taken_by_the_running_node(running, line):
+    """As `ros2 param set` does it: the node takes the value; the old one is put back."""
+    from support.parameters import get_parameter, set_parameters
+
+    node, name, text = line.words[3:]
+    node = node.strip('/')
+    value = yaml.safe_load(text)
+    before = get_parameter(running.ros, node, name)
+    try:
+        result = set_parameters(running.ros, node, {name: type(before)(value)})[name]
+        assert result.successful, result.reason
+        assert get_parameter(running.ros, node, name) == value
+    finally:
+        set_parameters(running.ros, node, {name: before})
+
+
 # -- the topic contract ------------------------------------------------------------------
 
 KINDS = {
@@ -675,7 +1085,13 @@ def test_the_topic_contract_matches_the_running_nodes(running):
     from support.ros_harness import wait_until
 
     rows, nodes = contract_rows()
-    assert nodes >= {'capture_node', 'memory_node', 'reasoner_node', 'navigator_node'}
+    assert nodes >= {
+        'capture_node',
+        'memory_node',
+        'reasoner_node',
+        'navigator_node',
+        'safety_node',
+    }
     assert rows and all(len(r.qos) == 3 for r in rows if r.kind in ('subscribes', 'publishes'))
     documented = {(r.node, r.kind, r.name, r.type_name) for r in rows}
     state: dict = {}

@@ -243,7 +243,7 @@ def test_poses_in_an_unexpected_frame_fail_with_the_fix(recording, tmp_path, cap
     assert not (out / 'report.json').exists()
 
     # The fix it names works, on the memory the failed run built being replaced.
-    assert main([*argv, '--map-frame', 'camera_init']) == 0
+    assert main([*argv, '--map-frame', 'camera_init', '--resume']) == 0
     report = json.loads((out / 'report.json').read_text())
     assert report['sensors']['map_frame_from'] == 'flag --map-frame'
     assert report['ingest']['keyframes_pose_valid'] == report['ingest']['keyframes'] > 10

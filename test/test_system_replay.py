@@ -3,7 +3,7 @@
 four nodes, questions are asked through the client API (waymark_ros.client), the answers'
 goals must show the asked-for sign, and a simulated robot must drive there and see it: the
 floor plan is the map, `sim_base_node` takes over the pose where the tour ended,
-navigator_node drives. A goal off the map is refused."""
+navigator_node drives it through safety_node. A goal off the map is refused."""
 
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ def test_bag_replay_through_all_nodes_answers_and_the_robot_drives_there(ros, la
     floor_plan.publish(occupancy_grid_msg(cells, 0.05, (x0, y0), 'map', stamp))
     end = json.loads(info.ground_truth.read_text())['trajectory'][-1]
     launch('sim_base_node', initial_pose=[end['x'], end['y'], end['yaw']])
+    launch('safety_node', params_file=CONFIG)  # between the navigator and the base
     extrinsic = Pose(tuple(camera['extrinsic'][:3]), tuple(camera['extrinsic'][3:]))
 
     assert waymark.wait_until_ready(timeout_s=60).ready

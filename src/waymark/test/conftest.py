@@ -24,7 +24,7 @@ def tiny_siglip(tmp_path_factory) -> str:
 def image_text_embedder(tiny_siglip):
     from waymark.memory.views.embedders import ImageTextEmbedder
 
-    embedder = ImageTextEmbedder(tiny_siglip, batch_size=2)
+    embedder = ImageTextEmbedder(tiny_siglip, device='cpu', batch_size=2)
     embedder.load()
     return embedder
 
@@ -33,7 +33,7 @@ def image_text_embedder(tiny_siglip):
 def sentence_embedder():
     from waymark.memory.views.embedders import SentenceEmbedder
 
-    embedder = SentenceEmbedder()
+    embedder = SentenceEmbedder(device='cpu')
     embedder.load()
     return embedder
 

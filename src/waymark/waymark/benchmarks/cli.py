@@ -4,21 +4,32 @@ their tables, write `<out>/<benchmark>.json`."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from waymark.benchmarks.common import write_json
+from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
 
 BENCHMARKS = ('ingest', 'search', 'storage', 'planner')
 
 
+def check_results(out: Path, chosen: Sequence[str], overwrite: bool) -> None:
+    """UsageError when `out` is not a folder, or holds results of `chosen` and
+    `overwrite` was not asked for."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f'{out} exists and is not a folder')
+    there = [f'{name}.json' for name in chosen if (out / f'{name}.json').exists()]
+    if there and not overwrite:
+        raise UsageError(f'{out} already holds {", ".join(there)}: --overwrite to replace')
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog='python -m waymark bench',
+    parser = ArgumentParser(
+        prog='waymark bench',
         description='Measure ingest rate, search latency and recall, and storage of memory, '
         'and the navigation planner.',
     )
@@ -32,9 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
+    add_output_flags(parser, resume=False)
     args = parser.parse_args(argv)
     if args.sizes and min(args.sizes) < 20:
         parser.error('--sizes: at least 20 entries (one per session)')
+    chosen = BENCHMARKS if args.benchmark == 'all' else (args.benchmark,)
+    try:
+        check_results(args.out, chosen, args.overwrite)
+    except UsageError as error:
+        return fail(parser.prog, error)
     # Models load from disk only; tokenizers' worker threads would fight the timed work.
     for key, value in (
         ('HF_HUB_OFFLINE', '1'),
@@ -44,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault(key, value)
     # pymilvus warns on every read of Milvus Lite (no server timestamp); it is noise here.
     logging.getLogger('pymilvus').setLevel(logging.ERROR)
-    chosen = BENCHMARKS if args.benchmark == 'all' else (args.benchmark,)
     for name in chosen:
         module = importlib.import_module(f'waymark.benchmarks.{name}')
         started = time.perf_counter()

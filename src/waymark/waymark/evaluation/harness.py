@@ -8,7 +8,8 @@ Given an OpenAI-compatible LLM server (`--llm-url`), the reasoning agent adds it
 
 Runs are resumable: memory is built once (an interrupted build, or one made by another
 memory format or with other settings, is wiped and redone, never half used), each answer
-is appended to a per-answerer JSON-lines file as it comes, and a rerun skips what is done.
+is appended to a per-answerer JSON-lines file as it comes, and a rerun with --resume skips
+what is done (--overwrite starts over; without either, an existing output is refused).
 The report is written last and atomically, with `complete: true`; a report without it is
 not a result.
 
@@ -34,6 +35,15 @@ from tqdm import tqdm
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
+from waymark.cli import (
+    ArgumentParser,
+    UsageError,
+    add_output_flags,
+    check_output_dir,
+    check_positive,
+    clear_output_dir,
+    fail,
+)
 from waymark.evaluation.answerers import (
     RANDOM_ENTRY,
     Answerer,
@@ -46,6 +56,7 @@ from waymark.evaluation.answerers import (
     parse_embedder_name,
     standard_answerers,
 )
+from waymark.evaluation.bag_map import BagBackground, read_background
 from waymark.evaluation.ingest import (
     BagTopicError,
     find_topics,
@@ -123,20 +134,17 @@ class EvaluationConfig:
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
-    # Names and agent settings are checked before memory is built, which can take a while.
-    for name in config.answerers or ():
-        check_answerer_name(name)
-        if parse_agent_name(name) is not None and not config.llm_url:
-            raise AnswererError(f'the {name} row needs an LLM server (llm_url, --llm-url)')
-    if config.llm_url:
-        agent_config(config, search_between=True)
-        agent_name(label=config.agent_label)
-    if not 0.0 <= config.min_valid_pose_share <= 1.0:
-        raise EvaluationError('min_valid_pose_share must be in [0, 1]')
+    check_inputs(config)  # before memory is built, which loads models and takes a while
     questions = load_questions(config.questions)
     truth = _ground_truth(config.bag)
+    created = not config.out.exists()
     config.out.mkdir(parents=True, exist_ok=True)
-    memory, ingest = _memory(config, truth, build or build_direct)
+    try:
+        memory, ingest = _memory(config, truth, build or build_direct)
+    except (BagTopicError, SensorError, UsageError):
+        if created:  # the bag's topics or sensors refused it: leave nothing behind
+            shutil.rmtree(config.out, ignore_errors=True)
+        raise
     try:
         problem = (
             ingest_problem(ingest['ingest'], ingest['sensors'], config.min_valid_pose_share)
@@ -180,7 +188,9 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
         }
         if 'ingest' in ingest:
             report['sensors'], report['ingest'] = ingest['sensors'], ingest['ingest']
-        report['plots'] = plot_all(config.out, report, questions, truth)
+        report['plots'] = plot_all(
+            config.out, report, questions, truth, _background(config, ingest)
+        )
         report['complete'] = True
         write_json_atomically(config.out / 'report.json', report)
         (config.out / 'report.md').write_text(markdown(report))
@@ -195,6 +205,65 @@ class EvaluationError(ValueError):
     def __init__(self, message: str, build: dict | None = None) -> None:
         super().__init__(message)
         self.build = build or {}
+
+
+def check_inputs(config: EvaluationConfig) -> None:
+    """Every argument that can be checked without reading images or loading models:
+    UsageError (or the question file's, a preset's or an answerer's own error) if wrong.
+    The bag is the builder's to check (check_bag): a builder may not read one."""
+    if not config.questions.is_file():
+        raise UsageError(f'no question file at {config.questions}')
+    load_questions(config.questions)
+    for name, value, zero_ok in (
+        ('--top-k', config.top_k, False),
+        ('--segment-window', config.segment_window_s, True),
+        ('--rate', config.rate, True),
+        ('--llm-timeout', config.llm_timeout_s, False),
+        ('--agent-steps', config.agent_steps, False),
+    ):
+        check_positive(name, value, zero_ok)
+    if config.hfov_deg is not None and not 0.0 < config.hfov_deg < 180.0:
+        raise UsageError(f'--hfov must be between 0 and 180 degrees, not {config.hfov_deg:g}')
+    if not 0.0 <= config.min_valid_pose_share <= 1.0:
+        raise UsageError(
+            f'--min-valid-poses must be in [0, 1], not {config.min_valid_pose_share:g}'
+        )
+    for name in config.presets:
+        preset_path(name, config.preset_dir)
+    if config.camera_extrinsic:
+        try:
+            Pose.checked(config.camera_extrinsic[:3], config.camera_extrinsic[3:])
+        except ValueError as error:
+            raise UsageError(f'--camera-extrinsic: {error}') from error
+    for name in config.answerers or ():
+        check_answerer_name(name)
+        if parse_agent_name(name) is not None and not config.llm_url:
+            raise AnswererError(f'the {name} row needs an LLM server (llm_url, --llm-url)')
+    if config.llm_url:
+        agent_config(config, search_between=True)
+        agent_name(label=config.agent_label)
+
+
+def check_bag(bag: Path) -> None:
+    """UsageError unless `bag` is a rosbag2 folder."""
+    if not bag.exists():
+        raise UsageError(f'no bag at {bag}')
+    if not (bag / 'metadata.yaml').is_file():
+        raise UsageError(f'{bag} is not a rosbag2 folder (it has no metadata.yaml)')
+
+
+def is_evaluation(folder: Path) -> bool:
+    """Whether `folder` holds an evaluation's output (memory, answers or a report)."""
+    return any((folder / name).exists() for name in ('memory', 'report.json', INGESTED)) or any(
+        folder.glob('predictions-*.jsonl')
+    )
+
+
+def _background(config: EvaluationConfig, ingest: dict) -> BagBackground | None:
+    """The bag's map and trajectory for map.png; None when memory came from elsewhere."""
+    if not (config.bag / 'metadata.yaml').is_file():
+        return None
+    return read_background(config.bag, ingest.get('sensors', {}).get('pose_topic'))
 
 
 def _ground_truth(bag: Path) -> dict | None:
@@ -255,6 +324,7 @@ def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
 
 def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
     """The bag's sensors as the flags, the presets and the bag itself say, in that order."""
+    check_bag(config.bag)
     names = ', '.join(config.presets)
     parameters = read_presets([preset_path(n, config.preset_dir) for n in config.presets])
     with AnyReader([config.bag]) as reader:
@@ -474,10 +544,11 @@ def main(
     """The CLI; `builders` adds ways of building memory (the ROS package adds 'dds'),
     `preset_dir` is where sensor presets are found by name."""
     builders = {'direct': build_direct, **(builders or {})}
-    parser = argparse.ArgumentParser(prog='waymark evaluate', description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog='waymark evaluate', description=__doc__.splitlines()[0])
     parser.add_argument('bag', type=Path, help='rosbag2 directory with camera and pose topics')
     parser.add_argument('questions', type=Path, help='question file (JSON or YAML)')
     parser.add_argument('--out', type=Path, default=Path('eval_output'))
+    add_output_flags(parser)
     parser.add_argument('--mode', default='direct', choices=sorted(builders), help='memory build')
     parser.add_argument('--rate', type=float, default=0.0, help='dds mode replay rate (0: max)')
     parser.add_argument(
@@ -544,21 +615,20 @@ def main(
         **agent_options(args),
     )
     try:
+        check_inputs(config)
+        if args.mode == 'direct':
+            check_bag(config.bag)  # other builders check what they read
+        check_output_dir(config.out, is_evaluation, 'evaluation', args.resume, args.overwrite)
+        if args.overwrite:
+            clear_output_dir(config.out)
         report = run(config, builders[args.mode])
     except EvaluationError as error:
         if 'ingest' in error.build:
             print('\n'.join(summary_lines(error.build['ingest'], error.build['sensors'])))
         print(f'waymark evaluate: {error}', file=sys.stderr)
         return 1
-    except (
-        QuestionFileError,
-        BagTopicError,
-        SensorError,
-        FileNotFoundError,
-        AnswererError,
-    ) as error:
-        print(f'waymark evaluate: {error}', file=sys.stderr)
-        return 2
+    except (UsageError, QuestionFileError, BagTopicError, SensorError, AnswererError) as error:
+        return fail('waymark evaluate', error)
     print(markdown(report))
     return 0
 

@@ -7,12 +7,11 @@ class is asked about only through a nearby unique landmark or a route that saw e
 one of its instances. Each category draws from its own seeded stream, so a world that
 cannot support one category leaves the others unchanged; it just yields fewer questions.
 
-Usage: python -m waymark.evaluation.question_gen GROUND_TRUTH_JSON OUT.json [--seed 0]
+Usage: python -m waymark questions GROUND_TRUTH_JSON|BAG OUT.json [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import itertools
 import json
@@ -23,9 +22,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 
+from waymark.cli import ArgumentParser, UsageError, check_positive, fail
 from waymark.evaluation.questions import (
     AnswerType,
     Category,
@@ -33,6 +34,7 @@ from waymark.evaluation.questions import (
     QuestionSet,
     save_questions,
 )
+from waymark.sim.bag import GROUND_TRUTH_FILE
 
 MAX_OBSERVED_FROM = 50
 EPISODE_GAP_NS = 3_000_000_000  # sightings further apart than this are separate visits
@@ -491,15 +493,22 @@ def _article(phrase: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('ground_truth', help='ground_truth.json written next to a bag')
-    parser.add_argument('out', help='question file to write (.json)')
+    parser = ArgumentParser(prog='waymark questions', description=__doc__.splitlines()[0])
+    parser.add_argument(
+        'ground_truth', type=Path, help='ground_truth.json written next to a bag, or the bag'
+    )
+    parser.add_argument('out', type=Path, help='question file to write (.json)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--per-category', type=int, default=5)
     parser.add_argument('--bag', help='bag path to record in the question file')
+    parser.add_argument('--overwrite', action='store_true', help='replace an existing OUT')
     args = parser.parse_args(argv)
-    with open(args.ground_truth, encoding='utf-8') as f:
-        truth = json.load(f)
+    try:
+        truth = read_ground_truth(args.ground_truth)
+        check_positive('--per-category', args.per_category)
+        check_question_file(args.out, args.overwrite)
+    except UsageError as error:
+        return fail(parser.prog, error)
     questions = generate_questions(truth, seed=args.seed, per_category=args.per_category)
     if args.bag:
         questions = questions.model_copy(update={'bag': args.bag})
@@ -508,6 +517,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = ', '.join(f'{c.value} {counts[c.value]}' for c in Category)
     print(f'{args.out}: {len(questions.questions)} questions ({summary})', file=sys.stderr)
     return 0
+
+
+def read_ground_truth(path: Path) -> dict:
+    """The ground truth at `path` (the file, or the bag folder holding it); UsageError
+    when it is missing or not one."""
+    if path.is_dir():
+        path = path / GROUND_TRUTH_FILE
+    if not path.is_file():
+        raise UsageError(f'no ground truth at {path}')
+    try:
+        truth = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f'{path}: not a JSON ground truth: {error}') from error
+    if not isinstance(truth, dict) or not {'images', 'landmarks'} <= truth.keys():
+        raise UsageError(f'{path}: not a ground truth (no images and landmarks in it)')
+    return truth
+
+
+def check_question_file(path: Path, overwrite: bool) -> None:
+    """UsageError unless a question file can be written at `path`."""
+    if path.suffix.lower() != '.json':
+        raise UsageError(f'{path}: the question file must end in .json')
+    if path.is_dir() or (path.exists() and not overwrite):
+        raise UsageError(f'{path} already exists: --overwrite to replace it')
+    if not path.parent.is_dir():
+        raise UsageError(f'no folder {path.parent} to write {path.name} in')
 
 
 if __name__ == '__main__':

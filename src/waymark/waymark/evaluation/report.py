@@ -12,11 +12,15 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt
+import numpy as np
 
 from waymark.evaluation.answerers import is_per_view
+from waymark.evaluation.bag_map import BagBackground, plot_extent
 from waymark.evaluation.ingest import summary_lines
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.questions import AnswerType, QuestionSet
+
+TRAJECTORY_COLOR = '#1b9e77'  # not in matplotlib's default cycle, which the answers use
 
 
 def write_json_atomically(path: Path, data: dict) -> None:
@@ -93,32 +97,63 @@ def _f(value, digits: int = 2, pct: bool = False) -> str:
 
 
 def plot_all(
-    out: Path, report: dict, questions: QuestionSet, ground_truth: dict | None
+    out: Path,
+    report: dict,
+    questions: QuestionSet,
+    ground_truth: dict | None,
+    background: BagBackground | None = None,
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
-    paths = [_plot_map(out / 'map.png', report, questions, ground_truth)]
+    paths = [plot_map(out / 'map.png', report, questions, ground_truth, background)[0]]
     paths.append(_plot_cdf(out / 'error_cdf.png', report))
     paths.append(_plot_categories(out / 'categories.png', report))
     return [str(p.name) for p in paths]
 
 
-def _plot_map(path: Path, report: dict, questions: QuestionSet, truth: dict | None) -> Path:
+def plot_map(
+    path: Path,
+    report: dict,
+    questions: QuestionSet,
+    truth: dict | None,
+    background: BagBackground | None = None,
+) -> tuple[Path, tuple[float, float, float, float] | None]:
+    """The answers and the questions' targets over the bag's occupancy map (when it has
+    one) and the robot's trajectory (the ground truth's, else the bag's poses), framed to
+    cover them all; returns the path and the x, y limits drawn (None: nothing to frame)."""
     figure, axes = plt.subplots(figsize=(9, 7))
+    occupancy = background.occupancy if background else None
+    if occupancy is not None:
+        shade = np.where(occupancy.cells < 0, 0.25, np.clip(occupancy.cells, 0, 100) / 100.0)
+        axes.imshow(
+            shade,
+            cmap='gray_r',
+            vmin=0.0,
+            vmax=1.0,
+            origin='lower',
+            extent=occupancy.extent,
+            interpolation='nearest',
+            zorder=0,
+        )
     if truth:
         for room in truth.get('rooms') or truth.get('world', {}).get('rooms', []):
             polygon = room.get('polygon')
             if polygon:
                 xs, ys = zip(*[*polygon, polygon[0]], strict=True)
                 axes.plot(xs, ys, color='0.6', linewidth=1)
-        trajectory = truth.get('trajectory', [])
-        if trajectory:
-            axes.plot(
-                [p['x'] for p in trajectory],
-                [p['y'] for p in trajectory],
-                color='0.3',
-                linewidth=0.6,
-                label='trajectory',
-            )
+    trajectory = np.asarray(
+        [(p['x'], p['y']) for p in (truth or {}).get('trajectory', [])], dtype=float
+    ).reshape(-1, 2)
+    if not len(trajectory) and background is not None:
+        trajectory = background.trajectory
+    if len(trajectory):
+        axes.plot(
+            trajectory[:, 0],
+            trajectory[:, 1],
+            color=TRAJECTORY_COLOR,
+            linewidth=1.0,
+            label='trajectory',
+            zorder=2,
+        )
     targets = {q.id: q.position for q in questions.questions if q.position is not None}
     axes.scatter(
         [p[0] for p in targets.values()],
@@ -144,14 +179,22 @@ def _plot_map(path: Path, report: dict, questions: QuestionSet, truth: dict | No
                 axes.plot(
                     [goal[0], target[0]], [goal[1], target[1]], color=colour, lw=0.5, alpha=0.6
                 )
-    axes.set_aspect('equal')
+    limits = plot_extent(occupancy, trajectory)
+    if limits is not None:
+        axes.set_xlim(limits[0], limits[1])
+        axes.set_ylim(limits[2], limits[3])
+    axes.set_aspect('equal', adjustable='datalim')
     axes.set_xlabel('x (m)')
     axes.set_ylabel('y (m)')
     axes.legend(loc='best', fontsize=8)
-    axes.set_title('answers (dots) and ground truth (stars), map frame')
+    backdrop = 'occupancy map' if occupancy is not None else 'trajectory'
+    axes.set_title(f'answers (dots) and ground truth (stars) over the {backdrop}, map frame')
+    figure.canvas.draw()  # the equal aspect settles the limits when drawn
+    x0, x1 = axes.get_xlim()
+    y0, y1 = axes.get_ylim()
     figure.savefig(path, dpi=110, bbox_inches='tight')
     plt.close(figure)
-    return path
+    return path, (x0, x1, y0, y1) if limits is not None else None
 
 
 def _plot_cdf(path: Path, report: dict) -> Path:

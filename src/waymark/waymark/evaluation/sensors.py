@@ -115,6 +115,12 @@ def capture_config(
         raise SensorError(f'sensor preset: {error}') from error
 
 
+def camera_info_beside(image_topic: str, info_topic: str) -> bool:
+    """Whether a CameraInfo topic is the image's: its namespace holds the image topic
+    (/zed/zed_node/rgb/camera_info for /zed/zed_node/rgb/image_rect_color/compressed)."""
+    return image_topic.startswith(info_topic.rsplit('/', 1)[0] + '/')
+
+
 @dataclass(frozen=True)
 class Intrinsics:
     """The camera's pinhole model as far as it is known, and where it came from."""
@@ -140,7 +146,7 @@ def camera_intrinsics(
     namespace holds the image topic), else the given field of view, else the preset's
     (`camera_hfov_deg`, the camera's data-sheet figure), else the default."""
     infos = [c for c in reader.connections if c.msgtype == CAMERA_INFO]
-    beside = [c for c in infos if image_topic.startswith(c.topic.rsplit('/', 1)[0] + '/')]
+    beside = [c for c in infos if camera_info_beside(image_topic, c.topic)]
     chosen = beside or (infos if len({c.topic for c in infos}) == 1 else [])
     if chosen:
         topic = max(chosen, key=lambda c: len(c.topic)).topic

@@ -8,24 +8,34 @@ and a compact one of the embedder-only rows by memory level and view.
 
 With an LLM server the reasoning agent's rows (`agent`, `agent/no-bt`) join each world's.
 Every step is skipped when its output is already complete, so an interrupted suite
-continues where it stopped.
+continues where it stopped (--resume; --overwrite starts over). Each stage of each world
+prints a line on stderr with an estimate of the time left, measured on the worlds done.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PIL import Image
 
-from waymark.evaluation.answerers import embedder_row
+from waymark.cli import (
+    ArgumentParser,
+    UsageError,
+    add_output_flags,
+    check_output_dir,
+    check_positive,
+    clear_output_dir,
+    fail,
+)
+from waymark.evaluation.answerers import AnswererError, embedder_row
 from waymark.evaluation.harness import EvaluationConfig, add_agent_arguments, agent_options, run
 from waymark.evaluation.metrics import THRESHOLDS_M
+from waymark.evaluation.progress import Finished, eta_s, progress_line
 from waymark.evaluation.question_gen import generate_questions, render_jobs
 from waymark.evaluation.questions import save_questions
 from waymark.evaluation.report import write_json_atomically
@@ -33,6 +43,7 @@ from waymark.geometry import Pose
 from waymark.sim.bag import GENERATED_CAMERA_RATE_HZ, load_world, write_bag
 from waymark.sim.generate import SIZES
 from waymark.sim.render import render
+from waymark.sim.trajectory import plan_tour
 
 STANDARD_SIZES = ('small', 'medium', 'large')
 STANDARD_SEEDS = (0, 1)
@@ -47,11 +58,15 @@ def run_case(
     per_category: int,
     max_duration_s: float | None,
     agent: dict | None = None,
-):
+    say: Callable[[str], None] = lambda stage: None,
+) -> tuple[dict, bool]:
     """One world: bag, questions (with photos for image questions), evaluation; `agent`
-    holds EvaluationConfig's agent fields (see harness.agent_options)."""
+    holds EvaluationConfig's agent fields (see harness.agent_options), `say` hears each
+    stage as it starts. Returns the report and whether the bag was recorded anew."""
     bag = out / 'bag'
-    if not (bag / 'ground_truth.json').is_file():
+    recorded = not (bag / 'ground_truth.json').is_file()
+    if recorded:
+        say('recording')
         shutil.rmtree(bag, ignore_errors=True)  # a half-written bag: record it again
         width, height = RESOLUTION.get(size, (640, 480))
         write_bag(
@@ -65,11 +80,28 @@ def run_case(
         )
     questions = out / 'questions.json'
     if not questions.is_file():
+        say('questions')
         truth = json.loads((bag / 'ground_truth.json').read_text())
         question_set = generate_questions(truth, seed=seed, per_category=per_category)
         _render_photos(out, question_set, truth, size, seed)
         save_questions(question_set, questions)
-    return run(EvaluationConfig(bag, questions, out / 'eval', progress=False, **(agent or {})))
+    say('evaluating')
+    config = EvaluationConfig(bag, questions, out / 'eval', progress=False, **(agent or {}))
+    return run(config), recorded
+
+
+def tour_seconds(size: str, seed: int, max_duration_s: float | None) -> float:
+    """Length of the tour a world's bag records: what its work grows with."""
+    tour = plan_tour(load_world(size, seed), seed=seed)
+    length = (tour.end_ns - tour.start_ns) / 1e9
+    return length if max_duration_s is None else min(length, max_duration_s)
+
+
+def is_suite(folder: Path) -> bool:
+    """Whether `folder` holds a suite's output (a report, or a world's bag or evaluation)."""
+    return (folder / 'suite_report.json').exists() or any(
+        (case / 'bag').exists() or (case / 'eval').exists() for case in folder.iterdir()
+    )
 
 
 def _render_photos(out: Path, question_set, truth: dict, size: str, seed: int) -> None:
@@ -155,29 +187,58 @@ def _alpha(overall: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog='waymark suite', description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog='waymark suite', description=__doc__.splitlines()[0])
     parser.add_argument('--out', type=Path, default=Path('suite_output'))
+    add_output_flags(parser)
     parser.add_argument('--sizes', nargs='+', default=list(STANDARD_SIZES), choices=list(SIZES))
     parser.add_argument('--seeds', nargs='+', type=int, default=list(STANDARD_SEEDS))
     parser.add_argument('--per-category', type=int, default=5)
     parser.add_argument('--max-duration', type=float, default=None, help='cut tours (smoke runs)')
+    parser.add_argument('--quiet', action='store_true', help='no progress lines on stderr')
     add_agent_arguments(parser)
     args = parser.parse_args(argv)
-    results = {}
-    for size in args.sizes:
-        for seed in args.seeds:
-            case = f'{size}-{seed}'
-            started = time.monotonic()
-            print(f'[{case}] recording, questioning, evaluating...', flush=True)
-            report = run_case(
+    try:
+        check_positive('--per-category', args.per_category)
+        check_positive('--max-duration', args.max_duration)
+        if min(args.seeds) < 0:
+            raise UsageError(f'--seeds must be at least 0, not {min(args.seeds)}')
+        check_output_dir(args.out, is_suite, 'suite', args.resume, args.overwrite)
+    except UsageError as error:
+        return fail(parser.prog, error)
+    if args.overwrite:
+        clear_output_dir(args.out)
+    cases = {
+        f'{size}-{seed}': (size, seed, tour_seconds(size, seed, args.max_duration))
+        for size in dict.fromkeys(args.sizes)
+        for seed in dict.fromkeys(args.seeds)
+    }
+    results, finished = {}, []
+    for index, (case, (size, seed, tour_s)) in enumerate(cases.items(), start=1):
+        started = time.monotonic()
+        todo_s = sum(t for _, _, t in list(cases.values())[index:])
+
+        def say(stage: str, index=index, case=case, tour_s=tour_s, started=started, todo_s=todo_s):
+            if not args.quiet:
+                eta = eta_s(finished, tour_s, time.monotonic() - started, todo_s)
+                line = progress_line(index, len(cases), case, stage, eta)
+                print(line, file=sys.stderr, flush=True)
+
+        try:
+            report, recorded = run_case(
                 args.out / case,
                 size,
                 seed,
                 args.per_category,
                 args.max_duration,
                 agent_options(args),
+                say,
             )
-            results[case] = {'report': report, 'wall_s': time.monotonic() - started}
+        except (UsageError, AnswererError) as error:
+            return fail(parser.prog, error)
+        wall_s = time.monotonic() - started
+        if recorded:  # a world resumed from its bag took less than its work: not a measure
+            finished.append(Finished(tour_s, wall_s))
+        results[case] = {'report': report, 'wall_s': wall_s}
     summary = table(results) + '\n## Per view and level (embedder-only)\n\n' + view_table(results)
     (args.out / 'suite_report.md').write_text('# waymark standard suite\n\n' + summary)
     write_json_atomically(

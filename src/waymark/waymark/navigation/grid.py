@@ -196,14 +196,18 @@ def project_point_cloud(
     padding_m: float = 0.5,
     max_cells: int = MAX_CELLS,
     stamp_ns: int | None = None,
+    origin_height_m: float = 0.0,
 ) -> CloudProjection:
     """Flatten a 3D point-cloud map (e.g. from LIO SLAM; x, y, z first) into an OccupancyMap.
 
-    A cell with any point in [h_min, h_max] (the heights the robot's body sweeps) is
-    occupied. A cell with points only below h_min has seen floor: free. Everything else is
-    unknown, including cells that only saw points above h_max: a ceiling says nothing about
-    the floor under it (it could be a stairwell). The origin is snapped to a multiple of the
-    resolution so that maps from successive clouds share cell boundaries.
+    Heights are metres above the floor: a point's is its z plus `origin_height_m`, the
+    height of the map frame's origin above the floor (a LIO map frame starts at the
+    sensor, not on the floor). A cell with any point in [h_min, h_max] (the heights the
+    robot's body sweeps) is occupied. A cell with points only below h_min has seen floor:
+    free. Everything else is unknown, including cells that only saw points above h_max: a
+    ceiling says nothing about the floor under it (it could be a stairwell). The origin is
+    snapped to a multiple of the resolution so that maps from successive clouds share cell
+    boundaries.
     """
     pts = np.asarray(points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] < 3:
@@ -214,6 +218,8 @@ def project_point_cloud(
         raise ValueError(f'height band must be finite with h_min <= h_max, got {h_min}, {h_max}')
     if not (math.isfinite(padding_m) and padding_m >= 0):
         raise ValueError(f'padding_m must be finite and >= 0, got {padding_m}')
+    if not math.isfinite(origin_height_m):
+        raise ValueError(f'origin_height_m must be finite, got {origin_height_m}')
     finite = np.isfinite(pts[:, :3]).all(axis=1)
     pts = pts[finite, :3]
     dropped = int(finite.size - pts.shape[0])
@@ -231,7 +237,7 @@ def project_point_cloud(
     np.clip(cols, 0, width - 1, out=cols)  # rounding at the edges must not leave the grid
     np.clip(rows, 0, height - 1, out=rows)
     flat = rows * width + cols
-    z = pts[:, 2]
+    z = pts[:, 2] + origin_height_m
     band = (z >= h_min) & (z <= h_max)
     cells = np.full(width * height, UNKNOWN, dtype=np.int8)
     cells[flat[z < h_min]] = FREE

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from waymark.navigation.floor import MAX_ORIGIN_HEIGHT_M
 from waymark.navigation.follower import FollowerParams
 from waymark.navigation.frontiers import ExplorerParams
 from waymark.navigation.goals import MAX_ABS_COORDINATE_M, QUATERNION_NORM_TOLERANCE
@@ -26,11 +27,42 @@ BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)
 GRID, CLOUD = 'grid', 'cloud'
 
 
+FLOOR_PARAMETER, FLOOR_TF = 'parameter', 'tf'
+
+
 @dataclass(frozen=True)
 class CloudParameters:
+    """The point-cloud map's projection. Heights are metres above the floor: a Go1 stands
+    about 0.4 m tall (0.5-0.6 m with a lidar on its back), so 0.8 m keeps a margin over
+    everything it carries, and 0.10 m lies above the map's floor noise (a few cm) while
+    still catching a step, a box or a lying person."""
+
     resolution: float = setting(0.05, 'Cell size of the projected map.', low=0.01, high=2.0)
-    h_min: float = setting(0.15, 'Points above this height are obstacles.', low=-10.0, high=10.0)
-    h_max: float = setting(0.8, 'Points above this height are overhead.', low=-10.0, high=10.0)
+    h_min: float = setting(
+        0.10, 'Points higher above the floor are obstacles (m).', low=-10.0, high=10.0
+    )
+    h_max: float = setting(
+        0.8, 'Points higher above the floor are overhead (m).', low=-10.0, high=10.0
+    )
+    floor_source: str = setting(
+        FLOOR_PARAMETER,
+        "Where the floor lies: 'parameter' (map_origin_height_m) or 'tf' (floor_frame in "
+        'the map frame, looked up once at configure; needs tf2_ros).',
+        choices=(FLOOR_PARAMETER, FLOOR_TF),
+    )
+    map_origin_height_m: float = setting(
+        0.0,
+        "Height of the map frame's origin above the floor (m); 0 for a map frame on the "
+        'floor, the sensor height at start for a LIO map frame.',
+        low=-MAX_ORIGIN_HEIGHT_M,
+        high=MAX_ORIGIN_HEIGHT_M,
+    )
+    floor_frame: str = setting(
+        'base_footprint', "A frame on the floor under the robot (floor_source 'tf')."
+    )
+    tf_timeout_s: float = setting(
+        10.0, "Wait this long for the floor frame's transform.", low=0.1, high=600.0
+    )
 
     def __post_init__(self) -> None:
         if self.h_max <= self.h_min:
@@ -183,6 +215,15 @@ class NavigatorParameters:
         low=1.0,
         high=86400.0,
         live=True,
+    )
+    cmd_vel_topic: str = setting(
+        'cmd_vel',
+        "geometry_msgs/Twist out (backend internal): the base's, or safety_node's input "
+        '(cmd_vel_nav) when it stands between.',
+    )
+    e_stop_topic: str = setting(
+        'e_stop',
+        'std_msgs/Bool, latched: while true, goals are refused and the one running aborts.',
     )
     odom_topic: str = setting('/odom', 'Robot pose in the map frame.')
     pose_type: str = setting(

@@ -13,7 +13,6 @@ Equal arguments give byte-identical files.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
@@ -35,6 +34,14 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.store import Typestore
 
+from waymark.cli import (
+    ArgumentParser,
+    UsageError,
+    check_output_dir,
+    check_positive,
+    clear_output_dir,
+    fail,
+)
 from waymark.geometry import Pose
 from waymark.sim.generate import SIZES, generate_world
 from waymark.sim.landmarks import landmarks, visible_landmarks
@@ -387,11 +394,16 @@ def load_world(size: str, seed: int) -> World:
     return build_demo_world(seed) if size == 'demo' else generate_world(seed, size)
 
 
+def _is_bag(folder: Path) -> bool:
+    return (folder / 'metadata.yaml').is_file()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description='Record a tour of a synthetic world as a rosbag2 (MCAP).'
+    parser = ArgumentParser(
+        prog='waymark world', description='Record a tour of a synthetic world as a rosbag2 (MCAP).'
     )
     parser.add_argument('out_dir', type=Path, help='bag directory to create (must not exist)')
+    parser.add_argument('--overwrite', action='store_true', help='replace a bag at OUT_DIR')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--size', choices=['demo', *SIZES], default='demo')
     parser.add_argument(
@@ -416,6 +428,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--map-resolution', type=float, default=0.05, help='metres per cell')
     parser.add_argument('--max-duration', type=float, default=None, help='seconds')
     args = parser.parse_args(argv)
+    try:
+        for name, value in (
+            ('--rate', args.camera_rate),
+            ('--odom-rate', args.odom_rate),
+            ('--width', args.width),
+            ('--height', args.height),
+            ('--map-resolution', args.map_resolution),
+            ('--max-duration', args.max_duration),
+        ):
+            check_positive(name, value)
+        check_positive('--odom-noise', args.odom_noise, zero_ok=True)
+        check_positive('--odom-drift', args.odom_drift, zero_ok=True)
+        check_output_dir(args.out_dir, _is_bag, 'bag', resume=False, overwrite=args.overwrite)
+    except UsageError as error:
+        return fail(parser.prog, error)
+    clear_output_dir(args.out_dir)  # empty, or a bag to replace: the writer makes it anew
     generated = args.size != 'demo'
     small_frames = args.size == 'large'
     rate = args.camera_rate or (GENERATED_CAMERA_RATE_HZ if generated else DEMO_CAMERA_RATE_HZ)

@@ -2,8 +2,10 @@
 """What the navigator drives by: the newest robot pose, map and map epoch, from their
 topics (or the pose from TF). A map becomes a traversability grid (inflated by
 robot_radius_m) and a planner as it comes; poses and maps in another frame than map_frame
-are ignored, with a warning. A pose stream silent for diagnostics.input_timeout_s, or no map
-by then, is reported on the console and in /diagnostics."""
+are ignored, with a warning. A point-cloud map's heights are measured from the floor,
+origin_height_m below the map frame's origin. A pose stream silent for
+diagnostics.input_timeout_s, or no map by then, is reported on the console and in
+/diagnostics."""
 
 from __future__ import annotations
 
@@ -33,9 +35,12 @@ from waymark_ros.ros.pose_input import subscribe_pose
 class Inputs:
     """Subscribed while it exists (made at configure, closed at cleanup)."""
 
-    def __init__(self, node: Node, settings: NavigatorParameters) -> None:
+    def __init__(
+        self, node: Node, settings: NavigatorParameters, origin_height_m: float = 0.0
+    ) -> None:
         self._node = node
         self._settings = settings
+        self._origin_height_m = origin_height_m  # of the map frame, above the floor
         self._logger = node.get_logger()
         self._map_frame = settings.map_frame
         self._lock = threading.Lock()
@@ -161,6 +166,7 @@ class Inputs:
                 cloud.h_max,
                 msg.header.frame_id,
                 stamp_ns=stamp_to_ns(msg.header.stamp),
+                origin_height_m=self._origin_height_m,
             )
         except ValueError as error:
             self._logger.error(f'point-cloud map refused: {error}')

@@ -1,9 +1,10 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Backend `internal`: A* on the inflated grid and a PD follower on `cmd_vel`.
+"""Backend `internal`: A* on the inflated grid and a PD follower on `cmd_vel_topic`.
 
 The path is smoothed and published on `plan`, replanned when the map changes (the goal
 checked again on the new map), and followed as RAVEN drove its Go1. The robot stops on
-cancel, preemption, a new map epoch, a stale pose, no progress or timeout.
+cancel, preemption, an e-stop, a new map epoch, a stale pose, no progress or timeout, and
+on deactivation and shutdown.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import numpy as np
 import rclpy
 from geometry_msgs.msg import Twist
+from rclpy.duration import Duration
 from rclpy.node import Node
 
 from waymark.geometry import yaw_from_quaternion
@@ -22,7 +24,10 @@ from waymark.navigation.planner import PlanError
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, RefusedError
+from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import twist_msg
+
+_LAST_STOP_WAIT_S = 0.5  # on release: how long the last zero twist may wait for the base
 
 _FAILURES = {
     FollowerStatus.STUCK: 'no progress',
@@ -34,12 +39,15 @@ _FAILURES = {
 class InternalBackend(Backend):
     def __init__(self, node: Node, host: Host, settings: NavigatorParameters) -> None:
         super().__init__(node, host, settings)
-        self._cmd_vel = node.create_publisher(Twist, 'cmd_vel', 10)
+        self._cmd_vel = node.create_publisher(Twist, settings.cmd_vel_topic, qos.commands())
 
     def stop(self) -> None:
         self._cmd_vel.publish(twist_msg(0.0, 0.0))
 
     def release(self) -> None:
+        """A last zero twist, acknowledged by the base if it is there, then go."""
+        self.stop()
+        self._cmd_vel.wait_for_all_acked(Duration(seconds=_LAST_STOP_WAIT_S))
         self._node.destroy_publisher(self._cmd_vel)
 
     def drive(self, handle, goal: CheckedGoal) -> Outcome:

@@ -2,8 +2,9 @@
 """navigator_node: drives the robot to GoTo targets, and only where the map allows.
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
-within a height band. It is inflated by the robot's radius. Every target is checked against
-it before anything moves, whichever backend drives: a target outside the map, non-finite,
+within a band of heights above the floor (waymark_ros.navigation.floor places the floor).
+It is inflated by the robot's radius. Every target is checked against it before anything
+moves, whichever backend drives: a target outside the map, non-finite,
 beyond `max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
 `quaternion_norm_tolerance`, in another frame, or with no reachable free cell within
 `snap_radius_m` is refused with the reason; one inside a wall's inflation or in unknown
@@ -18,6 +19,11 @@ The `explore` action drives, with the same backend, to frontier after frontier (
 waymark_ros.navigation.explore). One goal runs at a time, GoTo or Explore: a new one
 preempts the one before, which ends FAILED, as in Nav2. The pose topic must be in the map
 frame (a LIO SLAM odometry is).
+
+An e-stop (std_msgs/Bool on `e_stop_topic`, latched, heard in every state) refuses new
+goals with E_STOP while true and aborts the one being driven, which stops the robot, until
+false arrives. The internal backend sends a zero twist whenever a goal ends, however it
+ends, and on deactivation and shutdown (Ctrl-C included).
 
 A lifecycle node: configuring subscribes the inputs and builds the backend, activating
 lets goals drive, deactivating cancels the goal being driven and stops the robot, cleaning
@@ -36,6 +42,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from std_msgs.msg import Bool
 
 from waymark.navigation.epochs import MapEpoch, stale_reason
 from waymark.navigation.goals import check_goal, goal_orientation
@@ -52,14 +59,17 @@ from waymark_ros.navigation.backend import (
 )
 from waymark_ros.navigation.display import Display
 from waymark_ros.navigation.explore import ExploreRunner
+from waymark_ros.navigation.floor import map_origin_height
 from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
+from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_client import OUTCOMES
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 
 NOT_ACTIVE = 'navigator_node is not active'
+E_STOP = 'e-stop engaged'
 # Past a Nav2 cancel's own wait: how long deactivation waits for the goal to end.
 _END_WAIT_S = 2.0
 
@@ -75,6 +85,7 @@ class NavigatorNode(LifecycleNode):
         self._inputs: Inputs | None = None
         self._active: object | None = None  # the goal handle now driving
         self._driving = False  # the node is active: goals may drive
+        self._e_stop = False
         self._backend: Backend | None = None
         self._explorer: ExploreRunner | None = None
         self._failure = ''  # why the last configure failed
@@ -82,6 +93,7 @@ class NavigatorNode(LifecycleNode):
         self.show, self.show_frontiers = display.show, display.show_frontiers
         self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._explore_server = self._serve(Explore, 'explore', self._explore)
+        self.create_subscription(Bool, settings.e_stop_topic, self._on_e_stop, qos.latched())
         if settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise RuntimeError(self._failure or 'configure failed')
@@ -98,11 +110,22 @@ class NavigatorNode(LifecycleNode):
         if self._explorer is not None:
             self._explorer.use(settings)
 
+    def _on_e_stop(self, msg: Bool) -> None:
+        """Engaged: the goal being driven sees it at its next step and aborts."""
+        engaged = bool(msg.data)
+        if engaged != self._e_stop:
+            if engaged:
+                self.get_logger().warning('e-stop engaged: goals are refused')
+            else:
+                self.get_logger().info('e-stop released: goals are driven again')
+        with self._lock:
+            self._e_stop = engaged
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            self._inputs = Inputs(self, self._settings)
+            self._inputs = Inputs(self, self._settings, map_origin_height(self, self._settings))
             self._backend = BACKENDS[self._settings.backend](self, self, self._settings)
         except Exception as error:  # the node stays unconfigured, and says why
             self._close_inputs()
@@ -136,6 +159,15 @@ class NavigatorNode(LifecycleNode):
         self._halt()
         self._release_backend()
         return TransitionCallbackReturn.SUCCESS
+
+    def destroy_node(self) -> None:
+        """On the way out (Ctrl-C), end the goal being driven and stop the robot first."""
+        try:
+            self._halt()
+            self._release_backend()
+        except Exception as error:  # going anyway; the base's own timeout stops it
+            self.get_logger().error(f'stopping on shutdown failed: {error!r}')
+        super().destroy_node()
 
     def _halt(self) -> None:
         """Refuse new goals, end the one being driven (canceled) and stop the robot."""
@@ -178,8 +210,8 @@ class NavigatorNode(LifecycleNode):
     def _execute(self, handle) -> GoTo.Result:
         """Every path ends in an explicit outcome: an exception is a failure with its reason,
         never the default result (which reads as OUTCOME_REACHED)."""
-        if not self._take(handle):  # any goal still running sees this and stops
-            outcome, message = GoTo.Result.OUTCOME_REFUSED, NOT_ACTIVE
+        if refusal := self._take(handle):  # any goal still running sees this and stops
+            outcome, message = GoTo.Result.OUTCOME_REFUSED, refusal
         else:
             try:
                 outcome, message = self.run_goal(handle, heading=True)
@@ -204,8 +236,8 @@ class NavigatorNode(LifecycleNode):
     def _explore(self, handle) -> Explore.Result:
         started = time.monotonic()
         result = Explore.Result()
-        if not self._take(handle):  # preempts any GoTo goal or exploration still running
-            outcome, message = Explore.Result.OUTCOME_FAILED, NOT_ACTIVE
+        if refusal := self._take(handle):  # preempts any GoTo goal or exploration running
+            outcome, message = Explore.Result.OUTCOME_FAILED, refusal
         else:
             try:
                 outcome, message = self._explorer.run(handle, result, Explore.Feedback(), started)
@@ -225,12 +257,14 @@ class NavigatorNode(LifecycleNode):
         result.elapsed_s = time.monotonic() - started
         return result
 
-    def _take(self, handle) -> bool:
-        """Give the drive to `handle`; False while the node is not active."""
+    def _take(self, handle) -> str:
+        """Give the drive to `handle` and answer ''; else why not (the node is not active,
+        or the e-stop is engaged)."""
         with self._lock:
-            if self._driving:
-                self._active = handle
-            return self._driving
+            if refusal := self.halted():
+                return refusal
+            self._active = handle
+            return ''
 
     def _release(self, handle) -> None:
         """Stop the backend, and free the drive unless a newer goal has taken it already."""
@@ -295,7 +329,9 @@ class NavigatorNode(LifecycleNode):
             raise StaleEpochError(stale)
 
     def halted(self) -> str:
-        return '' if self._driving else NOT_ACTIVE
+        if not self._driving:
+            return NOT_ACTIVE
+        return E_STOP if self._e_stop else ''
 
     def stale(self, request: GoTo.Goal) -> str:
         if not request.evidence_session:
@@ -343,13 +379,13 @@ class NavigatorNode(LifecycleNode):
         deadline = time.monotonic() + self._settings.input_wait_s
         while True:
             value = ready()
-            if value or not self._driving or time.monotonic() >= deadline:
+            if value or self.halted() or time.monotonic() >= deadline:
                 return value
             time.sleep(0.05)
 
 
 def main(args=None) -> None:
-    run_node(NavigatorNode, 'navigator_node', args, threads=4)
+    run_node(NavigatorNode, 'navigator_node', args, threads=4, last_words=True)
 
 
 if __name__ == '__main__':

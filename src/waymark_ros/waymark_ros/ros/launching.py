@@ -16,6 +16,15 @@ from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
 from waymark_ros.navigation.registry import BACKENDS
+from waymark_ros.ros.base_plan import (
+    BASES,
+    FROM_FILE,
+    GO1,
+    GO1_PARAMS,
+    NO_BASE,
+    base_driver,
+    require_installed,
+)
 from waymark_ros.ros.launch_plan import (
     DEFAULT_DISCOVERY_RANGE,
     DEFAULT_DOMAIN_ID,
@@ -29,6 +38,7 @@ from waymark_ros.ros.launch_plan import (
     parameter_files,
     sim_time,
 )
+from waymark_ros.ros.rviz_layout import write_launch_layout
 
 ARGUMENTS = (
     'namespace',
@@ -130,8 +140,64 @@ def stack_arguments(params_file: Path, use_sim_time: bool) -> list[DeclareLaunch
     ]
 
 
+# The arguments base_nodes reads: the base's own and those it shares with the stack.
+BASE_ARGUMENTS = (
+    'namespace',
+    'base',
+    'go1_robot_ip',
+    'go1_params_file',
+    'ros_domain_id',
+    'discovery_range',
+)
+
+
+def base_arguments(config: Path) -> list[DeclareLaunchArgument]:
+    """The arguments that choose the robot base's driver; `config` holds its parameters."""
+    return [
+        DeclareLaunchArgument(
+            'base',
+            default_value=NO_BASE,
+            choices=list(BASES),
+            description=f'robot base driver to start beside the nodes: {NO_BASE} (the '
+            f'default: nothing that moves a robot), or {GO1} (the unitree_ros driver)',
+        ),
+        DeclareLaunchArgument(
+            'go1_robot_ip',
+            default_value=FROM_FILE,
+            description="with base:=go1, the Go1's address (192.168.12.1 on its Wi-Fi); "
+            "empty: go1_params_file's (Ethernet, 192.168.123.161)",
+        ),
+        DeclareLaunchArgument(
+            'go1_params_file',
+            default_value=str(config / GO1_PARAMS),
+            description="with base:=go1, the driver's parameter file (topics, frames)",
+        ),
+    ]
+
+
+def base_nodes(context: LaunchContext) -> list:
+    """The base's driver node in `namespace`, or nothing; for an OpaqueFunction. Refuses,
+    before any node starts, when the driver the `base` argument asks for is not installed."""
+    arguments = {name: LaunchConfiguration(name).perform(context) for name in BASE_ARGUMENTS}
+    driver = base_driver(arguments)
+    if driver is None:
+        return []
+    require_installed(driver)
+    node = Node(
+        package=driver.package,
+        executable=driver.executable,
+        name=driver.name,
+        parameters=[str(driver.parameter_file), driver.overrides],
+        output='screen',
+        emulate_tty=True,
+        additional_env=dds_environment(arguments),
+    )
+    return [GroupAction([PushRosNamespace(arguments['namespace']), node])]
+
+
 def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list:
-    """The four nodes (in `namespace`) and RViz; for an OpaqueFunction."""
+    """The stack's nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
+    launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     use_sim_time = sim_time(arguments)
     files = [str(path) for path in parameter_files(config, arguments)]
@@ -152,6 +218,8 @@ def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list
         )
         for name in NODES
     ]
+    if LaunchConfiguration('rviz').perform(context) == 'true':
+        rviz_config = write_launch_layout(config, arguments, rviz_config)
     rviz = Node(
         package='rviz2',
         executable='rviz2',

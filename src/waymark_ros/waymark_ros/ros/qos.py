@@ -92,3 +92,14 @@ def tf() -> QoSProfile:
 def tf_static() -> QoSProfile:
     """/tf_static: latched, so a late listener gets every static publisher's transforms."""
     return latched(depth=100)
+
+
+def commands(depth: int = 10) -> QoSProfile:
+    """Velocity commands: reliable, so the last one (a stop) is not lost; KEEP_LAST, so a
+    slow reader never works through old ones. Matches the rclpy and teleop defaults."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )

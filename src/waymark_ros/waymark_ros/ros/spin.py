@@ -13,8 +13,11 @@ from collections.abc import Callable
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 EXIT_START_FAILED = 2
+# With last_words, how often spinning returns to Python, where a signal is handled.
+_SIGNAL_POLL_S = 0.1
 # Set by waymark_ros.tools.processes: the node is a helper process of a demo or test run and
 # must not outlive it, even when that run is killed.
 EXIT_WITH_PARENT = 'WAYMARK_EXIT_WITH_PARENT'
@@ -52,12 +55,22 @@ def run_node(
     name: str,
     args=None,
     threads: int | Callable[[Node], int] = 1,
+    last_words: bool = False,
 ) -> None:
     """Run one node. A node that cannot start (a bad parameter, a locked database, a
     model that does not load) logs one line saying why and exits with status 2.
-    `threads` may be read from the node made (its parameters say how many it needs)."""
+    `threads` may be read from the node made (its parameters say how many it needs).
+
+    rclpy's own signal handler shuts the context down as SIGINT or SIGTERM arrives, before
+    the node is destroyed, so nothing can be published on the way out. With `last_words`
+    the signals only stop spinning and the node's destroy_node still talks (a node that
+    commands a base sends its last stop there)."""
     _interrupt_when_parent_dies()
-    rclpy.init(args=args)
+    if last_words:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGINT raises it by default
+    else:
+        rclpy.init(args=args)
     node = None
     try:
         built = _construct(make_node)
@@ -70,10 +83,18 @@ def run_node(
             MultiThreadedExecutor(num_threads=count) if count > 1 else SingleThreadedExecutor()
         )
         executor.add_node(node)
-        executor.spin()
+        if last_words:
+            while rclpy.ok():  # back in Python at least every poll, to take a signal
+                executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
+        else:
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _raise_interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt

@@ -1,12 +1,12 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the four
+"""End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the
 nodes over DDS, then questions asked through the client API (the Ask action), and a
 simulated robot driven to each answer by navigator_node.
 
 Everything runs offline: the world is rendered here, signs are read by OCR, and the
 text view uses a sentence embedder whose weights ship with its Python package. After the
 replay, the world's floor plan is published as the map and `sim_base_node` (a kinematic
-base) takes over the pose topic where the tour ended.
+base, behind safety_node as on the robot) takes over the pose topic where the tour ended.
 """
 
 from __future__ import annotations
@@ -154,13 +154,19 @@ def ask(
     )
 
 
-def put_robot_on_the_map(client: StackClient, world: World, truth: dict, logs: Path) -> NodeProcess:
-    """The floor plan as the map, and a simulated base where the recorded tour ended."""
+def put_robot_on_the_map(
+    client: StackClient, world: World, truth: dict, logs: Path, params_file: Path
+) -> list[NodeProcess]:
+    """The floor plan as the map, and a simulated base where the recorded tour ended,
+    behind safety_node as on the robot."""
     (x0, y0), cells = occupancy_grid(world, MAP_RESOLUTION_M)
     stamp = client.get_clock().now().to_msg()
     client.map.publish(occupancy_grid_msg(cells, MAP_RESOLUTION_M, (x0, y0), 'map', stamp))
     end = truth['trajectory'][-1]
-    return start_node('sim_base_node', logs, {'initial_pose': [end['x'], end['y'], end['yaw']]})
+    return [
+        start_node('safety_node', logs, {}, params_file=params_file),
+        start_node('sim_base_node', logs, {'initial_pose': [end['x'], end['y'], end['yaw']]}),
+    ]
 
 
 def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) -> list[Outcome]:
@@ -201,7 +207,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
             f'{memory.get("frames")} memory entries'
         )
         print('[4/5] publishing the floor plan as the map; a simulated robot takes over /odom')
-        nodes.append(put_robot_on_the_map(client, world, truth, out / 'logs'))
+        nodes.extend(put_robot_on_the_map(client, world, truth, out / 'logs', params_file))
         print('[5/5] asking questions through the Ask action and driving to each answer')
         ready = waymark.wait_until_ready(timeout_s=30.0)
         if not ready.ready:

@@ -15,6 +15,7 @@ from waymark.parameters.capture import CaptureParameters
 from waymark.parameters.memory import MemoryParameters
 from waymark.parameters.navigator import NavigatorParameters
 from waymark.parameters.reasoner import ReasonerParameters
+from waymark.parameters.safety import SafetyParameters
 from waymark.parameters.sim_base import SimBaseParameters
 from waymark.settings import SettingInfo, settings
 
@@ -24,6 +25,7 @@ NODES: dict[str, type] = {
     'memory_node': MemoryParameters,
     'reasoner_node': ReasonerParameters,
     'navigator_node': NavigatorParameters,
+    'safety_node': SafetyParameters,
     'sim_base_node': SimBaseParameters,
 }
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.memory.views.embedders import ImageTextEmbedder, ImageTextModel
+from waymark.memory.views.embedders import DeviceSettings, ImageTextEmbedder, ImageTextModel
 from waymark.memory.views.view import Reading, View, ViewKind
 from waymark.settings import setting
 
@@ -62,14 +62,16 @@ def mean_unit(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
-class ImageViewSettings:
+class ImageViewSettings(DeviceSettings):
     image_model: str = setting(
         '', 'SigLIP/CLIP model id or local path for the image view; empty: off.'
     )
 
 
 def load(settings: ImageViewSettings) -> ImageView | None:
-    return ImageView(ImageTextEmbedder(settings.image_model)) if settings.image_model else None
+    if not settings.image_model:
+        return None
+    return ImageView(ImageTextEmbedder(settings.image_model, device=settings.embedder_device))
 
 
 KIND = ViewKind(ImageViewSettings, load)

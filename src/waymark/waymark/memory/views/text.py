@@ -12,7 +12,7 @@ import numpy as np
 
 from waymark.memory.entries import SEGMENT
 from waymark.memory.views.captioner import CAPTION_VIEWS
-from waymark.memory.views.embedders import SentenceEmbedder, TextEmbedder
+from waymark.memory.views.embedders import DeviceSettings, SentenceEmbedder, TextEmbedder
 from waymark.memory.views.ocr import TextReader, joined
 from waymark.memory.views.view import Reading, View, ViewKind
 from waymark.settings import setting
@@ -75,7 +75,7 @@ def caption_views(embedder: TextEmbedder) -> tuple[CaptionView, ...]:
 
 
 @dataclass(frozen=True)
-class TextViewSettings:
+class TextViewSettings(DeviceSettings):
     text_model: str = setting('default', 'Sentence embedder for the text (OCR) view; empty: off.')
     ocr: bool = setting(True, 'Read text in keyframes (OCR) for the text view.')
     ocr_min_confidence: float = setting(0.5, 'Drop OCR lines below this.', low=0.0, high=1.0)
@@ -86,7 +86,7 @@ def load(settings: TextViewSettings) -> TextView | None:
     if not settings.text_model:
         return None
     reader = TextReader(min_confidence=settings.ocr_min_confidence) if settings.ocr else None
-    return TextView(SentenceEmbedder(settings.text_model), reader)
+    return TextView(SentenceEmbedder(settings.text_model, device=settings.embedder_device), reader)
 
 
 KIND = ViewKind(TextViewSettings, load)

@@ -428,6 +428,7 @@ def refused_goals_drill(stack: Stack, settings: Settings) -> DrillResult:
     map_publisher = stack.node.create_publisher(OccupancyGrid, '/map', qos.latched())
     map_publisher.publish(grid)
     stack.start('sim_base_node', initial_pose=[start[0], start[1], 0.0])
+    stack.start('safety_node')  # the navigator drives the base through it (demo.yaml)
     # Snapping off: a target in a wall is otherwise moved to free space within
     # snap_radius_m and driven to, as documented; here it must be refused.
     stack.start('navigator_node', snap_radius_m=0.0)
