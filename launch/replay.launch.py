@@ -4,7 +4,8 @@
     ros2 launch waymark_ros replay.launch.py bag:=$HOME/bags/office_tour rate:=2.0
 
 The nodes take the same arguments as robot.launch.py (presets, memory URI, LLM server),
-use the bag's clock, and write to replay_memory, not the robot's memory (config/replay.yaml).
+use the bag's clock (`use_sim_time`, true here: the player publishes /clock), and write
+to replay_memory, not the robot's memory (config/replay.yaml).
 waymark's `replay` plays the bag (no ros2 CLI needed): it waits up to `wait_subscribers_s`
 for the nodes to subscribe, publishes /clock, and waits for every message to be
 acknowledged; with `exit_when_done:=true` the launch ends when the bag does. For scoring
@@ -58,13 +59,12 @@ def generate_launch_description() -> LaunchDescription:
                 choices=['true', 'false'],
                 description='end the launch when the whole bag has been played',
             ),
-            *stack_arguments(CONFIG / 'replay.yaml'),
+            *stack_arguments(CONFIG / 'replay.yaml', use_sim_time=True),
             OpaqueFunction(
                 function=stack_nodes,
                 kwargs={
                     'config': CONFIG,
                     'rviz_config': SHARE / 'rviz' / 'waymark.rviz',
-                    'use_sim_time': True,
                 },
             ),
             play,

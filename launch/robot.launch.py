@@ -26,7 +26,7 @@ CONFIG = SHARE / 'config'
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
-            *stack_arguments(CONFIG / 'robot.yaml'),
+            *stack_arguments(CONFIG / 'robot.yaml', use_sim_time=False),
             *base_arguments(CONFIG),
             # first: a missing driver stops the launch before any node starts
             OpaqueFunction(function=base_nodes),
@@ -35,7 +35,6 @@ def generate_launch_description() -> LaunchDescription:
                 kwargs={
                     'config': CONFIG,
                     'rviz_config': SHARE / 'rviz' / 'waymark.rviz',
-                    'use_sim_time': False,
                 },
             ),
         ]

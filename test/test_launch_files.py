@@ -229,6 +229,7 @@ def arguments(**given: str) -> dict[str, str]:
         'params_file': str(CONFIG / 'robot.yaml'),
         'ros_domain_id': launch_plan.DEFAULT_DOMAIN_ID,
         'discovery_range': launch_plan.DEFAULT_DISCOVERY_RANGE,
+        'use_sim_time': 'false',
     }
     return values | given
 
@@ -365,3 +366,56 @@ def test_rviz_shows_what_the_nodes_publish_and_the_robots_inputs():
     assert shown - inputs <= published_topics(), shown - inputs - published_topics()
     wanted = {'/memory/markers', '/memory/hits', '/answer/markers', '/plan'}
     assert wanted | {'/navigation_markers', '/map'} <= shown
+
+
+def stack_call_keywords(name: str) -> dict[str, object]:
+    """The literal keywords a launch file gives stack_arguments."""
+    tree = ast.parse((LAUNCH / name).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'stack_arguments':
+            return {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    raise AssertionError(f'{name} does not call stack_arguments')
+
+
+@pytest.mark.parametrize(
+    ('name', 'default'), [('robot.launch.py', False), ('replay.launch.py', True)]
+)
+def test_use_sim_time_is_an_argument_whose_default_fits_the_launch(name, default):
+    source = declared_of(name)
+    assert 'use_sim_time' in source.declared and 'use_sim_time' in source.used
+    assert choices(source, 'use_sim_time') == ['true', 'false']
+    assert stack_call_keywords(name) == {'use_sim_time': default}
+
+
+@pytest.mark.parametrize(('text', 'value'), [('true', True), ('False', False), (' TRUE ', True)])
+def test_use_sim_time_reaches_every_node(text, value):
+    given = arguments(use_sim_time=text)
+    assert launch_plan.sim_time(given) is value
+    plan = launch_plan.expected_parameters(CONFIG, given, launch_plan.sim_time(given))
+    assert set(plan) == set(launch_plan.NODES)
+    assert all(parameters['use_sim_time'] is value for parameters in plan.values())
+
+
+def test_a_use_sim_time_that_is_not_a_boolean_is_refused():
+    with pytest.raises(ValueError, match="use_sim_time must be true or false, got 'yes'"):
+        launch_plan.sim_time(arguments(use_sim_time='yes'))
+
+
+def test_the_launch_passes_its_use_sim_time_to_the_four_nodes_and_rviz():
+    """stack_nodes reads the argument once, and every Node it makes gets it: the four
+    through their overrides (checked above), RViz directly."""
+    tree = ast.parse(LAUNCHING.read_text())
+    [stack] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'stack_nodes']
+    assert 'use_sim_time' not in [a.arg for a in stack.args.args]  # no fixed value
+    source = ast.unparse(stack)
+    assert 'use_sim_time = sim_time(arguments)' in source
+    assert 'overrides = node_overrides(arguments, use_sim_time)' in source
+    nodes = [
+        n
+        for n in ast.walk(stack)
+        if isinstance(n, ast.Call) and getattr(n.func, 'id', '') == 'Node'
+    ]
+    assert len(nodes) == 2  # the four (one comprehension) and RViz
+    for node in nodes:
+        parameters = ast.unparse(next(k.value for k in node.keywords if k.arg == 'parameters'))
+        assert 'overrides[name]' in parameters or "{'use_sim_time': use_sim_time}" in parameters

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import nav2_standin
+from support import standins
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'
@@ -80,8 +80,8 @@ def run_launch_test(
 
 @pytest.mark.timeout(TIMEOUT_S + 120)
 def test_the_robot_launch_brings_up_every_preset_and_backend_and_shuts_down_cleanly(tmp_path):
-    prefix = nav2_standin.build()  # for the nav2 backend; never installed with the nodes
-    run_launch_test('robot', tmp_path, nav2_standin.child_environment(prefix))
+    prefix = standins.build('nav2_msgs')  # for the nav2 backend; never installed
+    run_launch_test('robot', tmp_path, standins.child_environment(prefix))
 
 
 @pytest.mark.timeout(TIMEOUT_S + 120)

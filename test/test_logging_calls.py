@@ -23,7 +23,7 @@ SOURCES = sorted(
     path
     for folder in ('src', 'scripts', 'launch', 'test')
     for path in (ROOT / folder).rglob('*.py')
-    if 'nav2_standin' not in path.parts
+    if 'standins' not in path.parts
 )
 
 

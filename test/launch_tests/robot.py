@@ -65,6 +65,7 @@ class Case:
             'image_model': '',  # off: no image model is cached here
             'backend': self.backend,
             'params_file': str(SCRATCH / f'{self.namespace}.yaml'),
+            'use_sim_time': 'false',
         }
 
 
@@ -147,7 +148,10 @@ class TestTheStacksComeUp(unittest.TestCase):
 
     def test_every_node_holds_the_parameters_of_the_plan(self):
         for case in CASES:
-            plan = launch_plan.expected_parameters(CONFIG, case.arguments(), use_sim_time=False)
+            given = case.arguments()
+            plan = launch_plan.expected_parameters(
+                CONFIG, given, use_sim_time=launch_plan.sim_time(given)
+            )
             for name, expected in plan.items():
                 client = AsyncParameterClient(self.node, f'/{case.namespace}/{name}')
                 self.wait_for(client.services_are_ready, f'parameters of {name}')

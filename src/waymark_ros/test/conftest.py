@@ -1,28 +1,48 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Nav2 played in-process, for the navigator's nav2 backend tests."""
+"""Message packages that are not on PyPI, as test-only stand-ins (support.standins): Nav2
+played in-process for the navigator's nav2 backend tests, and tf2_msgs for poses from TF."""
 
 from __future__ import annotations
 
 import pytest
 
 
+def _standin(package: str):
+    from support import standins
+
+    prefix = standins.build(package)
+    standins.load(prefix, package)
+    return prefix
+
+
+def _use_in_children(prefix, monkeypatch) -> None:
+    """Node processes started during the test find the stand-in."""
+    from support import standins
+
+    for key, value in standins.child_environment(prefix).items():
+        monkeypatch.setenv(key, value)
+
+
 @pytest.fixture(scope='session')
 def standin():
     """The stand-in nav2_msgs, built (once) and loaded into this process."""
-    from support import nav2_standin
-
-    prefix = nav2_standin.build()
-    nav2_standin.load(prefix)
-    return prefix
+    return _standin('nav2_msgs')
 
 
 @pytest.fixture
 def nav2_env(standin, monkeypatch):
-    """Node processes started during the test find the stand-in."""
-    from support import nav2_standin
+    _use_in_children(standin, monkeypatch)
 
-    for key, value in nav2_standin.child_environment(standin).items():
-        monkeypatch.setenv(key, value)
+
+@pytest.fixture(scope='session')
+def tf2_standin():
+    """The stand-in tf2_msgs, built (once) and loaded into this process."""
+    return _standin('tf2_msgs')
+
+
+@pytest.fixture
+def tf2_env(tf2_standin, monkeypatch):
+    _use_in_children(tf2_standin, monkeypatch)
 
 
 @pytest.fixture

@@ -303,7 +303,7 @@ def tracked(ros, launch):
 def capture_status(diagnostics: list) -> DiagnosticStatus | None:
     for array in reversed(diagnostics):
         for status in array.status:
-            if status.name == 'waymark: capture':
+            if status.name == 'capture_node: capture':
                 return status
     return None
 

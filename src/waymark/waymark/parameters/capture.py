@@ -9,7 +9,7 @@ from waymark.geometry import Pose
 from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig
 from waymark.memory.ingest.keyframes import KeyframePolicy
 from waymark.memory.ingest.outbox import OutboxLimits
-from waymark.parameters.common import POSE_TYPES
+from waymark.parameters.common import POSE_TYPES, TfPoseParameters, check_tf_frame
 from waymark.settings import setting
 
 MB = 1 << 20
@@ -89,9 +89,16 @@ class DiagnosticsParameters:
     input_timeout_s: float = setting(
         5.0,
         'Diagnostics: ERROR when images stop for this long, WARN when none came yet or '
-        'poses stop for this long.',
+        'poses stop for this long; the console says so too.',
         low=0.1,
         high=3600.0,
+        live=True,
+    )
+    repeat_s: float = setting(
+        30.0,
+        'While an input stays silent, the console warning is repeated this often.',
+        low=1.0,
+        high=86400.0,
         live=True,
     )
 
@@ -124,10 +131,11 @@ class CaptureParameters:
     pose_topic: str = setting('/odom', 'SLAM pose topic (map frame).')
     pose_type: str = setting(
         'odometry',
-        'SLAM pose message type; odometry and pose_with_covariance carry the covariance the '
-        'tracking gate reads.',
+        'SLAM pose message type, or tf (tf_pose.parent_frame -> tf_pose.child_frame); '
+        'odometry and pose_with_covariance carry the covariance the tracking gate reads.',
         choices=POSE_TYPES,
     )
+    tf_pose: TfPoseParameters = field(default_factory=TfPoseParameters)
     extrinsic_source: str = setting(
         'parameter',
         'Where the camera extrinsic comes from: camera_extrinsic, or the static TF '
@@ -203,6 +211,7 @@ class CaptureParameters:
     diagnostics: DiagnosticsParameters = field(default_factory=DiagnosticsParameters)
 
     def __post_init__(self) -> None:
+        check_tf_frame(self.pose_type, self.tf_pose, self.map_frame)
         if len(self.camera_extrinsic) != 7:
             raise ValueError(
                 'camera_extrinsic needs 7 numbers (x y z qx qy qz qw), got '

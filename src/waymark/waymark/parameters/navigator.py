@@ -12,7 +12,12 @@ from waymark.navigation.follower import FollowerParams
 from waymark.navigation.frontiers import ExplorerParams
 from waymark.navigation.goals import MAX_ABS_COORDINATE_M, QUATERNION_NORM_TOLERANCE
 from waymark.navigation.planner import PlannerConfig
-from waymark.parameters.common import POSE_TYPES
+from waymark.parameters.common import (
+    POSE_TYPES,
+    InputDiagnosticsParameters,
+    TfPoseParameters,
+    check_tf_frame,
+)
 from waymark.settings import setting
 
 # The backends (waymark_ros.navigation.registry has one class for each); the first is the
@@ -221,12 +226,19 @@ class NavigatorParameters:
         'std_msgs/Bool, latched: while true, goals are refused and the one running aborts.',
     )
     odom_topic: str = setting('/odom', 'Robot pose in the map frame.')
-    pose_type: str = setting('odometry', 'Message type on odom_topic.', choices=POSE_TYPES)
+    pose_type: str = setting(
+        'odometry',
+        'Message type on odom_topic, or tf (tf_pose.parent_frame -> tf_pose.child_frame).',
+        choices=POSE_TYPES,
+    )
+    tf_pose: TfPoseParameters = field(default_factory=TfPoseParameters)
     reliable_input: bool = setting(False, 'Subscribe to the pose reliably (newest 10 kept).')
     nav2: Nav2Parameters = field(default_factory=Nav2Parameters)
     explore: ExploreParameters = field(default_factory=ExploreParameters)
+    diagnostics: InputDiagnosticsParameters = field(default_factory=InputDiagnosticsParameters)
 
     def __post_init__(self) -> None:
+        check_tf_frame(self.pose_type, self.tf_pose, self.map_frame)
         self.follower_params()  # their checks across fields
         self.explorer_params()
 

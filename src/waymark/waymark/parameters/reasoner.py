@@ -18,7 +18,13 @@ from waymark.agent.verifier import VerifierConfig
 from waymark.llm_client import api_key_from_env
 from waymark.memory.entries import LEVELS
 from waymark.memory.storage.image_codec import ImageLimits
-from waymark.parameters.common import POSE_TYPES
+from waymark.parameters.common import (
+    POSE_TYPES,
+    TF,
+    InputDiagnosticsParameters,
+    TfPoseParameters,
+    check_tf_frame,
+)
 from waymark.settings import setting
 
 # Bounds of max_concurrent_questions and question_queue_length: the executor has a thread
@@ -41,9 +47,19 @@ class RobotParameters:
     odom_topic: str = setting(
         '',
         "Pose topic (map frame) whose latest pose the model is told as the robot's; empty: "
-        'the robot pose is not given.',
+        'the robot pose is not given (unless robot.pose_type is tf).',
     )
-    pose_type: str = setting('odometry', 'Message type on robot.odom_topic.', choices=POSE_TYPES)
+    pose_type: str = setting(
+        'odometry',
+        'Message type on robot.odom_topic, or tf (robot.tf_pose.parent_frame -> '
+        'robot.tf_pose.child_frame).',
+        choices=POSE_TYPES,
+    )
+    tf_pose: TfPoseParameters = field(default_factory=TfPoseParameters)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.odom_topic) or self.pose_type == TF
 
 
 @dataclass(frozen=True)
@@ -257,9 +273,11 @@ class ReasonerParameters:
     agent: AgentParameters = field(default_factory=AgentParameters)
     bintrack: BinTrackParams = field(default_factory=BinTrackParams)
     traces: TracesParameters = field(default_factory=TracesParameters)
+    diagnostics: InputDiagnosticsParameters = field(default_factory=InputDiagnosticsParameters)
 
     def __post_init__(self) -> None:
         self.agent_config()  # its checks across fields (the fallback reserve)
+        check_tf_frame(self.robot.pose_type, self.robot.tf_pose, self.map_frame)
 
     def agent_config(self) -> AgentConfig:
         agent = self.agent

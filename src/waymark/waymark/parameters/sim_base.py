@@ -32,6 +32,11 @@ class SimBaseParameters:
     publish_while_idle: bool = setting(
         True, 'Publish odometry while standing still too.', live=True
     )
+    publish_tf: bool = setting(
+        True,
+        'Also broadcast the pose on /tf (frame_id -> child_frame_id), for nodes with pose_type '
+        'tf; needs tf2_msgs (without it the node says so once and publishes odometry only).',
+    )
     collision_map: bool = setting(False, 'Stop at the occupied cells of the map.')
     map_topic: str = setting('/map', 'nav_msgs/OccupancyGrid (latched), for collision_map.')
 

@@ -1,9 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """What the navigator drives by: the newest robot pose, map and map epoch, from their
-topics. A map becomes a traversability grid (inflated by robot_radius_m) and a planner as
-it comes; poses and maps in another frame than map_frame are ignored, with a warning. A
-point-cloud map's heights are measured from the floor, origin_height_m below the map
-frame's origin."""
+topics (or the pose from TF). A map becomes a traversability grid (inflated by
+robot_radius_m) and a planner as it comes; poses and maps in another frame than map_frame
+are ignored, with a warning. A point-cloud map's heights are measured from the floor,
+origin_height_m below the map frame's origin. A pose stream silent for
+diagnostics.input_timeout_s, or no map by then, is reported on the console and in
+/diagnostics."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from waymark.parameters.navigator import GRID, NavigatorParameters
 from waymark_ros.navigation.backend import MapState, RobotPose
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
+from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.navigation_msgs import occupancy_map_from_msg, points_from_cloud
 from waymark_ros.ros.pose_input import subscribe_pose
 
@@ -45,14 +48,21 @@ class Inputs:
         self._pose: RobotPose | None = None
         self._epoch: MapEpoch | None = None  # the current one, when known
         inputs = MutuallyExclusiveCallbackGroup()
-        pose = subscribe_pose(
+        self._pose_input = pose = subscribe_pose(
             node,
             settings.pose_type,
             settings.odom_topic,
             self._on_pose,
             qos.state_input(settings.reliable_input, 10),
             callback_group=inputs,
+            tf=settings.tf_pose,
         )
+        diagnostics = settings.diagnostics
+        self._monitor = InputMonitor(node, diagnostics.input_timeout_s, diagnostics.repeat_s)
+        self._pose_seen = self._monitor.watch('pose', pose.source, detail=lambda: pose.last_error)
+        # A map may come once (latched): only its first coming is awaited.
+        self._map_seen = self._monitor.watch('map', settings.map_input_topic, once=True)
+        self._monitor.start()
         map_qos = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
@@ -68,7 +78,6 @@ class Inputs:
             else (PointCloud2, self._on_cloud)
         )
         self._subscriptions = [
-            pose,
             node.create_subscription(
                 map_type,
                 settings.map_input_topic,
@@ -85,8 +94,14 @@ class Inputs:
             ),
         ]
 
+    def use(self, settings: NavigatorParameters) -> None:
+        """Live settings: the diagnostics' limits."""
+        self._monitor.use(settings.diagnostics.input_timeout_s, settings.diagnostics.repeat_s)
+
     def close(self) -> None:
         """Unsubscribe; what came is forgotten."""
+        self._monitor.close()
+        self._pose_input.close()
         for subscription in self._subscriptions:
             self._node.destroy_subscription(subscription)
         self._subscriptions = []
@@ -100,6 +115,7 @@ class Inputs:
             return self._epoch
 
     def _on_pose(self, header: Header, pose_msg: PoseMsg, _covariance) -> None:
+        self._pose_seen()
         if header.frame_id != self._map_frame:
             self._logger.warning(
                 f'pose in frame {header.frame_id!r}, not {self._map_frame!r}: ignored',
@@ -133,12 +149,14 @@ class Inputs:
             self._logger.info(f'current map epoch: session {epoch[0]}, epoch {epoch[1]}')
 
     def _on_grid(self, msg: OccupancyGrid) -> None:
+        self._map_seen()
         try:
             self._install(occupancy_map_from_msg(msg))
         except ValueError as error:
             self._logger.error(f'map refused: {error}')
 
     def _on_cloud(self, msg: PointCloud2) -> None:
+        self._map_seen()
         cloud = self._settings.cloud
         try:
             projection = project_point_cloud(

@@ -4,7 +4,10 @@
 The pairing of images with poses, the tracking-quality gate, map epochs and the keyframe
 selection live in the core (waymark.memory.ingest.capture), shared with the offline tools; this
 node converts messages, publishes keyframes and reports what happened to every input on
-`capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like).
+`capture/stats` (JSON) and `/diagnostics` (for rqt_robot_monitor and the like); an image or
+pose stream silent for `diagnostics.input_timeout_s` is also said on the console. The
+poses come from a topic or, with `pose_type: tf`, from TF (no covariance then, so the
+tracking gate sees only `tracking.status_topic` and pose jumps).
 
 Every queue is bounded by a parameter: subscription queues by `input_queue_depth` (with
 `reliable_input`, KEEP_ALL is bounded by the DDS resource limits and a reliable
@@ -50,12 +53,12 @@ from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
+from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
 
 NS_PER_S = 1_000_000_000
-DIAGNOSTIC_NAME = 'waymark: capture'
 
 
 class CaptureNode(Node):
@@ -113,8 +116,14 @@ class CaptureNode(Node):
         self._stats_publisher = self.create_publisher(String, 'capture/stats', qos.latched())
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         input_qos = qos.sensor_input(params.reliable_input, params.input_queue_depth)
-        subscribe_pose(self, params.pose_type, params.pose_topic, self._add_pose, input_qos)
+        poses = subscribe_pose(
+            self, params.pose_type, params.pose_topic, self._add_pose, input_qos, tf=params.tf_pose
+        )
         image_type, image_topic = params.image_type, params.image_topic
+        diagnostics = params.diagnostics
+        self._monitor = InputMonitor(self, diagnostics.input_timeout_s, diagnostics.repeat_s)
+        self._image_seen = self._monitor.watch('image', image_topic)
+        self._pose_seen = self._monitor.watch('pose', poses.source, detail=lambda: poses.last_error)
         if image_type == 'compressed':
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
@@ -128,7 +137,7 @@ class CaptureNode(Node):
         self.create_timer(0.1, self._poll)
         self.get_logger().info(
             f'capturing {image_type} images from {image_topic} '
-            f'with {params.pose_type} poses from {params.pose_topic}'
+            f'with {params.pose_type} poses from {poses.source}'
         )
 
     def _on_parameters(self, params: CaptureParameters) -> None:
@@ -136,6 +145,7 @@ class CaptureNode(Node):
         self._builder.set_policy(params.keyframe)
         self._jpeg_quality = params.jpeg_quality
         self._input_timeout_s = params.diagnostics.input_timeout_s
+        self._monitor.use(params.diagnostics.input_timeout_s, params.diagnostics.repeat_s)
 
     def _saved_state(self) -> CaptureState | None:
         try:
@@ -149,6 +159,7 @@ class CaptureNode(Node):
     # Poses ---------------------------------------------------------------------------
     def _add_pose(self, header, pose, covariance: Sequence[float] | None) -> None:
         self._last_pose = time.monotonic()
+        self._pose_seen()
         p, q = pose.position, pose.orientation
         self._publish(
             self._builder.add_pose(
@@ -191,6 +202,7 @@ class CaptureNode(Node):
 
     def _add_image(self, header, size: int, encode, thumbnail) -> None:
         self._last_image = time.monotonic()
+        self._image_seen()
         self._publish(self._builder.add_image(stamp_to_ns(header.stamp), size, encode, thumbnail))
 
     # Output --------------------------------------------------------------------------
@@ -256,12 +268,12 @@ class CaptureNode(Node):
         level, message = self._health()
         status = DiagnosticStatus(
             level=level,
-            name=DIAGNOSTIC_NAME,
+            name=f'{self.get_name()}: capture',
             message=message,
             hardware_id=self._image_topic,
             values=[KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())],
         )
-        array = DiagnosticArray(status=[status])
+        array = DiagnosticArray(status=[status, *self._monitor.check()])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)
 

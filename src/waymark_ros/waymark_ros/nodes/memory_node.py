@@ -310,7 +310,7 @@ class MemoryNode(LifecycleNode):
         stats = memory_stats(self.counts, self._memory, self._worker)
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         stamp = self.get_clock().now().to_msg()
-        self._diagnostics.publish(diagnostic(stats, self._worker, stamp))
+        self._diagnostics.publish(diagnostic(stats, self._worker, stamp, self.get_name()))
         frame, most = self.params.map_frame, max(1, self.params.markers_max)
         if self._markers_dirty:
             self._markers_dirty = False

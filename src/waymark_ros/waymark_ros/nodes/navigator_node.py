@@ -103,6 +103,8 @@ class NavigatorNode(LifecycleNode):
     def _on_settings(self, settings: NavigatorParameters) -> None:
         """Live settings: goal checks use them at once, drives from the next goal on."""
         self._settings = settings
+        if self._inputs is not None:
+            self._inputs.use(settings)
         if self._backend is not None:
             self._backend.use(settings)
         if self._explorer is not None:

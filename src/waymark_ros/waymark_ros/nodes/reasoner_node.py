@@ -64,6 +64,7 @@ from waymark_ros.ros.answers import (
     answer_to_msg,
     step_feedback,
 )
+from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
@@ -110,15 +111,23 @@ class ReasonerNode(Node):
         )
         self._answer_publisher = self.create_publisher(Answer, 'answer', qos.latched())
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())
-        if params.robot.odom_topic:
-            subscribe_pose(
+        diagnostics = params.diagnostics
+        self._monitor = InputMonitor(self, diagnostics.input_timeout_s, diagnostics.repeat_s)
+        self._pose_seen = lambda: None
+        if params.robot.enabled:
+            poses = subscribe_pose(
                 self,
                 params.robot.pose_type,
                 params.robot.odom_topic,
                 self._on_pose,
                 qos.state_input(reliable=False, depth=5),
                 callback_group=MutuallyExclusiveCallbackGroup(),
+                tf=params.robot.tf_pose,
             )
+            self._pose_seen = self._monitor.watch(
+                'pose', poses.source, detail=lambda: poses.last_error
+            )
+            self._monitor.start()
         questions = ReentrantCallbackGroup()
         requests = qos.requests(params.request_history_depth)
         self.create_service(
@@ -147,6 +156,7 @@ class ReasonerNode(Node):
     def _on_parameters(self, params: ReasonerParameters) -> None:
         """Live parameters: for the questions that start from now on."""
         self._limits = params.limits.input_limits()
+        self._monitor.use(params.diagnostics.input_timeout_s, params.diagnostics.repeat_s)
         self._agent.config = params.agent_config()
         if params.traces != self._params.traces:
             self._agent.traces = params.traces.writer()
@@ -273,6 +283,7 @@ class ReasonerNode(Node):
             return False
 
     def _on_pose(self, header: Header, pose: PoseMsg, _covariance) -> None:
+        self._pose_seen()
         if header.frame_id and header.frame_id != self._map_frame:
             self.get_logger().warning(
                 f'robot pose ignored: in {header.frame_id!r}, not {self._map_frame!r}',

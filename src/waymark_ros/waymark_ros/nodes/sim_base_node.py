@@ -18,6 +18,11 @@ centre at their boundary (unknown cells and space off the map do not). Each time
 one counts a collision on `sim_base/stats` (latched JSON, with the distance travelled and the
 pose). `sim_base/reset` (std_srvs/Trigger) puts it back at `initial_pose` and clears the stats,
 and answers whether it did.
+
+With `publish_tf` it also broadcasts frame_id -> child_frame_id on /tf with each odometry
+message, as a localisation does, for nodes that read the pose from TF. That needs
+tf2_msgs (a ROS 2 install has it); without it the node says so once and publishes odometry
+only.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import TransformStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -86,6 +91,7 @@ class SimBaseNode(Node):
         self._obstacles: _Obstacles | None = None
         self._odometry = self.create_publisher(Odometry, params.odom_topic, _RELIABLE_LATEST)
         self._stats = self.create_publisher(String, 'sim_base/stats', qos.latched())
+        self._tf = self._tf_publisher() if params.publish_tf else None
         self._restart()
         self.create_subscription(Twist, params.cmd_vel_topic, self._on_command, _RELIABLE_LATEST)
         if params.collision_map:
@@ -117,6 +123,18 @@ class SimBaseNode(Node):
         self._ignored = 0
         self._publish_odometry()
         self._publish_stats()
+
+    def _tf_publisher(self):
+        """(the /tf publisher, TFMessage), or None without tf2_msgs."""
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            self.get_logger().warning(
+                'publish_tf: tf2_msgs is not installed (it comes with ROS 2), so no TF is '
+                'published, odometry only (publish_tf:=false silences this)'
+            )
+            return None
+        return self.create_publisher(TFMessage, '/tf', qos.tf()), TFMessage
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -220,6 +238,12 @@ class SimBaseNode(Node):
         o.x, o.y, o.z, o.w = quaternion_from_yaw(yaw)
         msg.twist.twist.linear.x, msg.twist.twist.angular.z = self._velocity
         self._odometry.publish(msg)
+        if self._tf is not None:
+            publisher, message = self._tf
+            transform = TransformStamped(header=msg.header, child_frame_id=self._child_frame)
+            transform.transform.translation.x, transform.transform.translation.y = x, y
+            transform.transform.rotation = msg.pose.pose.orientation
+            publisher.publish(message(transforms=[transform]))
 
     def _publish_stats(self) -> None:
         x, y, yaw = self._pose

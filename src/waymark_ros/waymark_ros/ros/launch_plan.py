@@ -66,6 +66,15 @@ def dds_environment(arguments: Mapping[str, str]) -> dict[str, str]:
     return {'ROS_DOMAIN_ID': str(int(domain)), 'ROS_AUTOMATIC_DISCOVERY_RANGE': reach.upper()}
 
 
+def sim_time(arguments: Mapping[str, str]) -> bool:
+    """The use_sim_time argument: true (the nodes follow /clock, as a bag replayed with
+    --clock publishes it) or false (wall time)."""
+    text = arguments['use_sim_time'].strip().lower()
+    if text not in ('true', 'false'):
+        raise ValueError(f'use_sim_time must be true or false, got {arguments["use_sim_time"]!r}')
+    return text == 'true'
+
+
 def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str, dict]:
     """Launch arguments as per-node parameters; an empty argument leaves the files' value,
     except image_model, where empty means off and `FROM_PRESET` leaves the files' value.

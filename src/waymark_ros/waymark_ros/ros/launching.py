@@ -36,6 +36,7 @@ from waymark_ros.ros.launch_plan import (
     dds_environment,
     node_overrides,
     parameter_files,
+    sim_time,
 )
 from waymark_ros.ros.rviz_layout import write_launch_layout
 
@@ -52,11 +53,13 @@ ARGUMENTS = (
     'params_file',
     'ros_domain_id',
     'discovery_range',
+    'use_sim_time',
 )
 
 
-def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
-    """The arguments of a launch that starts the stack; `params_file` is its own file."""
+def stack_arguments(params_file: Path, use_sim_time: bool) -> list[DeclareLaunchArgument]:
+    """The arguments of a launch that starts the stack; `params_file` is its own file,
+    `use_sim_time` its default clock."""
     return [
         DeclareLaunchArgument('namespace', default_value='', description='namespace of the nodes'),
         DeclareLaunchArgument(
@@ -122,6 +125,13 @@ def stack_arguments(params_file: Path) -> list[DeclareLaunchArgument]:
             f'default: ROS_AUTOMATIC_DISCOVERY_RANGE, else {DEFAULT_DISCOVERY_RANGE}',
         ),
         DeclareLaunchArgument(
+            'use_sim_time',
+            default_value=str(use_sim_time).lower(),
+            choices=['true', 'false'],
+            description='every node (and RViz) on /clock: true for a bag played with --clock, '
+            'false for the robot',
+        ),
+        DeclareLaunchArgument(
             'stop_timeout_s',
             default_value='90',
             description='on shutdown, how long a node may take after SIGINT before it gets '
@@ -185,12 +195,11 @@ def base_nodes(context: LaunchContext) -> list:
     return [GroupAction([PushRosNamespace(arguments['namespace']), node])]
 
 
-def stack_nodes(
-    context: LaunchContext, config: Path, rviz_config: Path, use_sim_time: bool
-) -> list:
+def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list:
     """The stack's nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
     launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    use_sim_time = sim_time(arguments)
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
     stop_timeout_s = LaunchConfiguration('stop_timeout_s').perform(context)

@@ -51,8 +51,10 @@ def memory_stats(counts: Counter[str], memory: MemoryService, worker: IngestWork
     return stats
 
 
-def diagnostic(stats: dict, worker: IngestWorker, stamp: Time) -> DiagnosticArray:
-    status = DiagnosticStatus(name='waymark: memory_node', hardware_id='memory')
+def diagnostic(
+    stats: dict, worker: IngestWorker, stamp: Time, node_name: str = 'memory_node'
+) -> DiagnosticArray:
+    status = DiagnosticStatus(name=f'{node_name}: memory', hardware_id='memory')
     status.level, status.message = DiagnosticStatus.OK, 'ok'
     if stats.get('store_retries', 0) and worker.queued:
         status.level, status.message = DiagnosticStatus.ERROR, 'database unavailable'

@@ -79,6 +79,21 @@ def requests(depth: int) -> QoSProfile:
     )
 
 
+def tf() -> QoSProfile:
+    """/tf, as tf2 publishes and listens: reliable, volatile, a deep queue for bursts."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=100,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def tf_static() -> QoSProfile:
+    """/tf_static: latched, so a late listener gets every static publisher's transforms."""
+    return latched(depth=100)
+
+
 def commands(depth: int = 10) -> QoSProfile:
     """Velocity commands: reliable, so the last one (a stop) is not lost; KEEP_LAST, so a
     slow reader never works through old ones. Matches the rclpy and teleop defaults."""

@@ -1,9 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The test-only nav2_msgs stand-in (test/nav2_standin): built once, then made usable.
+"""Test-only stand-ins of message packages (test/standins): built once, then made usable.
 
-Nav2's messages are not on PyPI, so tests of the navigator's nav2 backend build a stand-in
-holding only NavigateToPose. It goes into its own workspace under build/, never into the
-workspace's install/, so nothing but the tests that ask for it can ever see it.
+Nav2's and tf2's messages are not on PyPI, so the tests of the navigator's nav2 backend and
+of poses from TF build stand-ins holding only what they use (NavigateToPose, TFMessage).
+test/standins has a COLCON_IGNORE, so that no build of the repository ever finds them; each
+is copied without it into its own workspace under build/, never into the workspace's
+install/, so nothing but the tests that ask for it can ever see it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / 'test' / 'nav2_standin'
-WORKSPACE = ROOT / 'build' / 'test_nav2_standin'
-PREFIX = WORKSPACE / 'install'
+SOURCES = ROOT / 'test' / 'standins'
+WORKSPACES = ROOT / 'build' / 'test_standins'
 # In dependency order. This process's library path was fixed when it started, so the
 # libraries are loaded by path; later lookups by name (the Python extensions' links, the
 # rmw's typesupport dispatch) then find them already loaded.
@@ -36,19 +37,26 @@ LIBRARIES = (
 )
 
 
-def build() -> Path:
-    """The stand-in's install prefix; built only when its sources or the Python changed."""
-    WORKSPACE.mkdir(parents=True, exist_ok=True)
-    with open(WORKSPACE / 'build.lock', 'w') as lock:
+def build(package: str) -> Path:
+    """The stand-in `package`'s install prefix; built only when its sources or the Python
+    changed."""
+    source = SOURCES / package
+    if not (source / 'package.xml').is_file():
+        raise ValueError(f'no stand-in {package!r} in {SOURCES}')
+    workspace = WORKSPACES / package
+    prefix = workspace / 'install'
+    workspace.mkdir(parents=True, exist_ok=True)
+    with open(workspace / 'build.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel test sessions build it once
-        stamp = WORKSPACE / 'stamp'
-        wanted = _fingerprint()
-        if stamp.is_file() and stamp.read_text() == wanted and site_packages(PREFIX).is_dir():
-            return PREFIX
+        stamp = workspace / 'stamp'
+        wanted = _fingerprint(source)
+        if stamp.is_file() and stamp.read_text() == wanted and site_packages(prefix).is_dir():
+            return prefix
         stamp.unlink(missing_ok=True)
-        for stale in ('build', 'install'):
-            shutil.rmtree(WORKSPACE / stale, ignore_errors=True)
-        log = WORKSPACE / 'colcon.log'
+        for stale in ('src', 'build', 'install'):
+            shutil.rmtree(workspace / stale, ignore_errors=True)
+        shutil.copytree(source, workspace / 'src' / package)  # away from COLCON_IGNORE
+        log = workspace / 'colcon.log'
         env = _build_environment()
         colcon = shutil.which('colcon', path=env['PATH'])
         if colcon is None:
@@ -58,21 +66,21 @@ def build() -> Path:
                 [
                     colcon,
                     '--log-base',
-                    str(WORKSPACE / 'log'),
+                    str(workspace / 'log'),
                     'build',
                     '--base-paths',
-                    str(SOURCE),
+                    str(workspace / 'src'),
                     '--build-base',
-                    str(WORKSPACE / 'build'),
+                    str(workspace / 'build'),
                     '--install-base',
-                    str(PREFIX),
+                    str(prefix),
                     '--merge-install',
                     '--event-handlers',
                     'console_direct-',
                     'console_cohesion-',
                     'status-',
                 ],
-                cwd=WORKSPACE,
+                cwd=workspace,
                 env=env,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -80,29 +88,29 @@ def build() -> Path:
             )
         if done.returncode != 0:
             tail = '\n'.join(log.read_text(errors='replace').splitlines()[-30:])
-            raise RuntimeError(f'building the nav2_msgs stand-in failed (log: {log}):\n{tail}')
+            raise RuntimeError(f'building the {package} stand-in failed (log: {log}):\n{tail}')
         stamp.write_text(wanted)
-    return PREFIX
+    return prefix
 
 
-def load(prefix: Path) -> None:
-    """Make nav2_msgs importable and its typesupport loadable in this process."""
+def load(prefix: Path, package: str) -> None:
+    """Make `package` importable and its typesupport loadable in this process."""
     for name in LIBRARIES:
-        ctypes.CDLL(str(prefix / 'lib' / f'libnav2_msgs__{name}.so'), mode=ctypes.RTLD_GLOBAL)
+        ctypes.CDLL(str(prefix / 'lib' / f'lib{package}__{name}.so'), mode=ctypes.RTLD_GLOBAL)
     if str(site_packages(prefix)) not in sys.path:
         sys.path.insert(0, str(site_packages(prefix)))
 
 
-def child_environment(prefix: Path) -> dict[str, str]:
-    """os.environ's search paths extended by the stand-in, for node processes."""
+def child_environment(*prefixes: Path) -> dict[str, str]:
+    """os.environ's search paths extended by the stand-ins, for node processes."""
     paths = {
-        'AMENT_PREFIX_PATH': prefix,
-        'PYTHONPATH': site_packages(prefix),
-        'LD_LIBRARY_PATH': prefix / 'lib',
+        'AMENT_PREFIX_PATH': list(prefixes),
+        'PYTHONPATH': [site_packages(prefix) for prefix in prefixes],
+        'LD_LIBRARY_PATH': [prefix / 'lib' for prefix in prefixes],
     }
     return {
-        key: os.pathsep.join(filter(None, [str(path), os.environ.get(key, '')]))
-        for key, path in paths.items()
+        key: os.pathsep.join(filter(None, [*map(str, extra), os.environ.get(key, '')]))
+        for key, extra in paths.items()
     }
 
 
@@ -111,10 +119,10 @@ def site_packages(prefix: Path) -> Path:
     return prefix / 'lib' / version / 'site-packages'
 
 
-def _fingerprint() -> str:
+def _fingerprint(source: Path) -> str:
     digest = hashlib.sha256(f'{sys.prefix}\n{sys.version}\n'.encode())
-    for path in sorted(p for p in SOURCE.rglob('*') if p.is_file()):
-        digest.update(str(path.relative_to(SOURCE)).encode() + b'\0' + path.read_bytes())
+    for path in sorted(p for p in source.rglob('*') if p.is_file()):
+        digest.update(str(path.relative_to(source)).encode() + b'\0' + path.read_bytes())
     return digest.hexdigest()
 
 
