@@ -326,6 +326,9 @@ SUBSCRIBED = {
     '/e_stop': 'std_msgs/msg/Bool',  # safety_node: true stops the base, false releases it
     **{f'/{topic}': type_name for topic, type_name in go1_driver.SUBSCRIPTIONS.items()},
 }
+# Subscribed reliable and transient local (a latched state), as safety_node and
+# navigator_node take `e_stop`.
+LATCHED_SUBSCRIPTIONS = {'/e_stop'}
 TOPIC_PUB_OPTIONS = {
     '-r',
     '--rate',
@@ -348,13 +351,19 @@ TOPIC_PUB_OPTIONS = {
 
 def check_topic_pub(line: GuideLine) -> None:
     """`ros2 topic pub TOPIC TYPE [VALUES]`: the type a subscriber takes, real fields."""
-    positional, _ = option_values(line.words[3:], TOPIC_PUB_OPTIONS)
+    positional, options = option_values(line.words[3:], TOPIC_PUB_OPTIONS)
     assert len(positional) in (2, 3), f'expected TOPIC TYPE [VALUES], got {positional}'
     topic, type_name = positional[:2]
     assert topic in SUBSCRIBED, f'nothing documented subscribes {topic}: add it to SUBSCRIBED'
     assert type_name == SUBSCRIBED[topic], f'{topic} takes {SUBSCRIBED[topic]}, not {type_name}'
     values = yaml.safe_load(positional[2]) if len(positional) == 3 else {}
     set_fields(interface(type_name)(), values or {})
+    if topic in LATCHED_SUBSCRIPTIONS:
+        # A volatile publisher never matches a transient-local subscription: the message
+        # would be dropped without a word, and an e-stop would not stop anything.
+        assert options.get('--qos-durability') == ['transient_local'], (
+            f'{topic} is subscribed transient local: publish with --qos-durability transient_local'
+        )
 
 
 def node_settings(node: str) -> dict:
@@ -617,6 +626,9 @@ def line_of(text: str) -> GuideLine:
     return guide_line('test', text)
 
 
+LATCHED = '--qos-reliability reliable --qos-durability transient_local'
+
+
 def test_an_unclassified_command_says_how_to_classify_it():
     with pytest.raises(AssertionError, match='add a check to CHECKED, or a row to NOT_HERE'):
         classify(line_of('rm -rf ~/.waymark'))
@@ -626,8 +638,18 @@ def test_an_unclassified_command_says_how_to_classify_it():
 @pytest.mark.parametrize(
     ('text', 'error'),
     [
-        ('ros2 topic pub --once /e_stop std_msgs/msg/Bool "{dta: true}"', UnknownFieldError),
-        ('ros2 topic pub --once /e_stop std_msgs/msg/String "{data: x}"', AssertionError),
+        (
+            f'ros2 topic pub --once {LATCHED} /e_stop std_msgs/msg/Bool "{{dta: true}}"',
+            UnknownFieldError,
+        ),
+        (
+            f'ros2 topic pub --once {LATCHED} /e_stop std_msgs/msg/String "{{data: x}}"',
+            AssertionError,
+        ),
+        (
+            'ros2 topic pub --once /e_stop std_msgs/msg/Bool "{data: true}"',
+            AssertionError,
+        ),  # volatile
         ('ros2 topic pub --once /estop std_msgs/msg/Bool "{data: true}"', AssertionError),
         ('ros2 param set /navigator_node follower.max_speed 0.2', AssertionError),
         ('ros2 param set /navigator_node follower.max_linear 9.0', AssertionError),
