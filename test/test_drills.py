@@ -1,8 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The fault drills of `python -m waymark_ros.tools.drill`, reduced to fit CI: one kill -9 per
-node during a short replay, two questions per LLM fault, the refused goals and the bad
-inputs, each on a fresh stack. A drill passes only with nothing lost, nothing answered
-wrongly, every request answered and every node alive at the end.
+node during a short replay, two questions per LLM fault, the refused goals, the bad
+inputs and the safety chain's stops while driving, each on a fresh stack. A drill passes
+only with nothing lost, nothing answered wrongly, every request answered and every node
+alive at the end.
 
 """
 
@@ -18,7 +19,9 @@ from waymark_ros.tools.drill.run import run_drill
 
 pytestmark = pytest.mark.dds
 
-CI = Settings(keyframes=20, kills=1, replay_rate=2.0, llm_queries=2, deadline_s=10.0)
+CI = Settings(
+    keyframes=20, kills=1, replay_rate=2.0, llm_queries=2, deadline_s=10.0, e_stop_goals=2
+)
 
 
 def drill(name: str, tmp_path) -> None:
@@ -50,3 +53,10 @@ def test_refused_goals_before_and_after_a_reached_one(tmp_path):
 
 def test_bad_inputs_get_a_clear_error_and_lose_nothing(tmp_path):
     drill('bad-inputs', tmp_path)
+
+
+@pytest.mark.parametrize(
+    'name', ['kill-navigator-driving', 'kill-safety-driving', 'e-stop-driving']
+)
+def test_the_base_stops_in_time_when_the_chain_breaks_while_driving(name, tmp_path):
+    drill(name, tmp_path)

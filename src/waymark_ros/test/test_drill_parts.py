@@ -14,8 +14,10 @@ import pytest
 from PIL import Image
 
 from waymark_ros.tools.drill.drills import png_bomb
+from waymark_ros.tools.drill.driving import FAR, START, hall
 from waymark_ros.tools.drill.llm_faults import GARBAGE, FaultyLLM
 from waymark_ros.tools.drill.report import DrillResult, table, to_json
+from waymark_ros.tools.drill.stops import Sample, moved_m, stop_after
 
 
 def test_the_png_bomb_is_a_valid_image_far_larger_than_its_bytes():
@@ -70,3 +72,37 @@ def test_a_drill_passes_only_with_nothing_lost_wrong_unanswered_or_dead():
     assert '| clean ' in text and 'pass' in text and 'ERROR' in text
     assert 'error: memory_node exited with 1' in text
     assert json.loads(to_json([clean, broken]))['passed'] is False
+
+
+def _drive(speeds: list[float], period_ns: int = 20_000_000) -> list[Sample]:
+    """Samples of a base driving along x at each speed for one period."""
+    samples, x = [], 0.0
+    for i, v in enumerate(speeds):
+        x += v * period_ns / 1e9
+        samples.append(Sample(i * period_ns, x, 0.0, v, 0.0))
+    return samples
+
+
+def test_a_stop_is_the_first_still_odometry_after_the_fault_that_stays_still():
+    samples = _drive([1.0] * 10 + [0.0] * 3 + [0.5] * 5 + [0.0] * 10)
+    stop = stop_after(samples, fault_ns=5 * 20_000_000, tolerance=0.01)
+    # The pause at 10..12 is not a stop: the base drove on after it.
+    assert stop is not None and stop.seconds == pytest.approx(13 * 0.02)
+    assert stop.distance_m == pytest.approx(4 * 0.02 * 1.0 + 5 * 0.02 * 0.5)  # from sample 5
+    assert moved_m(samples, since_ns=17 * 20_000_000) == pytest.approx(0.0)
+    assert moved_m(samples, since_ns=0) == pytest.approx(9 * 0.02 + 5 * 0.01)  # from sample 0
+
+
+def test_no_stop_while_the_base_still_moves_or_before_any_odometry_after_the_fault():
+    assert stop_after(_drive([1.0] * 10), fault_ns=0, tolerance=0.01) is None
+    assert stop_after(_drive([0.0] * 10), fault_ns=10**12, tolerance=0.01) is None
+    turning = [Sample(i, 0.0, 0.0, 0.0, 0.5) for i in range(5)]
+    assert stop_after(turning, fault_ns=0, tolerance=0.01) is None
+
+
+def test_the_hall_is_walled_and_free_between_start_and_far_goal():
+    origin, cells = hall()
+    assert (cells[[0, -1], :] == 100).all() and (cells[:, [0, -1]] == 100).all()
+    row = int((START[1] - origin[1]) / 0.05)
+    cols = slice(int(START[0] / 0.05), int(FAR[0] / 0.05) + 1)
+    assert (cells[row - 10 : row + 11, cols] == 0).all()

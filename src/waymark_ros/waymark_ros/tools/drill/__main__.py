@@ -48,6 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         '--deadline', type=float, default=defaults.deadline_s, help="reasoner's agent.deadline_s"
     )
+    parser.add_argument(
+        '--e-stop-goals',
+        type=int,
+        default=defaults.e_stop_goals,
+        help='goals sent while the e-stop is engaged',
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.drills if name not in DRILLS]
     if unknown:
@@ -61,11 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.llm_queries < 1,
         args.replay_rate <= 0,
         args.deadline <= 0,
+        args.e_stop_goals < 1,
     )
     if any(too_small):
         parser.error(
-            'need --keyframes >= 10, --kills >= 1, --llm-queries >= 1, --replay-rate > 0 '
-            'and --deadline > 0'
+            'need --keyframes >= 10, --kills >= 1, --llm-queries >= 1, --replay-rate > 0, '
+            '--deadline > 0 and --e-stop-goals >= 1'
         )
     settings = Settings(
         keyframes=args.keyframes,
@@ -73,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         replay_rate=args.replay_rate,
         llm_queries=args.llm_queries,
         deadline_s=args.deadline,
+        e_stop_goals=args.e_stop_goals,
     )
     shutil.rmtree(args.out / 'bag', ignore_errors=True)
     results = []

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from waymark_ros.tools.drill import drills
+from waymark_ros.tools.drill import drills, driving
 from waymark_ros.tools.drill.report import DrillResult
 from waymark_ros.tools.drill.stack import Stack
 
@@ -37,6 +37,9 @@ DRILLS: dict[str, Drill] = {
     'queries-100': lambda s, st, _r: drills.concurrency_drill(s, 100, st),
     'refused-goals': lambda s, st, _r: drills.refused_goals_drill(s, st),
     'bad-inputs': lambda s, st, _r: drills.bad_inputs_drill(s, st),
+    'kill-navigator-driving': lambda s, st, _r: driving.kill_navigator_driving(s, st),
+    'kill-safety-driving': lambda s, st, _r: driving.kill_safety_driving(s, st),
+    'e-stop-driving': lambda s, st, _r: driving.e_stop_driving(s, st),
 }
 
 
