@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
-import os
 import time
 
 import cv2
@@ -17,6 +15,7 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Bool, Empty
+from support.fake_tf2_ros import install as install_fake_tf2_ros
 from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import wait_until
 
@@ -446,60 +445,17 @@ def test_image_change_keeps_a_new_view_while_standing_still(ros, launch):
 
 
 # Camera extrinsic from TF ------------------------------------------------------------------
-FAKE_TF2_ROS = '''
-"""Test stand-in for tf2_ros (not installed here): a static transform given in JSON by
-WAYMARK_FAKE_TF, available 0.5 s after the buffer is made, as a late /tf_static would be."""
-import json
-import os
-import time
-
-from geometry_msgs.msg import TransformStamped
-
-_TF = json.loads(os.environ['WAYMARK_FAKE_TF'])
-
-
-class Buffer:
-    def __init__(self):
-        self._ready = time.monotonic() + 0.5
-
-    def can_transform(self, target, source, when):
-        return time.monotonic() >= self._ready and [target, source] == _TF['frames']
-
-    def lookup_transform(self, target, source, when):
-        if not self.can_transform(target, source, when):
-            raise LookupError(f'{target} -> {source}')
-        msg = TransformStamped()
-        msg.header.frame_id, msg.child_frame_id = target, source
-        t, r = msg.transform.translation, msg.transform.rotation
-        t.x, t.y, t.z = _TF['xyz']
-        r.x, r.y, r.z, r.w = _TF['xyzw']
-        return msg
-
-
-class TransformListener:
-    def __init__(self, buffer, node, *, spin_thread=False):
-        assert not spin_thread, 'capture_node spins the listener itself'
-        self._node = node
-
-    def unregister(self):
-        pass
-'''
-
-
 @pytest.fixture
 def fake_tf2_ros(tmp_path, monkeypatch):
-    package = tmp_path / 'fake' / 'tf2_ros'
-    package.mkdir(parents=True)
-    (package / '__init__.py').write_text(FAKE_TF2_ROS)
-    path = os.environ.get('PYTHONPATH', '')
-    monkeypatch.setenv('PYTHONPATH', f'{package.parent}:{path}' if path else str(package.parent))
     yaw = math.pi / 2
-    transform = {
-        'frames': ['base_link', 'zed_left_camera_frame'],
-        'xyz': [0.1, 0.2, 0.3],
-        'xyzw': [0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)],
-    }
-    monkeypatch.setenv('WAYMARK_FAKE_TF', json.dumps(transform))
+    install_fake_tf2_ros(
+        tmp_path,
+        monkeypatch,
+        'base_link',
+        'zed_left_camera_frame',
+        (0.1, 0.2, 0.3),
+        (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)),
+    )
 
 
 def test_extrinsic_from_tf_is_looked_up_at_start_and_applied(ros, launch, fake_tf2_ros):

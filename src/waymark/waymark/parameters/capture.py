@@ -9,7 +9,12 @@ from waymark.geometry import Pose
 from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig
 from waymark.memory.ingest.keyframes import KeyframePolicy
 from waymark.memory.ingest.outbox import OutboxLimits
-from waymark.parameters.common import POSE_TYPES, TfPoseParameters, check_tf_frame
+from waymark.parameters.common import (
+    POSE_TYPES,
+    InputDiagnosticsParameters,
+    TfPoseParameters,
+    check_tf_frame,
+)
 from waymark.settings import setting
 
 MB = 1 << 20
@@ -85,20 +90,13 @@ class TrackingParameters:
 
 
 @dataclass(frozen=True)
-class DiagnosticsParameters:
+class DiagnosticsParameters(InputDiagnosticsParameters):
     input_timeout_s: float = setting(
         5.0,
         'Diagnostics: ERROR when images stop for this long, WARN when none came yet or '
         'poses stop for this long; the console says so too.',
         low=0.1,
         high=3600.0,
-        live=True,
-    )
-    repeat_s: float = setting(
-        30.0,
-        'While an input stays silent, the console warning is repeated this often.',
-        low=1.0,
-        high=86400.0,
         live=True,
     )
 
