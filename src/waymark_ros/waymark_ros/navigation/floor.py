@@ -3,22 +3,16 @@
 floor frame's place in the map frame from TF, looked up once at configure.
 
 Once: the floor under a standing robot does not move in the map, and a lookup per map
-would tie the map to the timing of the TF tree. The lookup runs on a short-lived node of
-its own, so it works wherever configure is called from (the constructor with autostart,
-or a lifecycle service callback inside the node's executor). tf2_ros comes with a ROS
-install, not with the PyPI wheels, so it is imported only here.
+would tie the map to the timing of the TF tree (ros.tf_once).
 """
 
 from __future__ import annotations
 
-import time
-
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.time import Time
 
 from waymark.navigation.floor import origin_height_from_floor
 from waymark.parameters.navigator import CLOUD, FLOOR_TF, NavigatorParameters
+from waymark_ros.ros.tf_once import lookup_once
 
 
 def map_origin_height(node: Node, settings: NavigatorParameters) -> float:
@@ -40,38 +34,16 @@ def map_origin_height(node: Node, settings: NavigatorParameters) -> float:
 def lookup_floor_z(node: Node, map_frame: str, floor_frame: str, timeout_s: float) -> float:
     """z of floor_frame's origin in map_frame from /tf and /tf_static, waiting timeout_s."""
     try:
-        import tf2_ros
+        return float(lookup_once(node, map_frame, floor_frame, timeout_s).translation.z)
     except ImportError as error:
         raise RuntimeError(
             "cloud.floor_source 'tf' needs the tf2_ros Python package, which is not "
             'installed (it comes with a ROS 2 install, not with the PyPI wheels); install '
             'it, or set cloud.floor_source:=parameter and give cloud.map_origin_height_m'
         ) from error
-    helper = Node(
-        f'{node.get_name()}_floor_tf',
-        namespace=node.get_namespace(),
-        context=node.context,
-        use_global_arguments=False,  # a launch's `__node` remap would rename it too
-        start_parameter_services=False,
-    )
-    buffer = tf2_ros.Buffer()
-    listener = tf2_ros.TransformListener(buffer, helper, spin_thread=False)
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(helper)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not buffer.can_transform(map_frame, floor_frame, Time()):
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f'no transform {map_frame} -> {floor_frame} on /tf or /tf_static within '
-                    f'cloud.tf_timeout_s ({timeout_s:g} s): are the SLAM (map -> base) and '
-                    'the robot description (base -> floor frame) publishing?'
-                )
-            executor.spin_once(timeout_sec=0.1)
-        transform = buffer.lookup_transform(map_frame, floor_frame, Time()).transform
-        return float(transform.translation.z)
-    finally:
-        listener.unregister()
-        executor.remove_node(helper)
-        executor.shutdown()
-        helper.destroy_node()
+    except TimeoutError as error:
+        raise RuntimeError(
+            f'no transform {map_frame} -> {floor_frame} on /tf or /tf_static within '
+            f'cloud.tf_timeout_s ({timeout_s:g} s): are the SLAM (map -> base) and '
+            'the robot description (base -> floor frame) publishing?'
+        ) from error

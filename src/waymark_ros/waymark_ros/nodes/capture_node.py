@@ -32,9 +32,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Transform
 from rclpy.event_handler import PublisherEventCallbacks, QoSPublisherMatchedInfo
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.time import Time
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Bool, Empty, String
 
@@ -57,6 +55,7 @@ from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
+from waymark_ros.ros.tf_once import lookup_once
 
 NS_PER_S = 1_000_000_000
 
@@ -308,39 +307,22 @@ class CaptureNode(Node):
 
 
 def lookup_extrinsic(node: Node, base_frame: str, camera_frame: str, timeout_s: float) -> Pose:
-    """The camera pose in the base frame from TF, looked up once, waiting up to timeout_s.
-
-    Once: the camera is bolted on, so the static transform does not change, and a lookup
-    per image would tie capture to the timing of the TF tree for nothing. tf2_ros comes
-    with a ROS install, not with the PyPI wheels, so it is imported only here.
-    """
+    """The camera pose in the base frame from TF, looked up once, waiting up to timeout_s:
+    the camera is bolted on, so the static transform does not change."""
     try:
-        import tf2_ros
+        transform = lookup_once(node, base_frame, camera_frame, timeout_s)
     except ImportError as error:
         raise RuntimeError(
             "extrinsic_source 'tf' needs the tf2_ros Python package, which is not installed "
             '(it comes with a ROS 2 install, not with the PyPI wheels); install it, or set '
             'extrinsic_source:=parameter and give camera_extrinsic'
         ) from error
-    buffer = tf2_ros.Buffer()
-    listener = tf2_ros.TransformListener(buffer, node, spin_thread=False)
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not buffer.can_transform(base_frame, camera_frame, Time()):
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f'no transform {base_frame} -> {camera_frame} on /tf_static or /tf '
-                    f'within tf_timeout_s ({timeout_s:g} s): is the robot description '
-                    '(or a static_transform_publisher) running?'
-                )
-            executor.spin_once(timeout_sec=0.1)
-        transform = buffer.lookup_transform(base_frame, camera_frame, Time()).transform
-    finally:
-        executor.remove_node(node)
-        executor.shutdown()
-        listener.unregister()
+    except TimeoutError as error:
+        raise RuntimeError(
+            f'no transform {base_frame} -> {camera_frame} on /tf_static or /tf '
+            f'within tf_timeout_s ({timeout_s:g} s): is the robot description '
+            '(or a static_transform_publisher) running?'
+        ) from error
     return pose_from_transform(transform)
 
 
