@@ -200,7 +200,9 @@ class Waymark:
         self._node = node
         self._server_wait_s = server_wait_s
         group = ReentrantCallbackGroup()
-        self._query = node.create_client(Query, 'query', callback_group=group)
+        self._query = node.create_client(
+            Query, 'query', qos_profile=qos.responses(), callback_group=group
+        )
         self._list = node.create_client(ListSessions, 'list_sessions', callback_group=group)
         self._delete = node.create_client(DeleteSession, 'delete_session', callback_group=group)
         self._ask = ActionClient(node, Ask, 'ask', callback_group=group)

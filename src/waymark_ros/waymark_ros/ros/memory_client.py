@@ -33,6 +33,7 @@ from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit
 from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
+from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_from_msg, ns_to_stamp
 
 Request = SearchMemory.Request
@@ -70,7 +71,10 @@ class MemoryClient:
         self.timeout_s = float(timeout_s)
         self._logger = node.get_logger()
         self._client = node.create_client(
-            SearchMemory, service, callback_group=MutuallyExclusiveCallbackGroup()
+            SearchMemory,
+            service,
+            qos_profile=qos.responses(),  # concurrent questions search at once
+            callback_group=MutuallyExclusiveCallbackGroup(),
         )
 
     def ready(self, timeout_s: float | None = None) -> bool:

@@ -79,6 +79,17 @@ def requests(depth: int) -> QoSProfile:
     )
 
 
+# Responses a client keeps until its executor takes them: a burst of answers (many
+# questions refused "busy" at once) must not overwrite one another, or a caller would
+# wait for an answer that came.
+RESPONSE_HISTORY_DEPTH = 100
+
+
+def responses() -> QoSProfile:
+    """A service client's QoS: the services default with a deeper history for bursts."""
+    return requests(RESPONSE_HISTORY_DEPTH)
+
+
 def tf() -> QoSProfile:
     """/tf, as tf2 publishes and listens: reliable, volatile, a deep queue for bursts."""
     return QoSProfile(

@@ -165,7 +165,10 @@ class Stack:
         Clients are kept until a node restarts, so each match settles only once."""
         client = self._clients.get(service)
         if client is None:
-            client = self.node.create_client(srv_type, service)
+            # Deep enough for every answer of a burst, or a lost one would count as missing.
+            client = self.node.create_client(
+                srv_type, service, qos_profile=qos.requests(max(len(requests), 10))
+            )
             if not client.wait_for_service(timeout_sec=timeout_s):
                 self.node.destroy_client(client)
                 return [(None, timeout_s)] * len(requests)
