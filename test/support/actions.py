@@ -22,7 +22,9 @@ def go_to(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal
 def connect(client, timeout_s: float = 30.0) -> None:
     """Wait until `client` can send goals and get their responses back."""
     assert client.wait_for_server(timeout_sec=timeout_s), 'no action server'
-    time.sleep(MATCH_SETTLE_S)
+    # The server must also have matched our response readers, or Fast DDS drops the goal
+    # response ("failed to send response (timeout)"); on a loaded runner 1 s was too short.
+    time.sleep(2 * MATCH_SETTLE_S)
 
 
 def send(client, goal, feedback=None):
