@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from test_config import flatten
 
 from waymark.parameters.safety import SafetyParameters
 from waymark.settings import settings
@@ -16,16 +17,6 @@ CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
 def load(name: str) -> dict:
     return yaml.safe_load((CONFIG / name).read_text())
-
-
-def flatten(tree: dict, prefix: str = '') -> dict:
-    flat = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[prefix + key] = value
-    return flat
 
 
 def test_teleop_outranks_waymark_and_the_e_stop_outranks_both():
