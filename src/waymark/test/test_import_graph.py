@@ -25,6 +25,7 @@ CORE_RANKS = {
     'transforms': 1,
     'safety': 1,
     'sim': 1,
+    'localisation': 1,
     'agent': 2,
     'evaluation': 3,
     'parameters': 3,

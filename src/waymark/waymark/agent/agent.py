@@ -55,6 +55,7 @@ from waymark.agent.tools import (
 )
 from waymark.agent.trace import TraceWriter, redact_images
 from waymark.agent.verifier import Verifier
+from waymark.localisation.estimate import TargetEstimate
 from waymark.memory.entries import FRAME, LEVELS, Hit
 
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
@@ -127,6 +128,8 @@ class AgentAnswer:
     kind: str = NONE
     text: str = ''
     goal: Goal | None = None
+    # Where the thing itself is (goal is the free pose to drive to, facing it).
+    target: TargetEstimate | None = None
     time_ns: int | None = None
     yes: bool | None = None
     confidence: float = 0.0

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -20,6 +22,110 @@ LEVELS = (FRAME, SEGMENT)
 
 
 @dataclass(frozen=True)
+class CameraModel:
+    """Pinhole intrinsics (pixels) of the image a record was taken from.
+
+    Kept per record because a robot's camera can change between sessions, and an answer
+    must turn a pixel into a bearing with the camera that took that very image.
+    """
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    def __post_init__(self) -> None:
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f'image size must be positive, got {self.width}x{self.height}')
+        numbers = (self.fx, self.fy, self.cx, self.cy)
+        if not all(math.isfinite(v) for v in numbers) or self.fx <= 0 or self.fy <= 0:
+            raise ValueError(f'focal lengths must be finite and positive, got {numbers}')
+
+    @classmethod
+    def from_hfov(cls, width: int, height: int, hfov_deg: float) -> CameraModel:
+        """Square pixels, principal point at the centre: what a data sheet gives."""
+        if not 0.0 < hfov_deg < 180.0:
+            raise ValueError(f'hfov_deg must be in (0, 180), got {hfov_deg}')
+        focal = 0.5 * width / math.tan(math.radians(hfov_deg) / 2.0)
+        return cls(width, height, focal, focal, width / 2.0, height / 2.0)
+
+    def bearing(self, u: float) -> float:
+        """Horizontal angle (rad) of pixel column u from the optical axis, positive to the
+        left, as yaw is counter-clockwise in the map."""
+        return math.atan2(self.cx - u, self.fx)
+
+
+@dataclass(frozen=True)
+class TextBox:
+    """Where one line of text was read, as fractions of the image width and height."""
+
+    text: str
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        return (self.left + self.right) / 2.0, (self.top + self.bottom) / 2.0
+
+
+@dataclass(frozen=True)
+class DepthSamples:
+    """Median depth (m) over a coarse grid of image cells, row-major; NaN where unknown.
+
+    A few hundred numbers instead of the depth image: enough to range what a box covers.
+    """
+
+    columns: int
+    rows: int
+    metres: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if self.columns <= 0 or self.rows <= 0 or len(self.metres) != self.columns * self.rows:
+            raise ValueError(
+                f'{len(self.metres)} depth samples do not fill a {self.columns}x{self.rows} grid'
+            )
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What target localisation needs of a keyframe, stored at ingest with its record."""
+
+    camera: CameraModel | None = None
+    text_boxes: tuple[TextBox, ...] = ()
+    depth: DepthSamples | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                'camera': None if self.camera is None else vars(self.camera),
+                'text_boxes': [vars(box) for box in self.text_boxes],
+                'depth': None if self.depth is None else vars(self.depth),
+            },
+            separators=(',', ':'),
+            allow_nan=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Sighting | None:
+        """None for an empty string (a record stored before sightings existed)."""
+        if not text:
+            return None
+        data = json.loads(text)
+        camera, depth = data.get('camera'), data.get('depth')
+        return cls(
+            camera=None if camera is None else CameraModel(**camera),
+            text_boxes=tuple(TextBox(**box) for box in data.get('text_boxes', ())),
+            depth=None
+            if depth is None
+            else DepthSamples(depth['columns'], depth['rows'], tuple(map(float, depth['metres']))),
+        )
+
+
+@dataclass(frozen=True)
 class Keyframe:
     """A selected camera frame with the camera pose (map frame) at its acquisition time."""
 
@@ -32,6 +138,9 @@ class Keyframe:
     image: bytes
     image_format: str = 'jpeg'
     frame_id: str = 'map'
+    # The camera's intrinsics and a coarse depth grid, when the sensors give them.
+    camera: CameraModel | None = None
+    depth: DepthSamples | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +169,8 @@ class FrameRecord:
     kind: str = FRAME
     # End of the time span covered; None for a frame (it covers its own stamp only).
     end_ns: int | None = None
+    # Camera, text boxes and depth samples for target localisation; None when unknown.
+    sighting: Sighting | None = None
 
     @property
     def id(self) -> str:
