@@ -7,65 +7,14 @@ import math
 
 import numpy as np
 import pytest
+from support.sightings import POSES, SIGN, seeing
 
 from waymark.localisation.bearing import best_box, text_score
 from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOINT
 from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.standoff import standoff_goal
-from waymark.memory.entries import CameraModel, DepthSamples, FrameRecord, Sighting, TextBox
-
-CAMERA = CameraModel.from_hfov(640, 480, 90.0)
-SIGN = (4.0, 3.0, 1.6)  # a sign's centre in the map
-CAMERA_Z = 0.5
-
-
-def seeing(
-    index: int,
-    x: float,
-    y: float,
-    target=SIGN,
-    text: str = 'PHARMACY',
-    bearing_noise: float = 0.0,
-    yaw_offset: float = 0.2,
-    depth: DepthSamples | None = None,
-    session: str = 'walk',
-    map_epoch: int = 0,
-) -> FrameRecord:
-    """A keyframe at (x, y) whose camera sees `text` at `target`, turned `yaw_offset` off
-    it, with the box where a pinhole camera puts it (plus `bearing_noise` rad)."""
-    towards = math.atan2(target[1] - y, target[0] - x)
-    yaw = towards + yaw_offset
-    off_axis = towards - yaw + bearing_noise
-    u = CAMERA.cx - CAMERA.fx * math.tan(off_axis)
-    distance = math.hypot(target[0] - x, target[1] - y) * math.cos(off_axis)
-    v = CAMERA.cy - CAMERA.fy * (target[2] - CAMERA_Z) / distance
-    half_w, half_h = 30.0, 10.0
-    box = TextBox(
-        text,
-        (u - half_w) / CAMERA.width,
-        (v - half_h) / CAMERA.height,
-        (u + half_w) / CAMERA.width,
-        (v + half_h) / CAMERA.height,
-    )
-    other = TextBox('EXIT', 0.05, 0.1, 0.15, 0.15)
-    return FrameRecord(
-        session,
-        index,
-        1_000 + index,
-        x,
-        y,
-        CAMERA_Z,
-        yaw,
-        map_epoch,
-        True,
-        f'{index}.jpg',
-        text=f'EXIT {text}',
-        sighting=Sighting(CAMERA, (other, box), depth),
-    )
-
-
-POSES = ((1.0, 0.0), (2.5, -0.5), (0.5, 1.5))
+from waymark.memory.entries import DepthSamples, FrameRecord
 
 
 def test_text_match_is_tolerant_of_case_punctuation_and_slips():

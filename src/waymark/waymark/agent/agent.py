@@ -4,10 +4,13 @@
 At each step the model either calls one search tool, whose hits are appended to the
 conversation, or answers with final_answer. Everything the model sends is checked: tool
 arguments against their schemas, and the answer against what it was shown. A position
-goal is always the pose of a memory entry returned to this question (the one the model's
+answer always comes from a memory entry returned to this question (the one the model's
 goal names, within `evidence_match_m`, or the first it cites); a goal anywhere else is
 refused once with the reason, and a second refusal ends in the fallback. Ids and
-coordinates the model writes are claims; only what memory returned is a source.
+coordinates the model writes are claims; only what memory returned is a source. From
+that entry (and the other hits shown that read the same words) target localisation
+estimates where the thing itself is (`answer.target`), and the goal becomes a free pose
+facing it at a standoff, or the entry's own pose when nothing better is known.
 
 Text read from the world (OCR, captions, session names) reaches the model only as quoted
 data with control characters removed and its length capped, under a standing rule that
@@ -56,6 +59,9 @@ from waymark.agent.tools import (
 from waymark.agent.trace import TraceWriter, redact_images
 from waymark.agent.verifier import Verifier
 from waymark.localisation.estimate import TargetEstimate
+from waymark.localisation.locate import locate
+from waymark.localisation.params import LocalisationParams
+from waymark.localisation.standoff import FreeSpace, standoff_goal
 from waymark.memory.entries import FRAME, LEVELS, Hit
 
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
@@ -82,6 +88,8 @@ class AgentConfig:
     # Offer search_between (Binary Tracking) to the model; off for ablations.
     search_between: bool = True
     bintrack: BinTrackParams = field(default_factory=BinTrackParams)
+    # Where an answer's target is, and the standoff pose the goal becomes.
+    localisation: LocalisationParams = field(default_factory=LocalisationParams)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 50:
@@ -181,6 +189,8 @@ class _Run:
         self.answer = AgentAnswer(trace_id=self.trace_id)
         # What the model last searched for by description: lock-on-Y's Z.
         self.last_query = ''
+        # How the answer's target and goal were found, for the trace.
+        self.localised: dict[str, Any] | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -210,6 +220,7 @@ class Agent:
         config: AgentConfig | None = None,
         verifier: Verifier | None = None,
         traces: TraceWriter | None = None,
+        free_space: FreeSpace | None = None,
     ) -> None:
         self.chat = chat
         self.memory = memory
@@ -217,6 +228,8 @@ class Agent:
         self.config = config or AgentConfig()
         self.verifier = verifier
         self.traces = traces
+        # A map's test of whether a position is free, for the goal's standoff pose.
+        self.free_space = free_space
         self.route = RouteSearch(memory, images, verifier, self.config.bintrack)
 
     def ask(
@@ -452,10 +465,10 @@ class Agent:
         cited = [run.shown[key] for key in dict.fromkeys(final.evidence_ids)]
         # Checked in full before anything is kept, so a refused answer leaves no trace in
         # the answer (a cancelled or failed run must not report half of it).
-        goal, time_ns, yes = None, None, None
+        goal, target, time_ns, yes = None, None, None, None
         if final.kind == POSITION:
             source = self._goal(final, cited, list(run.shown.values()))
-            goal = _goal_of(source)
+            goal, target = self._place(run, source, cited)
             if source.record.id not in final.evidence_ids:  # name the goal's memory too
                 cited = [source, *cited]
         elif final.kind == TIME:
@@ -475,7 +488,7 @@ class Agent:
         answer = run.answer
         answer.kind, answer.text = final.kind, final.text.strip()
         answer.confidence, answer.evidence = float(final.confidence), cited
-        answer.goal, answer.time_ns, answer.yes = goal, time_ns, yes
+        answer.goal, answer.target, answer.time_ns, answer.yes = goal, target, time_ns, yes
 
     def _goal(self, final: FinalAnswer, cited: list[Hit], shown: list[Hit]) -> Hit:
         """The memory entry, returned to this question, whose pose is the goal: the one the
@@ -522,7 +535,7 @@ class Agent:
             return None
         record = best.record
         answer.kind = POSITION
-        answer.goal = _goal_of(best)
+        answer.goal, answer.target = self._place(run, best, answer.evidence)
         answer.time_ns = record.stamp_ns
         answer.confidence = max(0.0, min(1.0, float(best.score))) if _similarity(best) else 0.0
         quoted = quote(record.text, self.config.max_text_chars) if record.text else ''
@@ -532,6 +545,19 @@ class Agent:
             f'{clock(record.stamp_ns)}{seen}.'
         )
         return None
+
+    def _place(self, run: _Run, source: Hit, cited: Sequence[Hit]) -> tuple[Goal, TargetEstimate]:
+        """Where the goal's memory saw the thing the question names, helped by the other
+        hits shown that read the same words, and the free pose facing it to drive to.
+        Both derive from what memory returned, never from coordinates the model wrote."""
+        record, params = source.record, self.config.localisation
+        query = f'{run.question.question} {run.last_query}'
+        others = [hit.record for hit in (*cited, *run.shown.values())]
+        target = locate(record, query, others, params)
+        pose = standoff_goal(target, (record.x, record.y), params, self.free_space, record.yaw)
+        goal = Goal(pose.x, pose.y, record.z, pose.yaw, record.map_epoch, record.session)
+        run.localised = {'source': record.id, 'target': asdict(target), 'goal': asdict(goal)}
+        return goal, target
 
     def _similar(self, run: _Run) -> list[Hit]:
         """The embedder-only answer's hits: the photo when given, else the question."""
@@ -624,11 +650,13 @@ class Agent:
                 'kind': answer.kind,
                 'text': answer.text,
                 'goal': asdict(answer.goal) if answer.goal else None,
+                'target': asdict(answer.target) if answer.target else None,
                 'time': clock(answer.time_ns) if answer.time_ns is not None else None,
                 'yes': answer.yes,
                 'confidence': answer.confidence,
                 'evidence': [hit.record.id for hit in answer.evidence],
             },
+            'localisation': run.localised,
             'used_fallback': answer.used_fallback,
             'fallback_reason': answer.fallback_reason,
             'cancelled': answer.cancelled,
@@ -648,11 +676,6 @@ def _similarity(hit: Hit) -> bool:
 
 def _has_photo(run: _Run) -> bool:
     return run.question.image is not None
-
-
-def _goal_of(hit: Hit) -> Goal:
-    r = hit.record
-    return Goal(r.x, r.y, r.z, r.yaw, r.map_epoch, r.session)
 
 
 def _distance(hit: Hit, x: float, y: float) -> float:

@@ -1,0 +1,78 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The agent's position answers carry the located target and a standoff goal facing it,
+whether the model chose the memory or the fallback did."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from support.agent_memory import NOW, answer_with_first_hit, scripted
+from support.scripted_llm import ScriptedLLMServer, tool_call
+from support.sightings import POSES, SIGN, seeing
+
+from waymark.agent.agent import Agent, AgentQuestion
+from waymark.agent.llm import ChatClient, LLMConfig
+from waymark.agent.trace import TraceWriter
+from waymark.localisation.estimate import TRIANGULATED
+from waymark.memory.entries import Hit
+
+QUESTION = 'Where is the pharmacy?'
+
+
+class SightedMemory:
+    """Memory whose frames carry sightings: three views of the pharmacy sign, and a
+    frame of another session that read the same words (never combined with them)."""
+
+    def __init__(self) -> None:
+        self.records = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
+        self.records.append(seeing(0, 3.0, 1.0, session='other'))
+
+    def search_text(self, query, k, sessions=None, level='frame', views=None):
+        return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[:k])]
+
+
+def make_agent(base_url: str | None, traces=None, free_space=None) -> Agent:
+    chat = None
+    if base_url is not None:
+        chat = ChatClient(LLMConfig(base_url=base_url, model='test/llm', max_retries=0))
+    return Agent(chat, SightedMemory(), lambda record: None, traces=traces, free_space=free_space)
+
+
+def check_located(answer) -> None:
+    target, goal = answer.target, answer.goal
+    assert target.method == TRIANGULATED
+    assert math.hypot(target.x - SIGN[0], target.y - SIGN[1]) < 0.05
+    assert target.sources == ('walk/0', 'walk/1', 'walk/2')
+    assert (goal.session, goal.map_epoch) == ('walk', 0)
+    assert math.hypot(goal.x - target.x, goal.y - target.y) == pytest.approx(1.0)
+    assert goal.yaw == pytest.approx(math.atan2(target.y - goal.y, target.x - goal.x))
+
+
+def test_the_fallback_answer_is_located(tmp_path):
+    answer = make_agent(None).ask(AgentQuestion(QUESTION, NOW))
+    assert answer.used_fallback and answer.kind == 'position'
+    check_located(answer)
+
+
+def test_the_models_answer_is_located_and_traced(tmp_path):
+    traces = TraceWriter(tmp_path)
+    search = tool_call('retrieve_from_text', {'query': 'pharmacy'})
+    with ScriptedLLMServer(scripted(search, answer_with_first_hit())) as server:
+        answer = make_agent(server.base_url, traces).ask(AgentQuestion(QUESTION, NOW))
+    assert not answer.used_fallback and answer.evidence[0].record.id == 'walk/0'
+    check_located(answer)
+    trace = traces.read(answer.trace_id)
+    assert trace['answer']['target']['method'] == TRIANGULATED
+    assert trace['localisation']['source'] == 'walk/0'
+    assert trace['localisation']['goal'] == trace['answer']['goal']
+
+
+def test_a_blocked_standoff_spot_moves_the_goal_to_a_free_one():
+    direct = make_agent(None).ask(AgentQuestion(QUESTION, NOW)).goal
+
+    def free(x: float, y: float) -> bool:
+        return math.hypot(x - direct.x, y - direct.y) > 0.2
+
+    goal = make_agent(None, free_space=free).ask(AgentQuestion(QUESTION, NOW)).goal
+    assert free(goal.x, goal.y) and math.hypot(goal.x - direct.x, goal.y - direct.y) > 0.2
