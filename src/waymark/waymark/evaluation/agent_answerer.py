@@ -121,6 +121,7 @@ class AgentAnswerer:
             question_id=question.id,
             answered=answered,
             position=position,
+            **_located(answer),
             time_ns=answer.time_ns,
             yes=answer.yes,
             text=answer.text,
@@ -159,3 +160,17 @@ class AgentAnswerer:
             for level in (FRAME, SEGMENT)
         ]
         return max(ends, default=0) + int(ASKED_AFTER_S * NS_PER_S)
+
+
+def _located(answer: AgentAnswer) -> dict:
+    """The answer's target and the pose of the memory it was located from."""
+    target = answer.target
+    if target is None:
+        return {}
+    source = next((h.record for h in answer.evidence if h.record.id in target.sources[:1]), None)
+    return {
+        'target': (target.x, target.y, target.z),
+        'target_sigma_m': target.sigma_m,
+        'target_method': target.method,
+        'viewpoint': None if source is None else (source.x, source.y, source.z),
+    }

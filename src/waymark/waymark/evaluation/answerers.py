@@ -6,6 +6,11 @@ reasoner_node does without an LLM), at one level of memory (frames or segments) 
 all of its views or a chosen few; `RandomEntryAnswerer` answers from a random memory
 entry, the floor any method must clear.
 
+Every answerer localises its answer as the agent does (`waymark.localisation`): the target
+is where the chosen entry, helped by the other hits that read the same words, saw the
+thing, and the position answered is the standoff pose facing it (no occupancy map here).
+That is geometry, not reasoning, so the baselines get it too.
+
 Embedder-only rows are named after what they search: `embedder-only` (frames, all views),
 `embedder-only/text` (frames, text view only), `embedder-only/segment`,
 `embedder-only/segment/text`; several views are joined with "+".
@@ -27,6 +32,9 @@ import numpy as np
 
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Category, Question
+from waymark.localisation.locate import locate
+from waymark.localisation.params import LocalisationParams
+from waymark.localisation.standoff import standoff_goal
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
 from waymark.memory.service import MemoryService
 
@@ -136,6 +144,7 @@ class EmbedderOnlyAnswerer:
         yes_threshold: float = 0.5,
         level: str = FRAME,
         views: Sequence[str] = (),
+        localisation: LocalisationParams | None = None,
     ) -> None:
         enabled = memory.store.views(level)  # also checks the level
         unknown = sorted(set(views) - set(enabled))
@@ -148,6 +157,7 @@ class EmbedderOnlyAnswerer:
         self.yes_threshold = yes_threshold
         self.level = level
         self.views = tuple(dict.fromkeys(views))
+        self.localisation = localisation or LocalisationParams()
         self.name = embedder_name(level, self.views)
 
     def answer(self, question: Question, image: np.ndarray | None = None) -> Prediction:
@@ -184,7 +194,10 @@ class EmbedderOnlyAnswerer:
         }
         if best is None:
             return Prediction(answered=False, message='no matching memory entry', **common)
-        return _from_record(question, best.record, best, self.yes_threshold, common)
+        others = [hit.record for hit in hits]
+        return _from_record(
+            question, best.record, best, self.yes_threshold, common, others, self.localisation
+        )
 
 
 class RandomEntryAnswerer:
@@ -224,15 +237,27 @@ class RandomEntryAnswerer:
 
 
 def _from_record(
-    question: Question, record: FrameRecord, hit: Hit, yes_threshold: float, common: dict
+    question: Question,
+    record: FrameRecord,
+    hit: Hit,
+    yes_threshold: float,
+    common: dict,
+    others: Sequence[FrameRecord] = (),
+    params: LocalisationParams | None = None,
 ) -> Prediction:
     """Read the answer a memory entry gives to a question of each type; a segment's time
-    is the middle of its window."""
+    is the middle of its window, its position the target located from it."""
     if question.answer_type == AnswerType.YES_NO:
         return Prediction(answered=True, yes=hit.score >= yes_threshold, **common)
+    target = locate(record, question.question, others, params)
+    goal = standoff_goal(target, (record.x, record.y), params, viewpoint_yaw=record.yaw)
     return Prediction(
         answered=True,
-        position=(record.x, record.y, record.z),
+        position=(goal.x, goal.y, record.z),
+        target=(target.x, target.y, target.z),
+        target_sigma_m=target.sigma_m,
+        target_method=target.method,
+        viewpoint=(record.x, record.y, record.z),
         time_ns=(record.stamp_ns + record.end_stamp_ns) // 2,
         text=record.text,
         **common,

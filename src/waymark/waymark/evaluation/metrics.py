@@ -3,15 +3,24 @@
 
 Position success follows RAVEN: the answer is right when it lies within τ metres of the
 ground truth, for τ in {1, 2, 3, 5, 15}. Two ground truths exist and the report says
-which was used: the target's own position ("object"), or the nearest camera pose that
-saw it ("viewpoint", since an answer is a place to look from). A question without an
-answer counts as a failure at every τ and in every rate; it is never dropped.
+which was used, each scoring its own position of the answer:
+
+- "object": the thing's own position against the answer's target estimate (where the
+  answerer located the thing), or against the answer's pose when it has no estimate;
+- "viewpoint": the nearest camera pose that saw the thing against the answer's pose (the
+  goal to drive to: a place to look from).
+
+Apart from these, the target error is the distance from the target estimate to the
+thing's position, over the answers that have an estimate, with the mix of methods that
+found them. A question without an answer counts as a failure at every τ and in every
+rate; it is never dropped.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -28,7 +37,12 @@ class Prediction:
 
     question_id: str
     answered: bool
-    position: tuple[float, float, float] | None = None
+    position: tuple[float, float, float] | None = None  # the pose to go to (goal)
+    # Where the answerer located the thing itself, its 1-sigma and how (localisation).
+    target: tuple[float, float, float] | None = None
+    target_sigma_m: float | None = None
+    target_method: str = ''
+    viewpoint: tuple[float, float, float] | None = None  # where the camera stood
     time_ns: int | None = None
     yes: bool | None = None
     text: str = ''
@@ -52,6 +66,8 @@ class Score:
     answer_type: str
     answered: bool
     position_error_m: float | None = None
+    target_error_m: float | None = None  # target estimate to the thing's position
+    target_method: str = ''
     time_error_s: float | None = None
     correct: bool | None = None  # yes/no and text answers
 
@@ -64,6 +80,9 @@ class Summary:
     position_questions: int = 0
     mean_position_error_m: float | None = None
     median_position_error_m: float | None = None
+    mean_target_error_m: float | None = None
+    median_target_error_m: float | None = None
+    target_methods: dict[str, int] = field(default_factory=dict)  # answers by method
     time_questions: int = 0
     mean_time_error_s: float | None = None
     median_time_error_s: float | None = None
@@ -87,6 +106,10 @@ def score(question: Question, prediction: Prediction, position_metric: str = 'ob
     if question.answer_type == AnswerType.POSITION:
         if prediction.answered and prediction.position is not None:
             result.position_error_m = _position_error(question, prediction, position_metric)
+        if prediction.answered and prediction.target is not None:
+            result.target_method = prediction.target_method
+            if question.position is not None:
+                result.target_error_m = _distance(prediction.target, question.position)
     elif question.answer_type == AnswerType.TIME:
         if prediction.answered and prediction.time_ns is not None:
             result.time_error_s = abs(prediction.time_ns - question.time_ns) / NS_PER_S
@@ -99,11 +122,14 @@ def score(question: Question, prediction: Prediction, position_metric: str = 'ob
 
 
 def _position_error(question: Question, prediction: Prediction, metric: str) -> float:
-    px, py = prediction.position[0], prediction.position[1]
     if metric == 'viewpoint' and question.observed_from:
-        return min(math.hypot(px - x, py - y) for x, y, _ in question.observed_from)
-    tx, ty = question.position[0], question.position[1]
-    return math.hypot(px - tx, py - ty)
+        return min(_distance(prediction.position, seen) for seen in question.observed_from)
+    return _distance(prediction.target or prediction.position, question.position)
+
+
+def _distance(a: Sequence[float], b: Sequence[float]) -> float:
+    """Horizontal distance: heights are not asked for."""
+    return math.hypot(a[0] - b[0], a[1] - b[1])
 
 
 def summarise(scores: Sequence[Score], predictions: Sequence[Prediction]) -> Summary:
@@ -119,6 +145,11 @@ def summarise(scores: Sequence[Score], predictions: Sequence[Prediction]) -> Sum
     if errors:
         summary.mean_position_error_m = statistics.fmean(errors)
         summary.median_position_error_m = statistics.median(errors)
+    target_errors = [s.target_error_m for s in positions if s.target_error_m is not None]
+    if target_errors:
+        summary.mean_target_error_m = statistics.fmean(target_errors)
+        summary.median_target_error_m = statistics.median(target_errors)
+    summary.target_methods = dict(Counter(s.target_method for s in positions if s.target_method))
     times = [s for s in scores if s.answer_type == AnswerType.TIME.value]
     summary.time_questions = len(times)
     time_errors = [s.time_error_s for s in times if s.time_error_s is not None]

@@ -60,8 +60,9 @@ def _table(report: dict, pick) -> list[str]:
     header = (
         '| answerer | n | answered | '
         + ' | '.join(f'SR@{t} m' for t in taus)
-        + ' | mean err (m) | median err (m) | time err (s) | yes/no acc | α | latency (s) '
-        '| LLM calls | tokens | retrievals | verifier calls | fallback |'
+        + ' | mean err (m) | median err (m) | target err (m) | located by | time err (s) '
+        '| yes/no acc | α | latency (s) | LLM calls | tokens | retrievals | verifier calls '
+        '| fallback |'
     )
     rows = [header, '|' + '---|' * (header.count('|') - 1)]
     for name, result in report['answerers'].items():
@@ -75,6 +76,9 @@ def _table(report: dict, pick) -> list[str]:
             *[_f(summary['success_at'].get(t), pct=True) for t in taus],
             _f(summary['mean_position_error_m']),
             _f(summary['median_position_error_m']),
+            # Median; reports written before targets were located lack them.
+            _f(summary.get('median_target_error_m')),
+            _methods(summary.get('target_methods') or {}),
             _f(summary['mean_time_error_s']),
             _f(summary['yes_no_accuracy'], pct=True),
             _f(summary['retrieval_efficiency'], digits=4),
@@ -88,6 +92,12 @@ def _table(report: dict, pick) -> list[str]:
         ]
         rows.append('| ' + ' | '.join(cells) + ' |')
     return rows
+
+
+def _methods(counts: dict[str, int]) -> str:
+    """The mix of localisation methods, most used first: "triangulated 5, viewpoint 1"."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ', '.join(f'{method} {n}' for method, n in ranked) or '-'
 
 
 def _f(value, digits: int = 2, pct: bool = False) -> str:
@@ -168,17 +178,7 @@ def plot_map(
     for name, result in report['answerers'].items():
         if is_per_view(name):
             continue  # one series per level is enough on a map
-        goals = [(s['question_id'], s['goal']) for s in result['predictions'] if s.get('goal')]
-        dots = axes.scatter(
-            [g[0] for _, g in goals], [g[1] for _, g in goals], s=18, label=name, zorder=4
-        )
-        colour = dots.get_facecolor()[0]
-        for question_id, goal in goals:
-            if question_id in targets:
-                target = targets[question_id]
-                axes.plot(
-                    [goal[0], target[0]], [goal[1], target[1]], color=colour, lw=0.5, alpha=0.6
-                )
+        _plot_answers(axes, name, result['predictions'], targets)
     limits = plot_extent(occupancy, trajectory)
     if limits is not None:
         axes.set_xlim(limits[0], limits[1])
@@ -188,13 +188,52 @@ def plot_map(
     axes.set_ylabel('y (m)')
     axes.legend(loc='best', fontsize=8)
     backdrop = 'occupancy map' if occupancy is not None else 'trajectory'
-    axes.set_title(f'answers (dots) and ground truth (stars) over the {backdrop}, map frame')
+    axes.set_title(
+        f'goals (dots), located targets (x) and ground truth (stars) over the {backdrop}, '
+        'map frame',
+        fontsize=9,
+    )
     figure.canvas.draw()  # the equal aspect settles the limits when drawn
     x0, x1 = axes.get_xlim()
     y0, y1 = axes.get_ylim()
     figure.savefig(path, dpi=110, bbox_inches='tight')
     plt.close(figure)
     return path, (x0, x1, y0, y1) if limits is not None else None
+
+
+def _plot_answers(axes, name: str, predictions: list[dict], truths: dict) -> None:
+    """One answerer's goals, and where it located each target: a dashed line from the
+    viewpoint through the target estimate shows the bearing it was found along, a thin
+    line from the estimate (or the goal, without one) to the truth shows the miss."""
+    goals = [(p['question_id'], p['goal']) for p in predictions if p.get('goal')]
+    dots = axes.scatter([g[0] for _, g in goals], [g[1] for _, g in goals], s=18, label=name)
+    dots.set_zorder(4)
+    colour = dots.get_facecolor()[0]
+    located = [p for p in predictions if p.get('target')]
+    axes.scatter(
+        [p['target'][0] for p in located],
+        [p['target'][1] for p in located],
+        marker='x',
+        s=22,
+        color=colour,
+        zorder=4,
+    )
+    for prediction in predictions:
+        truth = truths.get(prediction['question_id'])
+        end = prediction.get('target') or prediction.get('goal')
+        if truth is None or end is None:
+            continue
+        axes.plot([end[0], truth[0]], [end[1], truth[1]], color=colour, lw=0.5, alpha=0.6)
+        seen_from = prediction.get('viewpoint')
+        if seen_from and prediction.get('target'):
+            axes.plot(
+                [seen_from[0], end[0]],
+                [seen_from[1], end[1]],
+                color=colour,
+                lw=0.5,
+                ls='--',
+                alpha=0.4,
+            )
 
 
 def _plot_cdf(path: Path, report: dict) -> Path:

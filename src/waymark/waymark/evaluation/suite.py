@@ -128,7 +128,7 @@ def table(results: dict[str, dict]) -> str:
     header = (
         '| world | answerer | questions | '
         + ' | '.join(f'SR@{t} m' for t in taus)
-        + ' | mean err (m) | yes/no acc | α | LLM calls | tokens | fallback '
+        + ' | mean err (m) | target err (m) | yes/no acc | α | LLM calls | tokens | fallback '
         '| frames / segments | wall (s) |'
     )
     lines = [header, '|' + '---|' * (header.count('|') - 1)]
@@ -138,10 +138,13 @@ def table(results: dict[str, dict]) -> str:
         for name, answerer in report['answerers'].items():
             overall = answerer['overall']
             error = overall['mean_position_error_m']
+            # The median; reports written before targets were located lack it.
+            target = overall.get('median_target_error_m')
             lines.append(
                 f'| {case} | {name} | {overall["questions"]} | '
                 + ' | '.join(_success(overall, taus))
                 + f' | {"-" if error is None else f"{error:.2f}"}'
+                + f' | {"-" if target is None else f"{target:.2f}"}'
                 + f' | {_percent(overall["yes_no_accuracy"])} | {_alpha(overall)}'
                 + f' | {overall["llm_calls_per_query"]:.1f} | {overall["tokens_per_query"]:.0f}'
                 + f' | {_percent(overall["fallback_rate"])}'
