@@ -11,7 +11,7 @@ from PIL import Image
 
 from waymark.evaluation.bag_map import plot_extent, read_background
 from waymark.evaluation.questions import Question, QuestionSet
-from waymark.evaluation.report import TRAJECTORY_COLOR, plot_map
+from waymark.evaluation.report import TRAJECTORY_COLOR, _table, plot_map
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
 
@@ -73,6 +73,51 @@ def test_map_png_of_a_real_bag(tmp_path, static_topics):
     else:
         # Framed on the trajectory: a margin, not the whole world.
         assert x1 - x0 < (xs.max() - xs.min()) + (y1 - y0) + 5.0
+
+
+def test_the_map_draws_each_located_target_and_its_miss(tmp_path):
+    report = {
+        'answerers': {
+            'embedder-only': {
+                'predictions': [
+                    {
+                        'question_id': 'where',
+                        'goal': [2.0, 1.5, 0.0],
+                        'target': [1.2, 1.1, 0.0],
+                        'viewpoint': [3.0, 2.0, 0.0],
+                    }
+                ]
+            }
+        }
+    }
+    plain, _ = plot_map(tmp_path / 'plain.png', REPORT, QUESTIONS, None)
+    located, _ = plot_map(tmp_path / 'located.png', report, QUESTIONS, None)
+    colour = '#1f77b4'  # the first answerer's: dots, the target's cross and its lines
+    assert _pixels(located, colour) > _pixels(plain, colour)
+
+
+def test_the_report_tables_show_the_target_error_and_the_methods():
+    summary = {
+        'questions': 2,
+        'answered': 2,
+        'success_at': {'1': 0.5},
+        'mean_position_error_m': 1.0,
+        'median_position_error_m': 1.0,
+        'median_target_error_m': 0.42,
+        'target_methods': {'viewpoint': 1, 'triangulated': 3},
+        'mean_time_error_s': None,
+        'yes_no_accuracy': None,
+        'retrieval_efficiency': None,
+        'mean_latency_s': 0.1,
+        'llm_calls_per_query': 0.0,
+        'tokens_per_query': 0.0,
+        'fallback_rate': 1.0,
+    }
+    rows = _table({'answerers': {'embedder-only': {'overall': summary}}}, lambda r: r['overall'])
+    header, _, row = rows
+    cells = dict(zip(header.split('|'), row.split('|'), strict=True))
+    assert cells[' target err (m) '].strip() == '0.42'
+    assert cells[' located by '].strip() == 'triangulated 3, viewpoint 1'
 
 
 def test_the_extent_covers_map_and_points_with_a_margin():

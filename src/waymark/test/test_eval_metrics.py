@@ -74,3 +74,35 @@ def test_time_yes_no_and_per_category_summaries():
 def test_a_question_without_a_prediction_is_an_error_not_a_silent_drop():
     with pytest.raises(ValueError, match='no prediction'):
         evaluate([position_question('a'), position_question('b')], [answer('a', (0, 0, 0))])
+
+
+def test_the_target_estimate_is_scored_as_the_object_and_the_goal_as_the_viewpoint():
+    question = position_question(observed=[(7.0, 0.0, 0.0)])
+    located = answer('p', (9.0, 0.0, 0.5), target=(10.3, 0.4, 1.0), target_method='triangulated')
+    scored = score(question, located, 'object')
+    assert scored.position_error_m == pytest.approx(0.5) == scored.target_error_m
+    assert scored.target_method == 'triangulated'
+    viewpoint = score(question, located, 'viewpoint')
+    assert viewpoint.position_error_m == pytest.approx(2.0)
+    assert viewpoint.target_error_m == pytest.approx(0.5)  # the same whichever is scored
+    # Without an estimate the answer's pose is scored and there is no target error.
+    bare = score(question, answer('p', (9.0, 0.0, 0.5)), 'object')
+    assert bare.position_error_m == pytest.approx(1.0) and bare.target_error_m is None
+
+
+def test_target_errors_and_the_method_mix_per_category_and_overall():
+    questions = [position_question(f'q{i}', 'basic' if i < 3 else 'local') for i in range(4)]
+    predictions = [
+        answer('q0', (9.0, 0.0, 0.0), target=(10.2, 0.0, 0.0), target_method='triangulated'),
+        answer('q1', (9.0, 0.0, 0.0), target=(10.0, 0.6, 0.0), target_method='triangulated'),
+        answer('q2', (9.0, 0.0, 0.0), target=(13.0, 0.0, 0.0), target_method='viewpoint'),
+        answer('q3', (9.0, 0.0, 0.0), target=(10.0, 1.0, 0.0), target_method='bearing'),
+    ]
+    result = evaluate(questions, predictions)
+    overall, basic = result['overall'], result['per_category']['basic']
+    assert basic['median_target_error_m'] == pytest.approx(0.6)
+    assert basic['mean_target_error_m'] == pytest.approx((0.2 + 0.6 + 3.0) / 3)
+    assert basic['target_methods'] == {'triangulated': 2, 'viewpoint': 1}
+    assert overall['target_methods'] == {'triangulated': 2, 'viewpoint': 1, 'bearing': 1}
+    assert overall['median_target_error_m'] == pytest.approx(0.8)
+    assert overall['success_at']['1'] == 0.75  # on the targets, not the goals 1 m short
