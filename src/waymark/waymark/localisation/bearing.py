@@ -65,8 +65,10 @@ def _same_word(a: str, b: str) -> bool:
 
 
 def best_box(record: FrameRecord, query: str, min_score: float) -> TextBox | None:
-    """The record's text box that best matches `query`, None when none scores min_score."""
-    boxes = record.sighting.text_boxes if record.sighting else ()
+    """The record's text box that best matches `query`, None when none scores min_score
+    or the record's camera is unknown (a box without intrinsics gives no bearing)."""
+    sighting = record.sighting
+    boxes = sighting.text_boxes if sighting and sighting.camera else ()
     scored = [(text_score(box.text, query), box) for box in boxes]
     score, box = max(scored, key=lambda item: item[0], default=(0.0, None))
     return box if score >= min_score else None
