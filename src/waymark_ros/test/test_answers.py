@@ -4,17 +4,22 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
+from visualization_msgs.msg import Marker
 
 from waymark.agent.agent import NONE, POSITION, TEXT, TIME, AgentAnswer, Goal, StepEvent
 from waymark.geometry import quaternion_from_yaw
+from waymark.localisation.estimate import DEPTH, VIEWPOINT, TargetEstimate
 from waymark.memory.entries import FrameRecord, Hit
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
+from waymark_ros.client import AskResult, Target
 from waymark_ros.ros.answer_markers import answer_markers
 from waymark_ros.ros.answers import (
     FEEDBACK_ARGUMENT_CHARS,
+    MAX_SIGMA_M,
     MAX_STAMP_NS,
     Reply,
     answer_message,
@@ -144,3 +149,65 @@ def test_answer_markers_draw_the_goal_and_the_placed_evidence_by_rank():
     assert label.pose.position.z == pytest.approx(0.8)
     assert markers[4].text == '[tour/7] 0.90 text'
     assert math.isclose(markers[3].scale.x, 0.5)
+
+
+SIGN = TargetEstimate(3.0, -1.0, 1.2, 0.3, DEPTH, map_epoch=2, session='tour', sources=('tour/7',))
+
+
+def test_a_located_target_is_sent_beside_its_goal():
+    answer = AgentAnswer(
+        kind=POSITION,
+        goal=Goal(2.0, -1.0, 0.0, 0.0, map_epoch=2, session='tour'),
+        target=SIGN,
+        used_fallback=True,
+        fallback_reason='no LLM',
+    )
+    msg = answer_to_msg(answer, 'map', T0)
+    p = msg.target_position.point
+    assert msg.has_target and msg.target_position.header.frame_id == 'map'
+    assert (p.x, p.y, p.z) == (3.0, -1.0, 1.2)
+    assert msg.target_sigma_m == pytest.approx(0.3) and msg.target_method == DEPTH
+    assert answer_message(answer, never).endswith('; target by depth, +/- 0.30 m')
+    assert AskResult('answered', '', msg).target == Target(
+        3.0, -1.0, 1.2, msg.target_sigma_m, DEPTH
+    )
+    huge = replace(SIGN, sigma_m=1e300, method=VIEWPOINT)
+    assert answer_to_msg(replace(answer, target=huge), 'map', T0).target_sigma_m == MAX_SIGMA_M
+
+
+def test_without_a_target_the_target_fields_are_zero():
+    msg = answer_to_msg(AgentAnswer(kind=POSITION, goal=Goal(1, 2, 0, 0, 0)), 'map', T0)
+    assert not msg.has_target and msg.target_method == '' and msg.target_sigma_m == 0.0
+    assert msg.target_position == Answer().target_position
+    assert AskResult('answered', '', msg).target is None
+
+
+def test_a_target_in_another_map_than_its_goal_is_not_sent():
+    answer = AgentAnswer(
+        kind=POSITION, goal=Goal(2.0, -1.0, 0.0, 0.0, map_epoch=3, session='tour'), target=SIGN
+    )
+    assert not answer_to_msg(answer, 'map', T0).has_target
+    assert answer_message(answer, never).endswith(
+        "target dropped: in map epoch 2 of 'tour', the goal in map epoch 3 of 'tour'"
+    )
+
+
+def test_answer_markers_draw_the_target_by_method_with_a_line_from_the_goal():
+    answer = AgentAnswer(
+        kind=POSITION,
+        goal=Goal(2.0, -1.0, 0.0, 0.0, map_epoch=2, session='tour'),
+        target=SIGN,
+    )
+    markers = answer_markers(answer_to_msg(answer, 'map', T0), 'map', T0).markers
+    target = {m.id: m for m in markers if m.ns == 'target'}
+    disc, point, label, line = (target[i] for i in range(4))
+    assert disc.type == Marker.CYLINDER and disc.scale.x == pytest.approx(0.6)
+    assert (disc.pose.position.x, disc.pose.position.y) == (3.0, -1.0)
+    assert (point.color.r, point.color.g, point.color.b) == pytest.approx((0.1, 0.9, 0.2))
+    assert label.text == 'target: depth +/- 0.30 m'
+    assert [(p.x, p.y) for p in line.points] == [(2.0, -1.0), (3.0, -1.0)]
+    viewpoint = replace(answer, goal=None, target=replace(SIGN, method=VIEWPOINT, sigma_m=0.0))
+    markers = answer_markers(answer_to_msg(viewpoint, 'map', T0), 'map', T0).markers
+    target = [m for m in markers if m.ns == 'target']
+    assert [m.id for m in target] == [0, 1, 2]  # no goal, no line
+    assert target[0].scale.x > 0 and target[1].color.r == pytest.approx(0.6)

@@ -13,19 +13,23 @@ import io
 import json
 import math
 import socket
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import Odometry
+from nav_msgs.msg import OccupancyGrid, Odometry
 from PIL import Image as PILImage
 from rclpy.action import ActionClient, ActionServer
-from std_msgs.msg import String
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from std_msgs.msg import Header, String
 from support.actions import connect
 from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
@@ -34,10 +38,12 @@ from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
 from visualization_msgs.msg import Marker, MarkerArray
 
 from waymark.geometry import quaternion_from_yaw
+from waymark.localisation.estimate import TRIANGULATED, TargetEstimate
 from waymark.memory.entries import SEGMENT, FrameRecord, Hit
 from waymark_interfaces.action import Ask, GoTo
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
+from waymark_ros.nodes.reasoner_node import ReasonerNode
 from waymark_ros.ros import qos
 from waymark_ros.ros.answer_markers import answer_markers
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
@@ -106,6 +112,10 @@ def final_answer(**arguments):
 def position(msg: PoseStamped) -> tuple[float, float, float]:
     p = msg.pose.position
     return p.x, p.y, p.z
+
+
+def position_of(point) -> tuple[float, float, float]:
+    return point.x, point.y, point.z
 
 
 def assert_bakery_goal(goal: PoseStamped) -> None:
@@ -686,3 +696,103 @@ def test_step_budget_top_k_and_traces_change_while_running(ros, launch, tmp_path
     )
     assert_refused(refused['llm.model'], 'read-only')
     assert get_parameter(ros, 'reasoner_node', 'agent.top_k') == 2
+
+
+@pytest.fixture
+def reasoner_in_process(ros, tmp_path, memory):
+    """reasoner_node in this process (on the harness's context), without an LLM and with
+    free space from `map`, so that a test can reach its agent and its free space."""
+    overrides = [
+        Parameter('traces.dir', value=str(tmp_path / 'traces')),
+        Parameter('memory.data_dir', value=str(memory)),
+        Parameter('free_space.map_topic', value='map'),
+        Parameter('free_space.robot_radius_m', value=0.3),
+        Parameter('navigation.action', value='go_to_nobody'),
+    ]
+    node = ReasonerNode(context=ros.context, parameter_overrides=overrides)
+    executor = MultiThreadedExecutor(num_threads=node.executor_threads, context=ros.context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield node
+    executor.shutdown()
+    spinner.join(timeout=10)
+    node.destroy_node()
+
+
+def with_targets(node, targets: list) -> None:
+    """The agent's answers get the next of `targets` (a function of the answer): target
+    localisation is the agent's, and this tests how the node carries what it finds."""
+    ask = node._agent.ask
+
+    def located(*args, **kwargs):
+        answer = ask(*args, **kwargs)
+        answer.target = targets.pop(0)(answer)
+        return answer
+
+    node._agent.ask = located
+
+
+@pytest.mark.dds
+def test_the_answer_carries_the_target_and_its_markers_over_dds(ros, reasoner_in_process):
+    def beside_the_goal(answer):
+        g = answer.goal
+        return TargetEstimate(
+            g.x + 1.5, g.y, 1.1, 0.4, TRIANGULATED, map_epoch=g.map_epoch, session=g.session
+        )
+
+    with_targets(reasoner_in_process, [beside_the_goal, lambda _answer: None])
+    markers = ros.collect(MarkerArray, 'answer/markers', qos.latched())
+
+    located = query(ros, 'Where did I see the bakery?')
+    assert located.success, located.message
+    answer = located.answer
+    assert answer.has_goal and answer.has_target
+    assert_bakery_goal(answer.goal)
+    target = answer.target_position
+    assert target.header.frame_id == 'map'
+    assert position_of(target.point) == pytest.approx((BAKERY_POSE[0] + 1.5, BAKERY_POSE[1], 1.1))
+    assert answer.target_sigma_m == pytest.approx(0.4) and answer.target_method == TRIANGULATED
+    assert located.message.endswith('target by triangulated, +/- 0.40 m')
+    wait_until(lambda: markers, 10, 'no answer markers')
+    drawn = {(m.ns, m.id): m for m in markers[-1].markers}
+    assert drawn[('target', 0)].scale.x == pytest.approx(0.8)  # radius = sigma
+    assert position_of(drawn[('target', 1)].pose.position) == pytest.approx(
+        position_of(target.point)
+    )
+    assert drawn[('target', 2)].text == 'target: triangulated +/- 0.40 m'
+    assert len(drawn[('target', 3)].points) == 2
+
+    unplaced = query(ros, 'Where did I see the bakery?').answer
+    assert unplaced.has_goal and not unplaced.has_target
+    assert (unplaced.target_sigma_m, unplaced.target_method) == (0.0, '')
+    assert position_of(unplaced.target_position.point) == (0.0, 0.0, 0.0)
+    wait_until(lambda: len(markers) > 1, 10, 'no markers of the second answer')
+    assert not [m for m in markers[-1].markers if m.ns == 'target']
+
+
+@pytest.mark.dds
+def test_free_space_is_the_latched_map_inflated_by_the_robot(ros, reasoner_in_process):
+    free = reasoner_in_process.free_space
+    assert free is not None and not free.is_free(1.0, 1.0)  # no map yet: nothing is free
+    grid = OccupancyGrid()
+    grid.header.frame_id = 'map'
+    grid.info.resolution, grid.info.width, grid.info.height = 0.1, 40, 40
+    grid.info.origin.orientation.w = 1.0
+    cells = np.zeros((40, 40), dtype=np.int8)
+    cells[:, 30] = 100  # a wall at x = 3.0 .. 3.1
+    cells[:5, :] = -1  # unknown below y = 0.5
+    grid.data = cells.ravel().tolist()
+    publisher = ros.node.create_publisher(OccupancyGrid, 'map', qos.latched())
+    publisher.publish(grid)  # latched: the reasoner may subscribe later and still get it
+    wait_until(lambda: free.has_map, 30, 'the reasoner did not take the map')
+    assert free.is_free(1.5, 2.0)
+    assert not free.is_free(2.85, 2.0)  # within the robot's radius of the wall
+    assert not free.is_free(3.05, 2.0)  # the wall
+    assert not free.is_free(1.5, 0.2)  # unknown
+    assert not free.is_free(1.5, 0.65)  # within the robot's radius of unknown space
+    assert not free.is_free(-1.0, 2.0) and not free.is_free(math.nan, 2.0)  # off the map
+    elsewhere = OccupancyGrid(header=Header(frame_id='odom'), info=grid.info, data=[0] * 1600)
+    publisher.publish(elsewhere)
+    time.sleep(1.0)
+    assert not free.is_free(1.5, 0.2)  # the odom map was refused; the map is kept

@@ -95,6 +95,19 @@ class Drive:
 
 
 @dataclass(frozen=True)
+class Target:
+    """Where the thing asked about is, in the map frame: `sigma_m` is the 1-sigma
+    horizontal uncertainty and `method` how it was found (depth, triangulated, bearing,
+    or viewpoint: only where the camera stood)."""
+
+    x: float
+    y: float
+    z: float
+    sigma_m: float
+    method: str
+
+
+@dataclass(frozen=True)
 class AskResult:
     """An answer from the reasoner. `status`: answered, no_answer, refused, busy, timeout
     (the reasoner's queue deadline), unavailable, cancelled, error, or this client's
@@ -124,6 +137,15 @@ class AskResult:
     def goal(self) -> tuple[float, float, float] | None:
         """x, y, yaw of the answer's goal in the map frame, if it has one."""
         return _xy_yaw(self.answer.goal) if self.answer.has_goal else None
+
+    @property
+    def target(self) -> Target | None:
+        """Where the answer places the thing itself, if it does (the goal is where to
+        stand to see it)."""
+        if not self.answer.has_target:
+            return None
+        p = self.answer.target_position.point
+        return Target(p.x, p.y, p.z, self.answer.target_sigma_m, self.answer.target_method)
 
 
 @dataclass(frozen=True)

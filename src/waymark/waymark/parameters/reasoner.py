@@ -84,6 +84,23 @@ class NavigationParameters:
 
 
 @dataclass(frozen=True)
+class FreeSpaceParameters:
+    map_topic: str = setting(
+        '',
+        "nav_msgs/OccupancyGrid (navigator_node's map) that tells where answer goals may "
+        'stand: a free pose facing the target; empty: no map, and a goal stays at the '
+        'viewpoint the target was seen from.',
+    )
+    map_transient_local: bool = setting(True, 'Map publisher is latched (map_server, SLAM).')
+    robot_radius_m: float = setting(
+        0.35,
+        "Obstacles and unknown space grow by this much; keep navigator_node's robot_radius_m.",
+        low=0.0,
+        high=5.0,
+    )
+
+
+@dataclass(frozen=True)
 class LLMParameters:
     base_url: str = setting(
         '',
@@ -268,6 +285,7 @@ class ReasonerParameters:
     memory: MemoryDataParameters = field(default_factory=MemoryDataParameters)
     robot: RobotParameters = field(default_factory=RobotParameters)
     navigation: NavigationParameters = field(default_factory=NavigationParameters)
+    free_space: FreeSpaceParameters = field(default_factory=FreeSpaceParameters)
     llm: LLMParameters = field(default_factory=LLMParameters)
     verifier: VerifierParameters = field(default_factory=VerifierParameters)
     agent: AgentParameters = field(default_factory=AgentParameters)

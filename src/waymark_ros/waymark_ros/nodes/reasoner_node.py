@@ -23,6 +23,14 @@ memory response or a cancel request never waits behind questions, and the reques
 readers keep `request_history_depth` requests, so a burst is taken, not overwritten
 (with the default depth of 10, a burst of 20 questions lost 7 without a word).
 
+A position answer carries two places: the target (where the thing itself is, with its
+1-sigma uncertainty and how it was found) and the goal (a pose facing it to drive to).
+Both are in the map frame; a target from another session or map epoch than its goal is
+not sent, and the response's message says so. With `free_space.map_topic` the node keeps
+the latest occupancy grid, inflated by `free_space.robot_radius_m`, as `free_space`, so
+that goals can be placed on free cells (ros/free_space.py); without it goals stay at the
+viewpoint. Markers of the answer (target, goal, evidence) go on `answer/markers`.
+
 A goal is sent to navigator_node (GoTo on `navigation.action`) only when the request asks
 to navigate and the answer has one; the answer does not wait for the robot to get there,
 and how the drive ended is published on `navigation/outcome` (see navigation_client.py).
@@ -64,6 +72,7 @@ from waymark_ros.ros.answers import (
     answer_to_msg,
     step_feedback,
 )
+from waymark_ros.ros.free_space import FreeSpace
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
@@ -80,8 +89,9 @@ REFUSED = {BUSY: Query.Response.STATUS_BUSY, CANCELLED: Query.Response.STATUS_CA
 
 
 class ReasonerNode(Node):
-    def __init__(self) -> None:
-        super().__init__('reasoner_node')
+    def __init__(self, **kwargs) -> None:
+        """`kwargs` go to rclpy's Node (a context, parameter overrides)."""
+        super().__init__('reasoner_node', **kwargs)
         params = declare_settings(self, ReasonerParameters, on_change=self._on_parameters)
         self._params = params
         self._map_frame = params.map_frame
@@ -95,7 +105,22 @@ class ReasonerNode(Node):
 
         self._memory = MemoryClient(self, params.memory_timeout_s)
         images = ImageStoreReader(params.memory.data_dir).image_of
-        self._agent = Agent(chat, self._memory, images, config, verifier, traces)
+        free = params.free_space
+        self.free_space = (
+            FreeSpace(
+                self,
+                free.map_topic,
+                params.map_frame,
+                free.robot_radius_m,
+                free.map_transient_local,
+            )
+            if free.map_topic
+            else None
+        )
+        free_space = self.free_space.is_free if self.free_space is not None else None
+        self._agent = Agent(
+            chat, self._memory, images, config, verifier, traces, free_space=free_space
+        )
         max_concurrent, queue_length = params.max_concurrent_questions, params.question_queue_length
         self._admission = Admission(max_concurrent, queue_length)
         self.executor_threads = max_concurrent + queue_length + EXECUTOR_SPARE_THREADS
@@ -150,7 +175,8 @@ class ReasonerNode(Node):
             f'answering with LLM {llm_name}; verifier {check}; up to {config.max_steps} '
             f'searches of top {config.top_k} {config.level}s within {config.deadline_s:.0f} s; '
             f'{max_concurrent} at once, {queue_length} waiting; traces '
-            f'{traces.directory if traces else "off"}'
+            f'{traces.directory if traces else "off"}; free space from '
+            f'{free.map_topic or "no map"}'
         )
 
     def _on_parameters(self, params: ReasonerParameters) -> None:

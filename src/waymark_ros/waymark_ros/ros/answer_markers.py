@@ -1,5 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""RViz markers of an answer: where it sends the robot and the evidence it cites.
+"""RViz markers of an answer: where the thing is, where it sends the robot, and the
+evidence it cites.
 
 A pure function of the Answer message, so it is tested without DDS. The array starts with
 a DELETEALL, so the markers of the previous answer go.
@@ -7,19 +8,34 @@ a DELETEALL, so the markers of the previous answer go.
 
 from __future__ import annotations
 
+from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOINT
 from waymark_interfaces.msg import Answer
 from waymark_ros.ros.conversions import ns_to_stamp
 
 _LABEL_CHARS = 60
+# A target's colour says how it was found: green when ranged, grey for a bare viewpoint.
+METHOD_COLOURS = {
+    DEPTH: ColorRGBA(r=0.1, g=0.9, b=0.2, a=1.0),
+    TRIANGULATED: ColorRGBA(r=0.1, g=0.8, b=0.9, a=1.0),
+    BEARING: ColorRGBA(r=1.0, g=0.8, b=0.1, a=1.0),
+    VIEWPOINT: ColorRGBA(r=0.6, g=0.6, b=0.6, a=1.0),
+}
+_UNKNOWN_METHOD = ColorRGBA(r=1.0, g=0.2, b=0.2, a=1.0)
+_MIN_DISC_M = 0.05  # a zero sigma still draws a visible disc
+_DISC_HEIGHT_M = 0.04
+_DISC_ALPHA = 0.35
+_POINT_M = 0.15
 
 
 def answer_markers(answer: Answer, frame_id: str, stamp_ns: int) -> MarkerArray:
-    """The goal as an arrow under the answer's text, and each piece of evidence with a
-    position as a sphere labelled with its id, score and view (sized by rank, best
-    first)."""
+    """The goal as an arrow under the answer's text; the target as a disc of radius sigma
+    coloured by how it was found, with a point at its centre, a label with the method and
+    sigma, and a line from the goal to it; and each piece of evidence with a position as
+    a sphere labelled with its id, score and view (sized by rank, best first)."""
     header = Header(frame_id=frame_id, stamp=ns_to_stamp(stamp_ns))
     placed = [hit for hit in answer.evidence if hit.pose_valid]
     markers = [Marker(header=header, action=Marker.DELETEALL)]
@@ -36,6 +52,8 @@ def answer_markers(answer: Answer, frame_id: str, stamp_ns: int) -> MarkerArray:
         label.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
         label.text = _clip(answer.text or 'goal')
         markers += [arrow, label]
+    if answer.has_target:
+        markers += _target_markers(answer, header)
     for rank, hit in enumerate(placed):
         fraction = rank / max(1, len(placed) - 1)
         sphere = _marker(header, 'evidence', rank, Marker.SPHERE)
@@ -52,6 +70,33 @@ def answer_markers(answer: Answer, frame_id: str, stamp_ns: int) -> MarkerArray:
         label.text = _clip(f'[{hit.id}] {hit.score:.2f} {hit.view}')
         markers += [sphere, label]
     return MarkerArray(markers=markers)
+
+
+def _target_markers(answer: Answer, header: Header) -> list[Marker]:
+    where = answer.target_position.point
+    colour = METHOD_COLOURS.get(answer.target_method, _UNKNOWN_METHOD)
+    disc = _marker(header, 'target', 0, Marker.CYLINDER)
+    disc.pose.position = where
+    disc.scale.x = disc.scale.y = max(2.0 * answer.target_sigma_m, _MIN_DISC_M)
+    disc.scale.z = _DISC_HEIGHT_M
+    disc.color = ColorRGBA(r=colour.r, g=colour.g, b=colour.b, a=_DISC_ALPHA)
+    point = _marker(header, 'target', 1, Marker.SPHERE)
+    point.pose.position = where
+    point.scale.x = point.scale.y = point.scale.z = _POINT_M
+    point.color = colour
+    label = _marker(header, 'target', 2, Marker.TEXT_VIEW_FACING)
+    label.pose.position = Point(x=where.x, y=where.y, z=where.z + 0.5)
+    label.scale.z = 0.2
+    label.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
+    label.text = _clip(f'target: {answer.target_method} +/- {answer.target_sigma_m:.2f} m')
+    markers = [disc, point, label]
+    if answer.has_goal:
+        line = _marker(header, 'target', 3, Marker.LINE_STRIP)
+        line.points = [answer.goal.pose.position, where]
+        line.scale.x = 0.03
+        line.color = colour
+        markers.append(line)
+    return markers
 
 
 def _marker(header: Header, namespace: str, marker_id: int, kind: int) -> Marker:

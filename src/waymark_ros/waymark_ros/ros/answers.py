@@ -34,6 +34,8 @@ KINDS = {
 MAX_STAMP_NS = (2**31 - 1) * 1_000_000_000
 # Tool arguments in Ask feedback are cut to this many characters.
 FEEDBACK_ARGUMENT_CHARS = 2000
+# A target's sigma is sent as float32: a larger one says no more and is sent as this.
+MAX_SIGMA_M = 1.0e6
 
 
 @dataclass
@@ -84,10 +86,33 @@ def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:
         msg.goal.header.stamp = ns_to_stamp(stamp_ns)
         msg.goal.pose = pose_to_msg(Pose.from_xyz_yaw(g.x, g.y, g.z, g.yaw))
         msg.has_goal = True
+    target = answer.target
+    if target is not None and not target_mismatch(answer):
+        msg.target_position.header.frame_id = frame_id
+        msg.target_position.header.stamp = ns_to_stamp(stamp_ns)
+        p = msg.target_position.point
+        p.x, p.y, p.z = target.x, target.y, target.z
+        msg.target_sigma_m = min(target.sigma_m, MAX_SIGMA_M)
+        msg.target_method = target.method
+        msg.has_target = True
     if answer.time_ns is not None and 0 <= answer.time_ns <= MAX_STAMP_NS:
         msg.time = ns_to_stamp(answer.time_ns)
     msg.evidence = [hit_to_msg(hit, frame_id) for hit in answer.evidence]
     return msg
+
+
+def target_mismatch(answer: AgentAnswer) -> str:
+    """Why the answer's target is not sent: it lies in another map than its goal (a pose
+    of another session or map epoch is not comparable). Empty when it is sent."""
+    target, goal = answer.target, answer.goal
+    if target is None or goal is None:
+        return ''
+    if (target.session, target.map_epoch) == (goal.session, goal.map_epoch):
+        return ''
+    return (
+        f'target dropped: in map epoch {target.map_epoch} of {target.session!r}, '
+        f'the goal in map epoch {goal.map_epoch} of {goal.session!r}'
+    )
 
 
 def step_feedback(event: StepEvent) -> Ask.Feedback:
@@ -128,4 +153,8 @@ def answer_message(answer: AgentAnswer, memory_is_empty: Callable[[], bool]) -> 
         source = f'answered by the agent in {answer.steps} steps ({answer.llm_calls} LLM calls)'
     if answer.goal is not None:
         source += f'; goal in map epoch {answer.goal.map_epoch}'
+    target = answer.target
+    if target is not None:
+        located = f'target by {target.method}, +/- {target.sigma_m:.2f} m'
+        source += '; ' + (target_mismatch(answer) or located)
     return source

@@ -29,7 +29,7 @@ from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
 from waymark.sim.visibility import sees
 from waymark.sim.world import World, build_demo_world, occupancy_grid
-from waymark_ros.client import NO_REPLY, SERVER_MISSING, Drive, Waymark
+from waymark_ros.client import NO_REPLY, SERVER_MISSING, Drive, Target, Waymark
 from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
 from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
@@ -57,6 +57,8 @@ class Outcome:
     drive_s: float | None  # from the goal being sent to the drive's end
     arrived_at: tuple[float, float, float] | None  # x, y, yaw of the robot at the end
     target_in_view_on_arrival: bool
+    located: Target | None = None  # where the answer places the sign itself
+    located_error_m: float | None = None  # from there to the sign
 
     @property
     def arrived(self) -> bool:
@@ -131,6 +133,10 @@ def ask(
         pose: Pose = pose_from_msg(result.answer.goal.pose)
         distance = math.dist(pose.position[:2], sign.position[:2])
         in_view = sees(world, pose, sign, camera['hfov_deg'])
+    located = result.target if result.ok else None
+    located_error = None
+    if located is not None:
+        located_error = math.dist((located.x, located.y), sign.position[:2])
     if drive.final is not None:
         arrived_at = drive.final
         x, y, yaw = drive.final
@@ -151,6 +157,8 @@ def ask(
         drive_s=drive.seconds,
         arrived_at=arrived_at,
         target_in_view_on_arrival=in_view_on_arrival,
+        located=located,
+        located_error_m=located_error,
     )
 
 
@@ -243,6 +251,12 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
             f'{o.distance_to_target_m:.2f} m from the {o.target.lower()} sign, '
             f'sign {"in" if o.target_in_view else "NOT in"} view from the goal -> {verdict}'
         )
+        if o.located is not None:
+            t = o.located
+            print(
+                f'   target x={t.x:.2f} y={t.y:.2f} +/- {t.sigma_m:.2f} m ({t.method}), '
+                f'{o.located_error_m:.2f} m from the sign'
+            )
         where = ''
         if o.arrived_at is not None:
             ax, ay, _ = o.arrived_at
