@@ -124,6 +124,11 @@ def test_a_sighting_that_does_not_parse_leaves_the_record_without_one():
     assert sighting_codec.decode('{"camera": {"width": -1}}') is None
     assert sighting_codec.decode('not json') is None
     assert sighting_codec.decode(None) is None
+    assert sighting_codec.decode('[]') is None
+    bad_box = '{"text_boxes": [{"text": "EXIT", "left": "0", "top": 0, "right": 2, "bottom": 1}]}'
+    assert sighting_codec.decode(bad_box) is None
+    good_box = bad_box.replace('"0"', '0').replace('2', '1')
+    assert sighting_codec.decode(good_box).text_boxes == (TextBox('EXIT', 0, 0, 1, 1),)
 
 
 def _old_database(path: str) -> None:

@@ -42,19 +42,31 @@ def encode(sighting: Sighting | None, max_bytes: int) -> str:
 
 
 def decode(text: str | None) -> Sighting | None:
-    """The stored sighting; None for none (rows written before sightings existed read
-    '' or null) and for one that does not parse, which is logged rather than fatal: the
-    record is still worth having without it."""
+    """The stored (or received) sighting; None for none (rows written before sightings
+    existed read '' or null) and for one that does not parse or holds a box that is not
+    one, which is logged rather than fatal: the record is still worth having without it."""
     if not text:
         return None
     try:
         sighting = Sighting.from_json(text)
+        if sighting is not None:
+            _check_boxes(sighting.text_boxes)
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         _LOG.warning('a stored sighting does not parse (%s); the record is kept without it', error)
         return None
     if sighting is not None and sighting.camera is not None:
         sighting = dataclasses.replace(sighting, camera=shared_camera(sighting.camera))
     return sighting
+
+
+def _check_boxes(boxes: tuple[TextBox, ...]) -> None:
+    """TextBox checks nothing itself; a box read back must be text with edges in [0, 1]."""
+    for box in boxes:
+        edges = (box.left, box.top, box.right, box.bottom)
+        if not isinstance(box.text, str) or not all(
+            isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for v in edges
+        ):
+            raise ValueError(f'not a text box: {box!r}')
 
 
 @functools.lru_cache(maxsize=256)
