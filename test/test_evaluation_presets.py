@@ -201,8 +201,8 @@ def test_each_preset_evaluates_to_located_memory_direct_and_over_dds(
     elif 'camera_hfov_deg' in preset:  # a camera preset's data-sheet figure
         assert sensors['intrinsics']['source'] == f'preset {options["presets"][0]}'
         assert sensors['intrinsics']['hfov_deg'] == preset['camera_hfov_deg'] > 0
-    else:  # a pose-only preset names no camera
-        assert sensors['intrinsics']['source'] == 'default field of view'
+    else:  # a pose-only preset names no camera: the simulation's ground truth does
+        assert sensors['intrinsics']['source'] == "the bag's ground truth"
     assert report['answerers']['embedder-only']['overall']['answered'] > 0
 
     located = frames(direct)

@@ -17,7 +17,7 @@ from PIL import Image
 from waymark.evaluation.harness import MEMORY_FORMAT, EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table, view_table
-from waymark.memory.entries import SEGMENT
+from waymark.memory.entries import SEGMENT, CameraModel
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
 
@@ -109,6 +109,12 @@ def test_each_level_and_view_gets_a_row_and_segments_answer_with_their_pose(
     finally:
         opened.store.close()
     assert len(segments) == memory['segments'] and len(frames) == memory['frames']
+    # The bag has no CameraInfo: every frame gets the renderer's field of view (90 deg at
+    # 160x120 px), which its ground truth states.
+    assert report['sensors']['intrinsics']['source'] == "the bag's ground truth"
+    camera = CameraModel(160, 120, 80.0, 80.0, 80.0, 60.0)
+    assert {h.record.sighting.camera for h in frames} == {camera}
+    assert all(h.record.sighting is None for h in segments)
     poses = {(round(h.record.x, 6), round(h.record.y, 6)) for h in segments}
     for row in report['answerers']['embedder-only/segment']['predictions']:
         if row['goal'] is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from waymark.evaluation.sensors import (
     DEFAULT_MAP_FRAME,
+    Intrinsics,
     SensorError,
     capture_config,
     choose_map_frame,
@@ -18,6 +19,7 @@ from waymark.evaluation.sensors import (
     read_presets,
 )
 from waymark.geometry import Pose
+from waymark.memory.entries import CameraModel
 
 PRESETS = Path(__file__).resolve().parents[3] / 'config' / 'sensors'
 
@@ -86,3 +88,12 @@ def test_camera_presets_state_their_field_of_view_and_pose_presets_none():
     assert read_presets([preset_path('zed2i', PRESETS)])['camera_hfov_deg'] == 110.0
     assert read_presets([preset_path('realsense_d455', PRESETS)])['camera_hfov_deg'] == 90.0
     assert 'camera_hfov_deg' not in read_presets([preset_path('fast_lio_mid360', PRESETS)])
+
+
+def test_the_camera_model_uses_camera_info_scaled_to_the_image_else_the_field_of_view():
+    info = Intrinsics('camera_info /cam/camera_info', 0.0, 1280, 720, 700.0, 710.0, 650.0, 350.0)
+
+    assert info.camera_model(1280, 720) == CameraModel(1280, 720, 700.0, 710.0, 650.0, 350.0)
+    assert info.camera_model(640, 360) == CameraModel(640, 360, 350.0, 355.0, 325.0, 175.0)
+    by_fov = Intrinsics('preset zed2i', 90.0).camera_model(640, 480)
+    assert (by_fov.fx, by_fov.cx, by_fov.cy) == pytest.approx((320.0, 320.0, 240.0))

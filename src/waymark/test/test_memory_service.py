@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.entries import FRAME, FrameRecord, Hit, Keyframe
+from waymark.memory.entries import FRAME, CameraModel, DepthSamples, FrameRecord, Hit, Keyframe
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import decode_image
 from waymark.memory.storage.image_store import ImageStore
@@ -149,6 +149,29 @@ def test_undecodable_keyframe_is_refused_and_nothing_is_stored(
 
     assert service.store.count() == 0
     assert not [path for path in tmp_path.glob('images/**/*') if path.is_file()]
+    service.store.close()
+
+
+def test_a_record_keeps_what_localisation_needs_of_its_keyframe(
+    tmp_path, sentence_embedder, text_reader, draw_sign
+):
+    service = open_service(tmp_path, None, sentence_embedder, text_reader)
+    camera = CameraModel(640, 480, 320.0, 320.0, 320.0, 240.0)  # as stored: no rounding
+    depth = DepthSamples(2, 1, (3.0, 4.5))
+    sign = dataclasses.replace(keyframe(0, jpeg(draw_sign('PHARMACY'))), camera=camera, depth=depth)
+
+    record = service.ingest(sign)
+    blank = service.ingest(keyframe(1, jpeg(draw_sign(''))))
+    only_camera = service.ingest(
+        dataclasses.replace(keyframe(2, jpeg(draw_sign(''))), camera=camera)
+    )
+
+    (box,) = record.sighting.text_boxes
+    assert box.text == 'PHARMACY' and 0.3 < box.centre[0] < 0.7
+    assert (record.sighting.camera, record.sighting.depth) == (camera, depth)
+    assert blank.sighting is None  # no camera, no text, no depth: nothing to keep
+    assert only_camera.sighting.camera == camera and only_camera.sighting.text_boxes == ()
+    assert service.store.get([record.id, blank.id]) == [record, blank]
     service.store.close()
 
 

@@ -8,7 +8,7 @@ import pytest
 from support.tiny_models import build_tiny_siglip
 
 from waymark.memory.views.embedders import EmbedderLoadError, ImageTextEmbedder
-from waymark.memory.views.ocr import TextLine, TextReader, joined
+from waymark.memory.views.ocr import TextLine, TextReader, joined, text_boxes
 
 
 def test_reader_reads_a_large_sign(text_reader, draw_sign):
@@ -84,6 +84,38 @@ def test_joined_normalises_whitespace_and_keeps_case():
 
 
 # -- sentence embedder ---------------------------------------------------------------------
+
+
+def test_text_boxes_are_image_fractions_clipped_and_bounded():
+    def line(text, x0, y0, x1, y1):
+        return TextLine(text, 0.9, ((x0, y0), (x1, y0), (x1, y1), (x0, y1)))
+
+    lines = [
+        line('EXIT', 64, 48, 192, 96),  # 48 px tall
+        line('small print', 300, 400, 340, 410),  # 10 px tall
+        line('PHARMACY' * 20, -20, 200, 700, 300),  # 100 px tall, over both edges
+    ]
+
+    boxes = text_boxes(lines, 640, 480, max_boxes=2, max_chars=12)
+
+    assert [box.text for box in boxes] == ['EXIT', 'PHARMACYPHAR']  # tallest two, in order
+    exit_box, wide = boxes
+    assert (exit_box.left, exit_box.top, exit_box.right, exit_box.bottom) == (0.1, 0.1, 0.3, 0.2)
+    assert exit_box.centre == pytest.approx((0.2, 0.15))
+    assert (wide.left, wide.right) == (0.0, 1.0)
+    assert (wide.top, wide.bottom) == pytest.approx((200 / 480, 300 / 480), abs=1e-4)
+    assert text_boxes(lines, 640, 480, max_boxes=0) == ()
+    with pytest.raises(ValueError, match='image size'):
+        text_boxes(lines, 0, 480)
+
+
+def test_reader_boxes_cover_the_drawn_sign(text_reader, draw_sign):
+    image = draw_sign('PHARMACY')
+    (box,) = text_boxes(text_reader.read(image), image.shape[1], image.shape[0])
+
+    assert box.text == 'PHARMACY'
+    assert 0.0 <= box.left < box.right <= 1.0 and 0.0 <= box.top < box.bottom <= 1.0
+    assert 0.3 < box.centre[0] < 0.7  # the sign is drawn in the middle of the frame
 
 
 def test_sentence_embedder_is_the_bundled_minilm_and_semantic(sentence_embedder):

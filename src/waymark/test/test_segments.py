@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from waymark.memory.entries import SEGMENT, FrameRecord
+from waymark.memory.entries import SEGMENT, CameraModel, FrameRecord, Sighting, TextBox
 from waymark.memory.ingest.segments import (
     DEFAULT_WINDOW_S,
     Segmenter,
@@ -76,6 +77,17 @@ def test_sixty_seconds_at_ten_hertz_make_forty_segments_with_mean_poses():
         assert record.pose_valid and record.image_ref == 'grid' and record.text == 'EXIT'
     assert segmenter.counts['late_frames'] == 0
     assert segmenter.state('walk') == SegmenterState(T0, 40, T0 + 40 * WINDOW_NS)
+
+
+def test_a_segment_has_no_sighting_its_frames_keep_theirs():
+    sighting = Sighting(CameraModel.from_hfov(640, 480, 90.0), (TextBox('EXIT', 0, 0, 1, 1),))
+    frames = [dataclasses.replace(frame(T0 + i * MS, i), sighting=sighting) for i in range(3)]
+    segmenter = Segmenter(DEFAULT_WINDOW_S)
+
+    (segment,) = feed(segmenter, frames) + segmenter.flush()
+
+    assert segment.record().sighting is None
+    assert [f.sighting for f in segment.frames] == [sighting] * 3
 
 
 def test_a_frame_past_the_window_closes_it():

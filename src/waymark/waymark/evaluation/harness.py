@@ -90,8 +90,9 @@ INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
 PRESET_DIR = Path('config/sensors')  # the robot's sensor presets, from the repository root
 # Version of what a build writes under memory/: a build marked with another one (or none)
-# is rebuilt, not opened. 2: frames and segments in the two-level store.
-MEMORY_FORMAT = 2
+# is rebuilt, not opened. 2: frames and segments in the two-level store. 3: frames carry
+# sightings (camera model, text boxes) for target localisation.
+MEMORY_FORMAT = 3
 
 # Builds memory from config.bag into a data directory; returns a summary of the build.
 MemoryBuilder = Callable[['EvaluationConfig', dict | None, Path], dict]
@@ -335,7 +336,12 @@ def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
         )
         frames = pose_frames(reader, topics.pose)
         intrinsics = camera_intrinsics(
-            reader, topics.image, config.hfov_deg, parameters.get('camera_hfov_deg'), names
+            reader,
+            topics.image,
+            config.hfov_deg,
+            parameters.get('camera_hfov_deg'),
+            names,
+            (truth or {}).get('camera', {}).get('hfov_deg'),
         )
     map_frame, map_frame_from = choose_map_frame(
         config.map_frame, parameters.get('map_frame'), frames, topics.pose
@@ -391,6 +397,7 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
             pose_topic=sensors.pose_topic,
             jpeg_quality=int(sensors.parameters.get('jpeg_quality', 90)),
             progress=config.progress,
+            intrinsics=sensors.intrinsics,
         )
         memory.close_segments()  # the recording is over: its last window is complete
         segments = memory.store.count(level=SEGMENT)

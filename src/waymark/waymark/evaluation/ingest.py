@@ -8,6 +8,7 @@ wall clock in a file), so the keyframes are those the nodes make from a lossless
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,11 +17,18 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 from tqdm import tqdm
 
-from waymark.memory.entries import Keyframe
+from waymark.evaluation.sensors import Intrinsics
+from waymark.memory.entries import CameraModel, Keyframe
 from waymark.memory.ingest.admission import RefusedError
 from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
 from waymark.memory.service import MemoryService
-from waymark.memory.storage.image_codec import check_encoding, compressed_to_jpeg, raw_to_jpeg
+from waymark.memory.storage.image_codec import (
+    ImageLimits,
+    check_encoding,
+    check_image_limits,
+    compressed_to_jpeg,
+    raw_to_jpeg,
+)
 
 IMAGE_TYPES = {
     'sensor_msgs/msg/CompressedImage': 'compressed',
@@ -94,9 +102,14 @@ def ingest_bag(
     pose_topic: str | None = None,
     jpeg_quality: int = 90,
     progress: bool = False,
+    intrinsics: Intrinsics | None = None,
 ) -> IngestReport:
+    """Feed the bag through capture and memory. With `intrinsics`, every keyframe carries
+    the camera model they give for its image size, so that records have a sighting for
+    target localisation (capture_node takes it from CameraInfo in the same way)."""
     started = time.monotonic()
     builder = KeyframeBuilder(config, clock=lambda: 0.0)
+    cameras = _Cameras(intrinsics) if intrinsics is not None else None
     with AnyReader([Path(bag)]) as reader:
         available = {c.topic: c.msgtype for c in reader.connections}
         topics = find_topics(available, image_topic, pose_topic)
@@ -125,8 +138,8 @@ def ingest_bag(
                 done = builder.add_image(
                     _ns(msg.header.stamp), len(msg.data), _encoder(msg, topics, jpeg_quality)
                 )
-            _store(done, memory, report)
-        _store(builder.poll(flush=True), memory, report)
+            _store(done, memory, report, cameras)
+        _store(builder.poll(flush=True), memory, report, cameras)
     report.counts.update(builder.counts)
     report.seconds = time.monotonic() - started
     return report
@@ -142,9 +155,35 @@ def _encoder(msg, topics: BagTopics, quality: int):
     )
 
 
-def _store(keyframes: list[Keyframe], memory: MemoryService, report: IngestReport) -> None:
+class _Cameras:
+    """The camera model of each image size seen, made once."""
+
+    def __init__(self, intrinsics: Intrinsics) -> None:
+        self.intrinsics = intrinsics
+        self._models: dict[tuple[int, int], CameraModel] = {}
+
+    def attach(self, keyframe: Keyframe) -> Keyframe:
+        """The keyframe with its camera model; unchanged when its image has no readable
+        header (memory then refuses it with the reason)."""
+        try:
+            size = check_image_limits(keyframe.image, ImageLimits())
+        except ValueError:
+            return keyframe
+        if size not in self._models:
+            self._models[size] = self.intrinsics.camera_model(*size)
+        return dataclasses.replace(keyframe, camera=self._models[size])
+
+
+def _store(
+    keyframes: list[Keyframe],
+    memory: MemoryService,
+    report: IngestReport,
+    cameras: _Cameras | None = None,
+) -> None:
     for keyframe in keyframes:
         report.keyframes += 1
+        if cameras is not None and keyframe.camera is None:
+            keyframe = cameras.attach(keyframe)
         try:
             memory.ingest(keyframe)
         except RefusedError as error:  # a stamp already stored with other content

@@ -21,6 +21,7 @@ import yaml
 from rosbags.highlevel import AnyReader
 
 from waymark.geometry import Pose
+from waymark.memory.entries import CameraModel
 from waymark.memory.ingest.capture import CaptureConfig
 from waymark.memory.ingest.keyframes import KeyframePolicy
 
@@ -134,6 +135,16 @@ class Intrinsics:
     cx: float = 0.0
     cy: float = 0.0
 
+    def camera_model(self, width: int, height: int) -> CameraModel:
+        """The model of a `width` x `height` image: CameraInfo's K (scaled when the image
+        is not the size the calibration is for), else square pixels from the field of view."""
+        if self.fx > 0 and self.width > 0 and self.height > 0:
+            sx, sy = width / self.width, height / self.height
+            return CameraModel(
+                width, height, self.fx * sx, self.fy * sy, self.cx * sx, self.cy * sy
+            )
+        return CameraModel.from_hfov(width, height, self.hfov_deg)
+
 
 def camera_intrinsics(
     reader: AnyReader,
@@ -141,10 +152,12 @@ def camera_intrinsics(
     hfov_deg: float | None = None,
     preset_hfov_deg: float | None = None,
     preset_names: str = '',
+    truth_hfov_deg: float | None = None,
 ) -> Intrinsics:
     """From the bag's CameraInfo beside the image topic (the only one, or the one whose
     namespace holds the image topic), else the given field of view, else the preset's
-    (`camera_hfov_deg`, the camera's data-sheet figure), else the default."""
+    (`camera_hfov_deg`, the camera's data-sheet figure), else the field of view a
+    generated bag's ground truth states (the renderer's), else the default."""
     infos = [c for c in reader.connections if c.msgtype == CAMERA_INFO]
     beside = [c for c in infos if camera_info_beside(image_topic, c.topic)]
     chosen = beside or (infos if len({c.topic for c in infos}) == 1 else [])
@@ -170,6 +183,8 @@ def camera_intrinsics(
         return Intrinsics('flag --hfov', float(hfov_deg))
     if preset_hfov_deg:  # 0 in a preset means the camera is not known
         return Intrinsics(f'preset {preset_names}'.strip(), float(preset_hfov_deg))
+    if truth_hfov_deg:
+        return Intrinsics("the bag's ground truth", float(truth_hfov_deg))
     return Intrinsics('default field of view', DEFAULT_HFOV_DEG)
 
 

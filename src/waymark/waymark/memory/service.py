@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe, Sighting, TextBox
 from waymark.memory.ingest.admission import RefusedError, same_keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
@@ -56,6 +56,15 @@ class PreparedKeyframe:
     text: str
     text_size: float
     vectors: dict[str, np.ndarray]
+    text_boxes: tuple[TextBox, ...] = ()
+
+    @property
+    def sighting(self) -> Sighting | None:
+        """What target localisation needs of this keyframe; None when it gives nothing."""
+        keyframe = self.keyframe
+        if keyframe.camera is None and not self.text_boxes and keyframe.depth is None:
+            return None
+        return Sighting(keyframe.camera, self.text_boxes, keyframe.depth)
 
 
 class MemoryService:
@@ -110,8 +119,9 @@ class MemoryService:
         }
         text = ' '.join(reading.text for reading in readings if reading.text)
         text_size = max((reading.text_size for reading in readings), default=0.0)
+        boxes = tuple(box for reading in readings for box in reading.text_boxes)
         self._ingest_seconds += time.perf_counter() - started
-        return PreparedKeyframe(keyframe, text, text_size, vectors)
+        return PreparedKeyframe(keyframe, text, text_size, vectors, boxes)
 
     def stored_as(self, keyframe: Keyframe) -> FrameRecord | None:
         """The stored entry this very keyframe became, None when its stamp is not stored.
@@ -169,8 +179,11 @@ class MemoryService:
                 image_ref=image_ref,
                 text=prepared.text,
                 text_size=prepared.text_size,
+                sighting=prepared.sighting,
             )
             self.store.add(record, prepared.vectors)
+            # As stored: a sighting over the store's size bound comes back trimmed.
+            record = self.store.get([record.id])[0]
             self._ingested += 1
             if self.segments is not None:
                 self.segments.add_frame(record, prepared.vectors)

@@ -19,6 +19,8 @@ from waymark.memory.entries import (
     check_session_name,
 )
 from waymark.memory.ingest.admission import KeyframeRules, check_keyframe_input, check_stamp
+from waymark.memory.storage import sighting_codec
+from waymark.memory.storage.store import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 
@@ -120,6 +122,7 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.view = hit.view
     msg.text = record.text
     msg.image_ref = record.image_ref
+    msg.sighting = sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES)
     return msg
 
 
@@ -130,7 +133,8 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
     invalid session name, an id that does not match session, kind and index, an end before
     the start, or a non-finite pose marked valid. A hit whose pose is marked invalid gets
     a zero position, whatever numbers it carries. The OCR text size is not carried by the
-    message and comes back as 0.
+    message and comes back as 0. A sighting that is too long or does not parse is dropped
+    (None): the hit still stands for its entry.
     """
     kinds = {MemoryHit.KIND_FRAME: FRAME, MemoryHit.KIND_SEGMENT: SEGMENT}
     kind = kinds.get(msg.kind)
@@ -159,6 +163,9 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
         text=msg.text,
         kind=kind,
         end_ns=end if kind == SEGMENT else None,
+        sighting=sighting_codec.decode(msg.sighting)
+        if len(msg.sighting.encode('utf-8')) <= SIGHTING_MAX_BYTES
+        else None,
     )
     if msg.id and msg.id != record.id:
         raise ValueError(f'memory hit id {msg.id!r} does not match its entry {record.id!r}')

@@ -58,6 +58,10 @@ class Segment:
         frames are averaged: the latest epoch that has a frame with a valid pose (the
         latest epoch overall when no frame has one). The yaw is that of the valid frame
         nearest the middle of the window, since yaws do not average meaningfully.
+
+        A segment has no sighting: its picture is a grid of its frames, so no box or depth
+        cell in it belongs to one camera pose. Localising what a segment matched uses its
+        frames' sightings (stored with each frame).
         """
         if not self.frames:
             raise ValueError(f'segment {self.id} has no frames')

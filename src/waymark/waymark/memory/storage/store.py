@@ -41,6 +41,7 @@ from waymark.memory.entries import (
     Hit,
     is_session_name,
 )
+from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
@@ -49,6 +50,10 @@ ID_MAX_BYTES = 96
 SESSION_MAX_BYTES = 64
 IMAGE_REF_MAX_BYTES = 256
 TEXT_MAX_BYTES = 2048
+# A sighting's JSON: a camera model (~100 bytes), 16 text boxes (~60 each) and a 16x12
+# depth grid (~6 bytes a cell) fit; a larger one is trimmed (see sighting_codec).
+SIGHTING_MAX_BYTES = 4096
+SIGHTING_FIELD = 'sighting'
 WRITE_BATCH = 256
 READ_BATCH = 4096
 # Written next to the saved vector indexes at a clean shutdown, removed at open.
@@ -70,6 +75,7 @@ _RECORD_FIELDS = (
     'image_ref',
     'text',
     'text_size',
+    SIGHTING_FIELD,
 )
 
 
@@ -111,6 +117,9 @@ def _records_fields() -> list[_Field]:
         _Field('image_ref', DataType.VARCHAR, {'max_length': IMAGE_REF_MAX_BYTES}),
         _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
         _Field('text_size', DataType.DOUBLE),
+        # What target localisation needs (camera, text boxes, depth samples) as JSON; ''
+        # for none. Added to databases made before it when they are opened.
+        _Field(SIGHTING_FIELD, DataType.VARCHAR, {'max_length': SIGHTING_MAX_BYTES}),
         # Milvus requires a vector field in every collection; the planar position is the
         # natural one and lets a Milvus server answer range queries on its own.
         _Field('planar', DataType.FLOAT_VECTOR, {'dim': 2}),
@@ -220,6 +229,7 @@ class MemoryStore:
         self._client = _connect(uri, token, self._lite_path)
         try:
             for level in self._levels.values():
+                self._add_sighting_field(level.records)
                 self._ensure(level.records, _records_fields(), 'planar', 'L2')
                 for name, collection in level.views.items():
                     self._ensure(collection, _view_fields(level.dims[name]), 'vector', 'COSINE')
@@ -654,6 +664,63 @@ class MemoryStore:
         finally:
             iterator.close()
 
+    def _add_sighting_field(self, name: str) -> None:
+        """Give a records collection made before sightings existed its sighting field.
+
+        A Milvus server (2.6 and later) adds a nullable field in place. Milvus Lite cannot
+        (it does not implement adding a field), so the rows are copied into a collection
+        with the current schema, which then takes the old one's name. The old collection
+        is dropped only once the copy holds every row, and a copy left by an interrupted
+        migration is finished (renamed) or redone on the next open: nothing is lost.
+        """
+        staging = f'{name}_migrating'
+        if not self._client.has_collection(name):
+            if self._client.has_collection(staging):  # stopped after the old was dropped
+                self._client.rename_collection(staging, name)
+            return
+        fields = self._client.describe_collection(name).get('fields', [])
+        if any(item['name'] == SIGHTING_FIELD for item in fields):
+            return
+        old_fields = [f for f in _records_fields() if f.name != SIGHTING_FIELD]
+        _check_schema(name, old_fields, {'fields': fields})
+        try:
+            self._client.add_collection_field(
+                name,
+                field_name=SIGHTING_FIELD,
+                data_type=DataType.VARCHAR,
+                max_length=SIGHTING_MAX_BYTES,
+                nullable=True,
+            )
+            _LOG.info('added the %s field to collection %s', SIGHTING_FIELD, name)
+            return
+        except Exception as error:  # Milvus Lite answers with a bare gRPC error, UNIMPLEMENTED
+            _LOG.info('cannot add a field in place (%s); copying %s', error, name)
+        if self._client.has_collection(staging):  # a copy that stopped half way
+            self._client.drop_collection(staging)
+        self._ensure(staging, _records_fields(), 'planar', 'L2')
+        self._client.load_collection(name)
+        copied, batch = 0, []
+        fields = [*(f for f in _RECORD_FIELDS if f != SIGHTING_FIELD), 'planar']
+        for row in self._scan(name, fields):
+            batch.append(row | {SIGHTING_FIELD: ''})
+            if len(batch) == WRITE_BATCH:
+                self._client.insert(staging, batch)
+                copied, batch = copied + len(batch), []
+        if batch:
+            self._client.insert(staging, batch)
+            copied += len(batch)
+        held = self._client.query(staging, filter='', output_fields=['count(*)'])
+        if int(held[0]['count(*)']) != copied:
+            raise MemoryStoreError(
+                f'migrating {name!r}: the copy holds {held[0]["count(*)"]} of {copied} rows; '
+                'the original is kept unchanged'
+            )
+        self._client.drop_collection(name)
+        self._client.rename_collection(staging, name)
+        _LOG.warning(
+            'collection %s: %d records copied to add the %s field', name, copied, SIGHTING_FIELD
+        )
+
     def _ensure(self, name: str, fields: list[_Field], vector_field: str, metric: str) -> None:
         """Open a collection, creating it (and its index) on the way."""
         if self._client.has_collection(name):
@@ -821,6 +888,7 @@ def _record_row(record: FrameRecord) -> dict:
         'image_ref': record.image_ref,
         'text': clip_utf8(record.text, TEXT_MAX_BYTES),
         'text_size': float(record.text_size),
+        SIGHTING_FIELD: sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES),
         'planar': [x, y],
     }
 
@@ -853,6 +921,7 @@ def _record(row: Mapping, kind: str) -> FrameRecord:
         text=row['text'],
         text_size=float(row['text_size']),
         kind=kind,
+        sighting=sighting_codec.decode(row.get(SIGHTING_FIELD)),
         end_ns=None if kind == FRAME else end,
     )
 

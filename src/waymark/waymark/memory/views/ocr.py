@@ -9,14 +9,23 @@ image view rather than duplicating it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
+from waymark.memory.entries import TextBox
+
 # Below this the detector has nothing to work with and RapidOCR can divide by zero.
 MIN_IMAGE_SIDE = 16
+# Boxes kept per image, and characters per box: a sign frame reads a handful of lines;
+# the bounds keep a poster or a bookshelf from swelling the stored record.
+MAX_TEXT_BOXES = 16
+MAX_BOX_CHARS = 64
+# Box edges are kept to 1e-4 of the image side (a tenth of a pixel at 1280 px): finer
+# digits only lengthen the stored JSON.
+BOX_DIGITS = 4
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,35 @@ class TextReader:
                 corners = tuple((float(x), float(y)) for x, y in box)
                 lines.append(TextLine(text, float(confidence), corners))
         return lines
+
+
+def text_boxes(
+    lines: Sequence[TextLine],
+    width: int,
+    height: int,
+    max_boxes: int = MAX_TEXT_BOXES,
+    max_chars: int = MAX_BOX_CHARS,
+) -> tuple[TextBox, ...]:
+    """Each line's axis-aligned box as fractions of the image size, clipped to [0, 1].
+
+    Target localisation turns a box's centre into a bearing, so boxes are kept in a form
+    that does not depend on the image's resolution. Beyond `max_boxes`, the tallest lines
+    are kept (the nearest and clearest text), in reading order.
+    """
+    if width <= 0 or height <= 0:
+        raise ValueError(f'image size must be positive, got {width}x{height}')
+    if max_boxes < 0 or max_chars < 1:
+        raise ValueError(f'need max_boxes >= 0 and max_chars >= 1, got {max_boxes}, {max_chars}')
+    tallest = sorted(range(len(lines)), key=lambda i: -lines[i].height)[:max_boxes]
+    boxes = []
+    for line in (lines[i] for i in sorted(tallest)):
+        corners = np.asarray(line.box, dtype=np.float64).reshape(-1, 2) / (width, height)
+        left, top = np.clip(corners.min(axis=0), 0.0, 1.0).round(BOX_DIGITS)
+        right, bottom = np.clip(corners.max(axis=0), 0.0, 1.0).round(BOX_DIGITS)
+        boxes.append(
+            TextBox(line.text[:max_chars], float(left), float(top), float(right), float(bottom))
+        )
+    return tuple(boxes)
 
 
 def joined(lines: Iterable[TextLine]) -> str:

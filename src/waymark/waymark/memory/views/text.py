@@ -13,7 +13,7 @@ import numpy as np
 from waymark.memory.entries import SEGMENT
 from waymark.memory.views.captioner import CAPTION_VIEWS
 from waymark.memory.views.embedders import DeviceSettings, SentenceEmbedder, TextEmbedder
-from waymark.memory.views.ocr import TextReader, joined
+from waymark.memory.views.ocr import MAX_TEXT_BOXES, TextReader, joined, text_boxes
 from waymark.memory.views.view import Reading, View, ViewKind
 from waymark.settings import setting
 
@@ -45,15 +45,20 @@ class TextView(SentenceView):
     # Many frames read the same sign: fetch more, so that the nearest are among them.
     oversampling = 4
 
-    def __init__(self, embedder: TextEmbedder, reader: TextReader | None) -> None:
+    def __init__(
+        self, embedder: TextEmbedder, reader: TextReader | None, max_boxes: int = MAX_TEXT_BOXES
+    ) -> None:
         super().__init__(embedder)
         self.reader = reader
+        self.max_boxes = max_boxes
 
     def read_frame(self, image: np.ndarray) -> Reading:
         lines = self.reader.read(image) if self.reader is not None else []
         text = joined(lines)
-        text_size = max((line.height for line in lines), default=0.0) / image.shape[0]
-        return Reading(self.embed_text(text) if text else None, text, text_size)
+        height, width = image.shape[:2]
+        text_size = max((line.height for line in lines), default=0.0) / height
+        boxes = text_boxes(lines, width, height, self.max_boxes)
+        return Reading(self.embed_text(text) if text else None, text, text_size, boxes)
 
     def segment_vector(self, frame_vectors: Sequence[np.ndarray], text: str) -> np.ndarray | None:
         return self.embed_text(text) if text else None
@@ -79,6 +84,12 @@ class TextViewSettings(DeviceSettings):
     text_model: str = setting('default', 'Sentence embedder for the text (OCR) view; empty: off.')
     ocr: bool = setting(True, 'Read text in keyframes (OCR) for the text view.')
     ocr_min_confidence: float = setting(0.5, 'Drop OCR lines below this.', low=0.0, high=1.0)
+    ocr_max_boxes: int = setting(
+        MAX_TEXT_BOXES,
+        'Text boxes kept per keyframe for target localisation (the tallest lines).',
+        low=0,
+        high=64,
+    )
 
 
 def load(settings: TextViewSettings) -> TextView | None:
@@ -86,7 +97,11 @@ def load(settings: TextViewSettings) -> TextView | None:
     if not settings.text_model:
         return None
     reader = TextReader(min_confidence=settings.ocr_min_confidence) if settings.ocr else None
-    return TextView(SentenceEmbedder(settings.text_model, device=settings.embedder_device), reader)
+    return TextView(
+        SentenceEmbedder(settings.text_model, device=settings.embedder_device),
+        reader,
+        settings.ocr_max_boxes,
+    )
 
 
 KIND = ViewKind(TextViewSettings, load)

@@ -18,18 +18,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.entries import FRAME, SEGMENT, TextBox
 
 
 @dataclass(frozen=True)
 class Reading:
     """What a view made of one decoded keyframe: its vector (None: no content for this
     view), and the text it read there with the height of its largest line (share of the
-    image height), which become the entry's text."""
+    image height), which become the entry's text, and where each line was read (for
+    target localisation)."""
 
     vector: np.ndarray | None
     text: str = ''
     text_size: float = 0.0
+    text_boxes: tuple[TextBox, ...] = ()
 
 
 class View(ABC):
