@@ -42,7 +42,7 @@ NOW = T0 + 3600 * S
     [
         ('Where is the blue cone next to the stairs sign?', ('blue cone', NEAR, 'stairs sign')),
         ('blue cone next to the stairs', ('blue cone', NEAR, 'stairs')),
-        ('Where did I see the red barrel near the BAKERY sign?', ('red barrel', NEAR, 'BAKERY sign')),
+        ('Where did I see the barrel near the BAKERY sign?', ('barrel', NEAR, 'BAKERY sign')),
         ('the chair beside the window', ('chair', NEAR, 'window')),
         ('Where are the grey keys by the door?', ('grey keys', NEAR, 'door')),
         ('Where was the bin close to the lift?', ('bin', NEAR, 'lift')),
@@ -111,7 +111,7 @@ def picture(word: str) -> bytes:
 
 
 class BrightnessReader:
-    """"OCR" reading a word from a picture's brightness (see `picture`)."""
+    """An "OCR" reading a word from a picture's brightness (see `picture`)."""
 
     def read(self, image):
         level = round(float(image.mean()) / STEP) - 1
