@@ -225,6 +225,7 @@ class RelationalResult:
                 for hit in self.anchors
             ],
             'found': [hit.record.id for hit in self.hits],
+            'retrievals': self.retrievals,
             'why': self.why,
         }
 
