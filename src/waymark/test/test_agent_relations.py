@@ -89,7 +89,13 @@ def test_a_phrase_without_an_anchor_or_a_route_gives_no_relation(phrase):
 
 
 def test_relation_params_are_validated():
-    for bad in ({'max_anchors': 0}, {'radius_m': 0.0}, {'match_margin': -1.0}, {'range_k': 0}):
+    for bad in (
+        {'max_anchors': 0},
+        {'radius_m': 0.0},
+        {'match_margin': -1.0},
+        {'range_k': 0},
+        {'min_target_similarity': 1.5},
+    ):
         with pytest.raises(ValueError):
             RelationParams(**bad)
 
@@ -175,6 +181,11 @@ def test_an_instance_beyond_the_radius_is_not_claimed(memory):
 def test_an_anchor_memory_never_saw_gives_no_hits(memory):
     result = relational(memory).run(Relation('blue cone', IN, 'pantry'), 5)
     assert result.hits == [] and 'no sighting' in result.why
+
+
+def test_an_instance_memory_cannot_recognise_is_answered_by_the_anchor_sightings(memory):
+    result = relational(memory).run(Relation('red barrel', NEAR, 'lift'), 5)
+    assert [hit.record.id for hit in result.hits] == ['hall/30'] and 'anchor' in result.why
 
 
 def test_the_hit_position_can_come_from_localisation(memory):

@@ -174,6 +174,10 @@ class RelationParams:
     # A sighting less similar than this to the anchor does not show it (the anchor is
     # named by its words: signs and room names, read or captioned).
     min_anchor_similarity: float = 0.2
+    # The instance's best similarity anywhere below this: memory cannot recognise it (say,
+    # an object where the only view is read text) and the anchor's sightings are returned.
+    # Lower it for views whose cosines run low (image-text embedders); 0 turns it off.
+    min_target_similarity: float = 0.5
     # Entries of one session further apart in index than this start a new pass.
     visit_gap: int = 5
 
@@ -194,6 +198,7 @@ class RelationParams:
             ('room_radius_m', 100.0),
             ('match_margin', 2.0),
             ('min_anchor_similarity', 1.0),
+            ('min_target_similarity', 1.0),
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 <= value <= high):
@@ -260,14 +265,12 @@ class RelationalSearch:
         anchor_hits = [h for h in anchor_hits if _similarity(h)]
         top = max((h.score for h in anchor_hits), default=0.0)
         # Only sightings about as good as the best: the rest show something else.
-        result.anchors = self._distinct(
-            [
-                h
-                for h in anchor_hits
-                if h.record.pose_valid
-                and h.score >= max(top - p.match_margin, p.min_anchor_similarity)
-            ]
-        )
+        sightings = [
+            h
+            for h in anchor_hits
+            if h.record.pose_valid and h.score >= max(top - p.match_margin, p.min_anchor_similarity)
+        ]
+        result.anchors = self._distinct(sightings)
         if not result.anchors:
             result.why = f'no sighting of {relation.anchor!r} with a position'
             return result
@@ -276,7 +279,14 @@ class RelationalSearch:
         if not overall:
             result.why = f'nothing in memory matches {relation.target!r}'
             return result
-        floor = max(h.score for h in overall) - p.match_margin
+        best = max(h.score for h in overall)
+        if best < p.min_target_similarity:
+            # Nothing in memory looks like the instance (an object no view can tell): the
+            # anchor's own sightings are the best answer, the instance being next to them.
+            result.hits = sightings[:k]
+            result.why = f'nothing recognisably {relation.target!r}: the anchor sightings'
+            return result
+        floor = best - p.match_margin
         radius = p.room_radius_m if relation.room else p.radius_m
         ranked: dict[str, tuple[tuple[int, float, float], Hit]] = {}
         for rank, anchor in enumerate(result.anchors):
