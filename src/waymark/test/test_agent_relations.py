@@ -191,7 +191,10 @@ def test_an_instance_memory_cannot_recognise_is_answered_by_the_anchor_sightings
 def test_the_hit_position_can_come_from_localisation(memory):
     """A position_of that puts the stairs' sighting far off moves the neighbourhood too."""
     search = relational(memory)
-    search.position_of = lambda hit: (hit.record.x + (20.0 if hit.record.index == 4 else 0.0), 0.0)
+    search.position_of = lambda hit, query: (
+        hit.record.x + (20.0 if query == 'stairs' else 0.0),
+        0.0,
+    )
     result = search.run(Relation('blue cone', NEAR, 'stairs'), 5)
     assert [hit.record.id for hit in result.hits] == ['hall/26']
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from waymark.memory.entries import Hit
 
-# A place position of a hit: where the thing it shows is, in the map frame. The default
-# is where the camera stood; target localisation gives a better one.
-PositionOf = Callable[[Hit], tuple[float, float]]
+# position_of(hit, query): where the thing a hit for `query` shows is, in the map frame.
+# The default is where the camera stood; target localisation gives a better one.
+PositionOf = Callable[[Hit, str], tuple[float, float]]
 
 NEAR = 'near'
 OPPOSITE = 'opposite'
@@ -207,7 +207,7 @@ class RelationParams:
             raise ValueError('radius_m and room_radius_m must be > 0')
 
 
-def camera_position(hit: Hit) -> tuple[float, float]:
+def camera_position(hit: Hit, query: str = '') -> tuple[float, float]:
     """Where the camera stood when it saw the thing: the position of an unlocalised hit."""
     return hit.record.x, hit.record.y
 
@@ -270,7 +270,7 @@ class RelationalSearch:
             for h in anchor_hits
             if h.record.pose_valid and h.score >= max(top - p.match_margin, p.min_anchor_similarity)
         ]
-        result.anchors = self._distinct(sightings)
+        result.anchors = self._distinct(sightings, relation.anchor)
         if not result.anchors:
             result.why = f'no sighting of {relation.anchor!r} with a position'
             return result
@@ -290,12 +290,12 @@ class RelationalSearch:
         radius = p.room_radius_m if relation.room else p.radius_m
         ranked: dict[str, tuple[tuple[int, float, float], Hit]] = {}
         for rank, anchor in enumerate(result.anchors):
-            ax, ay = self.position_of(anchor)
+            ax, ay = self.position_of(anchor, relation.anchor)
             near = self._near(anchor, ax, ay, radius, relation.target, result)
             for hit in near:
                 if hit.score < floor:
                     continue
-                hx, hy = self.position_of(hit)
+                hx, hy = self.position_of(hit, relation.target)
                 key = (rank, math.hypot(hx - ax, hy - ay), -hit.score)
                 known = ranked.get(hit.record.id)
                 if known is None or key < known[0]:
@@ -305,13 +305,13 @@ class RelationalSearch:
             result.why = f'no {relation.target!r} within {radius:g} m of {relation.anchor!r}'
         return result
 
-    def _distinct(self, hits: Sequence[Hit]) -> list[Hit]:
+    def _distinct(self, hits: Sequence[Hit], query: str) -> list[Hit]:
         """The best sightings at least anchor_separation_m apart, best first."""
         chosen: list[Hit] = []
         for hit in hits:
-            x, y = self.position_of(hit)
+            x, y = self.position_of(hit, query)
             if all(
-                math.dist((x, y), self.position_of(other)) >= self.params.anchor_separation_m
+                math.dist((x, y), self.position_of(other, query)) >= self.params.anchor_separation_m
                 for other in chosen
             ):
                 chosen.append(hit)
