@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from waymark.agent.relations import IN, parse_relation
 from waymark.evaluation.question_gen import generate_questions, main, render_jobs
 from waymark.evaluation.questions import AnswerType, Category, QuestionSet, load_questions
 
@@ -166,17 +167,27 @@ def test_observed_from_lists_the_cameras_that_saw_the_target(truth, many):
 
 def test_local_disambiguates_a_repeated_class(truth, many):
     local = _of(many, Category.LOCAL)
-    # The lab's two green boxes are about equally near its only unique landmark: never asked.
+    # The lab's two green boxes are about equally near its only unique landmark, and share
+    # their room: never asked.
     assert {q.target for q in local} == {'obj-0', 'obj-1', 'obj-2', 'obj-5'}
     assert any(q.question.endswith('green box next to the library sign?') for q in local)
+    assert any(q.question.endswith('red barrel in the coffee shop room?') for q in local)
     for q in local:
         target = _landmark(truth, q.target)
         same = [lm for lm in truth['landmarks'] if lm['label'] == target['label']]
         assert len(same) >= 2
+        # Every one reads as "instance, relation, anchor" to the agent's parser.
+        relation = parse_relation(q.question)
+        assert relation is not None and relation.target == target['label']
+        if relation.relation == IN:  # the room, by its sign or its name: the only one there
+            room = next(
+                (lm['room'] for lm in truth['landmarks'] if lm['label'].lower() == relation.anchor),
+                relation.anchor,
+            )
+            assert [lm['id'] for lm in same if lm['room'] == room] == [q.target]
+            continue
         anchor = next(
-            lm
-            for lm in truth['landmarks']
-            if lm['id'] != q.target and lm['label'].lower() in q.question.split(target['label'])[1]
+            lm for lm in truth['landmarks'] if lm['label'].lower() in relation.anchor.lower()
         )
         nearest = min(same, key=lambda lm: math.dist(lm['position'], anchor['position']))
         assert nearest['id'] == q.target

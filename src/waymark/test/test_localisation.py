@@ -109,13 +109,13 @@ def test_no_sighting_or_no_pose_gives_the_viewpoint_with_the_viewing_range():
         assert (estimate.x, estimate.y, estimate.sigma_m) == (case.x, case.y, 3.5)
 
 
-def test_a_box_without_intrinsics_gives_no_bearing():
+def test_a_box_without_intrinsics_gives_the_viewpoint():
     first, *others = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
     blind = FrameRecord(**{**vars(first), 'sighting': Sighting(None, first.sighting.text_boxes)})
     assert best_box(blind, 'pharmacy', 0.5) is None
     estimate = locate(blind, 'pharmacy', others)
-    assert estimate.method == BEARING
-    assert math.atan2(estimate.y - blind.y, estimate.x - blind.x) == pytest.approx(blind.yaw)
+    assert estimate.method == VIEWPOINT
+    assert (estimate.x, estimate.y) == (blind.x, blind.y)
 
 
 def test_an_image_hit_looks_along_the_image_centre():

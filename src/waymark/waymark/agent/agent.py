@@ -41,6 +41,12 @@ from waymark.agent.bintrack import BinTrackParams, lock_on_rerank, secondary_anc
 from waymark.agent.evidence import clock, describe_hits, parse_time, quote
 from waymark.agent.llm import ChatClient, ChatReply, LLMError, LLMUnavailableError, image_part
 from waymark.agent.memory_api import MemoryBackend, MemoryUnavailableError
+from waymark.agent.relations import (
+    PositionOf,
+    RelationalSearch,
+    RelationParams,
+    parse_relation,
+)
 from waymark.agent.route import ImageLoader, RouteSearch
 from waymark.agent.tools import (
     FINAL,
@@ -90,6 +96,8 @@ class AgentConfig:
     bintrack: BinTrackParams = field(default_factory=BinTrackParams)
     # Where an answer's target is, and the standoff pose the goal becomes.
     localisation: LocalisationParams = field(default_factory=LocalisationParams)
+    # "Z next to Y": find Y, then the Z nearest it (text searches and the fallback's).
+    relations: RelationParams = field(default_factory=RelationParams)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 50:
@@ -191,6 +199,8 @@ class _Run:
         self.last_query = ''
         # How the answer's target and goal were found, for the trace.
         self.localised: dict[str, Any] | None = None
+        # How the last search used an anchor ("Z next to Y"), for its trace step.
+        self.anchor_note: dict[str, Any] | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -221,7 +231,11 @@ class Agent:
         verifier: Verifier | None = None,
         traces: TraceWriter | None = None,
         free_space: FreeSpace | None = None,
+        position_of: PositionOf | None = None,
     ) -> None:
+        """`position_of` places a hit in the map for anchor-then-instance searches: by
+        default where target localisation puts the thing the hit shows (where the camera
+        stood when the hit has no sighting)."""
         self.chat = chat
         self.memory = memory
         self.images = images
@@ -231,6 +245,12 @@ class Agent:
         # A map's test of whether a position is free, for the goal's standoff pose.
         self.free_space = free_space
         self.route = RouteSearch(memory, images, verifier, self.config.bintrack)
+        self.position_of = position_of or self._located
+
+    def _located(self, hit: Hit, query: str) -> tuple[float, float]:
+        """Where the thing `hit` shows for `query` is, from that one entry."""
+        estimate = locate(hit.record, query, (), self.config.localisation)
+        return estimate.x, estimate.y
 
     def ask(
         self,
@@ -383,12 +403,11 @@ class Agent:
             return self._search_between(run, arguments, sessions)
         if isinstance(arguments, TextSearch):
             run.last_query = arguments.query
+            return self._search_text(run, arguments.query, k, sessions)
         stamp = 0
         if isinstance(arguments, TimeSearch):  # a time that cannot be read costs no retrieval
             stamp = parse_time(arguments.time, question.now_ns)
         run.answer.retrievals += 1
-        if isinstance(arguments, TextSearch):
-            return self.memory.search_text(arguments.query, k, sessions, level)
         if isinstance(arguments, ImageSearch):
             return self.memory.search_image(question.image, k, sessions, level)
         if isinstance(arguments, TimeSearch):
@@ -402,6 +421,34 @@ class Agent:
                 arguments.x, arguments.y, arguments.radius, sessions, k, level
             )
         raise TypeError(f'no search for {type(arguments).__name__}')
+
+    def _search_text(self, run: _Run, query: str, k: int, sessions: list[str] | None) -> list[Hit]:
+        """A text search; for "Z next to Y" the Z nearest Y's sightings when there are
+        any (see `relations`), else the plain search."""
+        relation = parse_relation(query) if self.config.relations.enabled else None
+        if relation is not None:
+            level = self.config.level
+            search = RelationalSearch(
+                lambda text, n: self.memory.search_text(text, n, sessions, level),
+                lambda x, y, radius, n: self.memory.search_range(x, y, radius, sessions, n, level),
+                lambda session, first, last, n, text: self.memory.search_index_range(
+                    session, first, last, n, level, text
+                ),
+                self.config.relations,
+                self.position_of,
+            )
+            note: dict[str, Any] = {'relation': asdict(relation)}
+            try:
+                result = search.run(relation, k)
+            except ValueError as error:  # memory refused a part: the plain search may not
+                run.anchor_note = note | {'why': str(error)}
+            else:
+                run.answer.retrievals += result.retrievals
+                run.anchor_note = note | result.note()
+                if result.hits:
+                    return result.hits
+        run.answer.retrievals += 1
+        return self.memory.search_text(query, k, sessions, self.config.level)
 
     def _search_between(
         self, run: _Run, arguments: SearchBetween, sessions: list[str] | None
@@ -450,6 +497,8 @@ class Agent:
                 'seconds': round(time.monotonic() - started, 4),
             }
         )
+        if run.anchor_note is not None:
+            run.steps[-1]['anchor'], run.anchor_note = run.anchor_note, None
         on_step(StepEvent(len(run.steps), tool, arguments, len(hits), run.elapsed()))
 
     # -- answers -------------------------------------------------------------------------
@@ -564,13 +613,17 @@ class Agent:
         question = run.question
         sessions = list(question.sessions) or None
         k, level = self.config.fallback_top_k, self.config.level
-        run.answer.retrievals += 1
         try:
             if question.image is not None:
+                run.answer.retrievals += 1
                 return self.memory.search_image(question.image, k, sessions, level)
-            return self.memory.search_text(question.question, k, sessions, level)
+            hits = self._search_text(run, question.question, k, sessions)
         except ValueError:
             return []
+        if run.anchor_note is not None:
+            run.steps.append({'tool': 'fallback_search', 'anchor': run.anchor_note})
+            run.anchor_note = None
+        return hits
 
     def _lock_on(self, run: _Run) -> Hit | None:
         """Lock-on-Y for "Z near Y" questions: the candidates found for Z that the verifier

@@ -193,17 +193,18 @@ def _basic(world: _World, rng: random.Random, n: int) -> list[dict]:
 
 
 def _local(world: _World, rng: random.Random, n: int) -> list[dict]:
-    """A repeated class named by its nearest unique landmark, or by its room if alone there."""
+    """A repeated class named by its nearest unique landmark, and by its room if alone
+    there; every instance is asked about once before any is asked about twice."""
     candidates = []
     for lm in world.seen:
         if len(world.instances[lm.key]) < 2:
             continue
         others = [o for o in world.instances[lm.key] if o.id != lm.id]
-        described = _by_neighbour(world, lm, others) or _by_room(lm, others)
-        if described:
-            candidates.append((lm, described))
+        for described in (_by_neighbour(world, lm, others), _by_room(world, lm, others)):
+            if described:
+                candidates.append((lm, described))
     out = []
-    for lm, (relation, ref) in _pick(rng, candidates, n):
+    for lm, (relation, ref) in _pick(rng, candidates, n, key=lambda c: c[0].id):
         text = rng.choice(
             [
                 f'{lm.where} {lm.ref} {relation} {ref}?',
@@ -227,9 +228,14 @@ def _by_neighbour(world: _World, lm: _Landmark, others: list[_Landmark]) -> tupl
     return None
 
 
-def _by_room(lm: _Landmark, others: list[_Landmark]) -> tuple | None:
+def _by_room(world: _World, lm: _Landmark, others: list[_Landmark]) -> tuple | None:
+    """'in the pharmacy room' when the room's one seen sign says PHARMACY (what memory
+    can find), else the room's own name."""
     if lm.room is None or any(o.room == lm.room for o in others):
         return None
+    signs = [a for a in world.unique_seen if a.kind == 'sign' and a.room == lm.room]
+    if len(signs) == 1:
+        return ('in', f'the {signs[0].key} room')
     return ('in', f'the {_room_name(lm.room)}')
 
 

@@ -35,10 +35,13 @@ def locate(
     The region looked along is the record's text box best matching the query, else the
     image centre. Only keyframes of the record's session and map epoch are combined:
     poses of other maps are not comparable. A record without a valid pose or without a
-    sighting (stored before sightings were kept) gives its viewpoint.
+    sighting (stored before sightings were kept) or without the camera's intrinsics gives
+    its viewpoint.
     """
     params = params or LocalisationParams()
-    if not record.pose_valid or record.sighting is None:
+    if not record.pose_valid or record.sighting is None or record.sighting.camera is None:
+        # Without the camera model no region can be turned into a bearing, and a range
+        # guessed along the heading would move the goal by a guess: the viewpoint it is.
         return _viewpoint(record, params)
     box = best_box(record, query, params.min_text_score)
     primary = ray(record, box)
