@@ -182,6 +182,33 @@ def test_the_planner_parses_hits_as_the_agent_renders_them(memory):
     assert parse_hits(describe_hits([unplaced], T0))[0].pose is None
 
 
+@pytest.mark.parametrize(
+    ('question', 'spoken'),
+    [
+        ('Where was I a minute and a half after I started?', 'a minute and a half after i started'),
+        ('Where was I five minutes ago?', 'five minutes ago'),
+        ('Where was I this morning at ten?', 'this morning at ten'),
+        ('Where was I at ten?', 'ten'),
+        ('Where was I in the kitchen?', None),
+    ],
+)
+def test_the_planner_passes_a_spoken_time_to_the_time_tool(question, spoken):
+    the_plan = plan(question)
+    assert the_plan.spoken == spoken and the_plan.kind == 'position'
+
+
+@pytest.mark.parametrize('verb', ['pass', 'visit', 'go through', 'go by', 'walk past', 'see'])
+def test_the_planner_reads_when_did_i_pass_a_place_as_when_did_i_see_it(verb):
+    the_plan = plan(f'When did I last {verb} the kitchen?')
+    assert (the_plan.kind, the_plan.target, the_plan.which) == ('time', 'kitchen', 'last')
+
+
+def test_the_planner_parses_hits_shown_in_a_local_zone(memory):
+    hits = memory.search_text('museum', 2)
+    parsed = parse_hits(describe_hits(hits, T0 + 60 * 10**9, zone='Asia/Kolkata'))
+    assert [h.id for h in parsed] == [h.record.id for h in hits]
+
+
 # -- AgentAnswerer ----------------------------------------------------------------------
 
 
