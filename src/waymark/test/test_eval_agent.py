@@ -263,6 +263,24 @@ def test_binary_tracking_finds_the_target_between_the_anchors(memory):
     assert bintrack.retrievals > 1 and not bintrack.used_fallback
 
 
+@pytest.mark.parametrize('zone', ['UTC', 'Europe/Berlin'])
+def test_spoken_questions_are_answered_through_the_tools_at_the_questions_now(memory, zone):
+    asked = T0 + 10 * 10**9
+    questions = [
+        ask('Where was I three seconds after I started?', category='spoken', now_ns=asked),
+        ask('Where was I four seconds ago?', category='spoken', now_ns=asked),
+        ask('When did I last pass the bakery?', 'time', 'spoken', now_ns=asked),
+    ]
+    with planner_server() as server:
+        answerer = AgentAnswerer(memory, llm(server), AgentConfig(time_zone=zone), 'scripted')
+        after, ago, passed = (answerer.answer(q) for q in questions)
+    assert after.position == pytest.approx((6.0, 0.0, 0.5))  # T0 + 3 s: step 6
+    assert ago.position == pytest.approx((12.0, 0.0, 0.5))  # T0 + 6 s: step 12
+    # In the second bakery visit (steps 9-11; top_k 5 of the 6 bakery frames may drop one).
+    assert T0 + 9 * HALF_SECOND <= passed.time_ns <= T0 + 11 * HALF_SECOND
+    assert not (after.used_fallback or ago.used_fallback or passed.used_fallback)
+
+
 def test_the_no_bt_row_is_never_offered_search_between(memory):
     route = ask('Where is the bakery on the way from the library to the museum?', category='route')
     with planner_server() as server:
