@@ -472,6 +472,8 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
     bad = ['--llm-url', 'http://127.0.0.1:9/v1', '--bt-alpha', '0', '--bt-beta', '0']
     assert harness.main([*common, *bad], builders) == 2
     assert 'alpha and beta are both 0' in capsys.readouterr().err
+    assert harness.main([*common, '--time-zone', 'Mars/Olympus'], builders) == 2
+    assert "--time-zone: 'Mars/Olympus' is not an IANA time zone" in capsys.readouterr().err
 
     with planner_server() as server:
         options = [
@@ -487,6 +489,8 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
             '0.75',
             '--bt-k-leaf',
             '4',
+            '--time-zone',
+            'Europe/Berlin',
             '--answerers',
             'agent[cli]',
         ]
@@ -498,4 +502,5 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
     assert stored['agent']['max_steps'] == 4
     bintrack = stored['agent']['bintrack']
     assert (bintrack['alpha'], bintrack['beta'], bintrack['k_leaf']) == (0.25, 0.75, 4)
+    assert stored['agent']['time_zone'] == 'Europe/Berlin'
     assert all(body['model'] == 'scripted/planner' for body in seen)
