@@ -11,8 +11,12 @@ chosen by the question's form, then one answer citing what the search showed:
   is offered, else retrieve_from_text(Z);
 - "Where was I at HH:MM[:SS]?": retrieve_from_time, answering with the pose of the hit
   recorded nearest that moment (when nothing came after it, a minute before it);
-- "When did I first/last see X?": retrieve_from_text(X), answering with the time of the
-  earliest (first) or latest (last) of the hits about as similar as the best;
+- "Where was I five minutes ago / a minute and a half after I started / this morning at
+  ten?": retrieve_from_time with the time as said (the tool reads it), answering with the
+  pose of the first hit, the one recorded nearest after that moment;
+- "When did I first/last see X?" (or pass, visit, go by/past/through X):
+  retrieve_from_text(X), answering with the time of the earliest (first) or latest (last)
+  of the hits about as similar as the best;
 - "Did I see X?": retrieve_from_text(X), yes when the best similarity passes a threshold;
 - a question with a photo: retrieve_from_image;
 - anything else: retrieve_from_text with the target phrase.
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from support.scripted_llm import Reply, ScriptedLLMServer, tool_call
+from waymark.agent.spoken_time import find
 
 FINAL = 'final_answer'
 # Hits within this much similarity of the best count as seeing the same thing.
@@ -59,12 +64,15 @@ _WHERE_WAS_I = re.compile(
     r'^where\s+was\s+i\s+at\s+(?P<clock>\d{1,2}:\d{2}(?::\d{2})?)(?:\s*utc)?$', re.I
 )
 _WHEN = re.compile(
-    r'^when\s+did\s+i\s+(?:(?P<which>first|last)\s+)?(?:see|pass|visit)\s+(?P<target>.+)$', re.I
+    r'^when\s+did\s+i\s+(?:(?P<which>first|last)\s+)?'
+    r'(?:see|pass|visit|(?:go|walk|drive)\s+(?:by|past|through))\s+(?P<target>.+)$',
+    re.I,
 )
+_WHERE_WAS_I_SPOKEN = re.compile(r'^where\s+was\s+i\s+(?P<when>.+)$', re.I)
 _DID_I_SEE = re.compile(r'^(?:did|have)\s+i\s+(?:see|seen|pass|passed)\s+(?P<target>.+)$', re.I)
 _HIT = re.compile(
     r'^\[(?P<id>[^\]\s]+)\]\s+(?P<score>[^;]*);\s+seen\s+'
-    r'(?P<when>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC[^;]*;\s+'
+    r'(?P<when>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<zone> UTC| [+-]\d{2}:\d{2})[^;]*;\s+'
     r'(?:at x=(?P<x>-?\d+(?:\.\d+)?) y=(?P<y>-?\d+(?:\.\d+)?) z=(?P<z>-?\d+(?:\.\d+)?) m, '
     r'heading (?P<heading>-?\d+) deg|position unknown)',
     re.M,
@@ -78,7 +86,7 @@ class Hit:
 
     id: str
     similarity: float | None  # None for time, position and route-order hits
-    when: str  # 'YYYY-MM-DD HH:MM:SS', sorts as time
+    when: str  # 'YYYY-MM-DD HH:MM:SS', sorts as time (one session's zone throughout)
     pose: tuple[float, float, float, float] | None  # x, y, z, yaw (rad); None: unknown
 
 
@@ -90,6 +98,7 @@ class Plan:
     target: str  # what to look for
     route: tuple[str, str] | None = None  # (from, to) of a route question
     clock: str | None = None  # of a "where was I at" question
+    spoken: str | None = None  # of a "where was I five minutes ago" question, as said
     which: str = 'first'  # of a "when did I see" question
     photo: bool = False
 
@@ -120,6 +129,8 @@ def plan(question: str, photo: bool = False) -> Plan:
     text = _TRAILING.sub('', ' '.join(question.split()))
     if match := _WHERE_WAS_I.match(text):
         return Plan('position', text, clock=match['clock'])
+    if (match := _WHERE_WAS_I_SPOKEN.match(text)) and (found := find(match['when'])):
+        return Plan('position', text, spoken=found[0])
     if match := _WHEN.match(text):
         return Plan('time', phrase(match['target']), which=(match['which'] or 'first').lower())
     if match := _DID_I_SEE.match(text):
@@ -162,6 +173,8 @@ class ScriptedPlanner:
     def _first_search(self, the_plan: Plan, offered: list[str]) -> Reply:
         if the_plan.clock is not None and 'retrieve_from_time' in offered:
             return tool_call('retrieve_from_time', {'time': the_plan.clock})
+        if the_plan.spoken is not None and 'retrieve_from_time' in offered:
+            return tool_call('retrieve_from_time', {'time': the_plan.spoken})
         if the_plan.photo:
             return tool_call('retrieve_from_image', {})
         if the_plan.route is not None and 'search_between' in offered:
@@ -191,7 +204,7 @@ class ScriptedPlanner:
             chosen = _first_or_last(hits, the_plan.which)
             if chosen is None:
                 return _final('text', f'I found no memory of {the_plan.target}.', confidence=0.0)
-            return _final('time', f'At {chosen.when} UTC.', evidence_ids=[chosen.id])
+            return _final('time', f'At {chosen.when}.', evidence_ids=[chosen.id])
         placed = [hit for hit in hits if hit.pose is not None]
         if the_plan.clock is not None:  # the memory recorded nearest the moment asked about
             asked = _seconds(the_plan.clock)

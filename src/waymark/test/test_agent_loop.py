@@ -447,7 +447,7 @@ def test_a_refused_answer_leaves_nothing_in_a_cancelled_answer(memory):
 
 def test_a_time_that_cannot_be_read_costs_a_step_but_no_retrieval(memory):
     script = scripted(
-        tool_call('retrieve_from_time', {'time': 'yesterday'}),
+        tool_call('retrieve_from_time', {'time': 'soon'}),
         search('bakery'),
         answer_with_first_hit(),
     )
@@ -457,7 +457,8 @@ def test_a_time_that_cannot_be_read_costs_a_step_but_no_retrieval(memory):
         answer, events = ask(the_agent)
         requests = server.requests
     assert tool_results(requests[1]) == [
-        "Error: 'yesterday' is not a time: use ISO 8601 (2026-11-30T19:04:02) or HH:MM:SS"
+        "Error: 'soon' is not a time: use ISO 8601 (2026-11-30T19:04:02), HH:MM:SS, or "
+        'words such as "five minutes ago" or "two minutes after I started"'
     ]
     assert [(event.tool, event.hits) for event in events] == [
         ('retrieve_from_time', 0),

@@ -322,9 +322,40 @@ def test_a_clock_time_rolls_back_over_midnight_and_month_ends():
 
 @pytest.mark.parametrize(
     'text',
-    ['yesterday', '', 'soon', '25:00', '12:60', '12:30:61', '24:00', '1230', '12:3', '12h30',
-     '2025-13-01T00:00:00', '2025-06-15T15:06:42 PST', 'now'],
+    ['', 'soon', '25:00', '12:60', '12:30:61', '24:00', '1230', '12:3', '12h30',
+     '2025-13-01T00:00:00', '2025-06-15T15:06:42 PST', 'the kitchen'],
 )  # fmt: skip
 def test_garbage_times_are_refused_with_a_reason(text):
     with pytest.raises(ValueError, match=r'is not a (clock )?time'):
         parse_time(text, NOW)
+
+
+BERLIN = 'Europe/Berlin'  # UTC+2 on the day of NOW
+
+
+def test_clock_times_and_bare_iso_times_are_in_the_sessions_zone():
+    assert (
+        parse_time('16:00', NOW, BERLIN)
+        == int(datetime(2025, 6, 15, 14, 0, tzinfo=UTC).timestamp()) * NS_PER_S
+    )
+    assert parse_time('2025-06-15T17:06:42', NOW, BERLIN) == T0 + 2 * NS_PER_S
+    assert parse_time('15:06:42 UTC', NOW, BERLIN) == T0 + 2 * NS_PER_S  # said in UTC
+    assert clock(T0, BERLIN) == '2025-06-15 17:06:40 +02:00'
+    for stamp in (T0, NOW):
+        assert parse_time(clock(stamp, BERLIN), NOW, BERLIN) == stamp
+
+
+def test_spoken_times_are_read_against_now_and_the_session_start():
+    assert parse_time('five minutes ago', NOW) == NOW - 300 * NS_PER_S
+    assert parse_time('a minute and a half after I started', NOW, start_ns=T0) == (
+        T0 + 90 * NS_PER_S
+    )
+    with pytest.raises(ValueError, match='session start'):
+        parse_time('two minutes into the run', NOW)
+    this_morning = datetime(2025, 6, 15, 3, 0, tzinfo=UTC)  # 05:00 in Berlin
+    assert parse_time('this morning', NOW, BERLIN) == int(this_morning.timestamp()) * NS_PER_S
+
+
+def test_an_unknown_zone_is_refused():
+    with pytest.raises(ValueError, match='IANA'):
+        parse_time('16:00', NOW, 'Nowhere/Atlantis')

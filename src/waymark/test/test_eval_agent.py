@@ -182,6 +182,33 @@ def test_the_planner_parses_hits_as_the_agent_renders_them(memory):
     assert parse_hits(describe_hits([unplaced], T0))[0].pose is None
 
 
+@pytest.mark.parametrize(
+    ('question', 'spoken'),
+    [
+        ('Where was I a minute and a half after I started?', 'a minute and a half after i started'),
+        ('Where was I five minutes ago?', 'five minutes ago'),
+        ('Where was I this morning at ten?', 'this morning at ten'),
+        ('Where was I at ten?', 'ten'),
+        ('Where was I in the kitchen?', None),
+    ],
+)
+def test_the_planner_passes_a_spoken_time_to_the_time_tool(question, spoken):
+    the_plan = plan(question)
+    assert the_plan.spoken == spoken and the_plan.kind == 'position'
+
+
+@pytest.mark.parametrize('verb', ['pass', 'visit', 'go through', 'go by', 'walk past', 'see'])
+def test_the_planner_reads_when_did_i_pass_a_place_as_when_did_i_see_it(verb):
+    the_plan = plan(f'When did I last {verb} the kitchen?')
+    assert (the_plan.kind, the_plan.target, the_plan.which) == ('time', 'kitchen', 'last')
+
+
+def test_the_planner_parses_hits_shown_in_a_local_zone(memory):
+    hits = memory.search_text('museum', 2)
+    parsed = parse_hits(describe_hits(hits, T0 + 60 * 10**9, zone='Asia/Kolkata'))
+    assert [h.id for h in parsed] == [h.record.id for h in hits]
+
+
 # -- AgentAnswerer ----------------------------------------------------------------------
 
 
@@ -234,6 +261,24 @@ def test_binary_tracking_finds_the_target_between_the_anchors(memory):
     assert arguments == {'target': 'bakery', 'from_place': 'library', 'to_place': 'museum'}
     assert bintrack.position == pytest.approx((10.0, 0.0, 0.5))  # the segment's mean pose
     assert bintrack.retrievals > 1 and not bintrack.used_fallback
+
+
+@pytest.mark.parametrize('zone', ['UTC', 'Europe/Berlin'])
+def test_spoken_questions_are_answered_through_the_tools_at_the_questions_now(memory, zone):
+    asked = T0 + 10 * 10**9
+    questions = [
+        ask('Where was I three seconds after I started?', category='spoken', now_ns=asked),
+        ask('Where was I four seconds ago?', category='spoken', now_ns=asked),
+        ask('When did I last pass the bakery?', 'time', 'spoken', now_ns=asked),
+    ]
+    with planner_server() as server:
+        answerer = AgentAnswerer(memory, llm(server), AgentConfig(time_zone=zone), 'scripted')
+        after, ago, passed = (answerer.answer(q) for q in questions)
+    assert after.position == pytest.approx((6.0, 0.0, 0.5))  # T0 + 3 s: step 6
+    assert ago.position == pytest.approx((12.0, 0.0, 0.5))  # T0 + 6 s: step 12
+    # In the second bakery visit (steps 9-11; top_k 5 of the 6 bakery frames may drop one).
+    assert T0 + 9 * HALF_SECOND <= passed.time_ns <= T0 + 11 * HALF_SECOND
+    assert not (after.used_fallback or ago.used_fallback or passed.used_fallback)
 
 
 def test_the_no_bt_row_is_never_offered_search_between(memory):
@@ -427,6 +472,8 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
     bad = ['--llm-url', 'http://127.0.0.1:9/v1', '--bt-alpha', '0', '--bt-beta', '0']
     assert harness.main([*common, *bad], builders) == 2
     assert 'alpha and beta are both 0' in capsys.readouterr().err
+    assert harness.main([*common, '--time-zone', 'Mars/Olympus'], builders) == 2
+    assert "--time-zone: 'Mars/Olympus' is not an IANA time zone" in capsys.readouterr().err
 
     with planner_server() as server:
         options = [
@@ -442,6 +489,8 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
             '0.75',
             '--bt-k-leaf',
             '4',
+            '--time-zone',
+            'Europe/Berlin',
             '--answerers',
             'agent[cli]',
         ]
@@ -453,4 +502,5 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
     assert stored['agent']['max_steps'] == 4
     bintrack = stored['agent']['bintrack']
     assert (bintrack['alpha'], bintrack['beta'], bintrack['k_leaf']) == (0.25, 0.75, 4)
+    assert stored['agent']['time_zone'] == 'Europe/Berlin'
     assert all(body['model'] == 'scripted/planner' for body in seen)

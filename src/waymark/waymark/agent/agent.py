@@ -48,6 +48,7 @@ from waymark.agent.relations import (
     parse_relation,
 )
 from waymark.agent.route import ImageLoader, RouteSearch
+from waymark.agent.spoken_time import DEFAULT_ZONE, find, parse, resolve, time_zone
 from waymark.agent.tools import (
     FINAL,
     TOOLS,
@@ -98,6 +99,8 @@ class AgentConfig:
     localisation: LocalisationParams = field(default_factory=LocalisationParams)
     # "Z next to Y": find Y, then the Z nearest it (text searches and the fallback's).
     relations: RelationParams = field(default_factory=RelationParams)
+    # IANA zone of the session's clock: times shown and clock times read are local to it.
+    time_zone: str = DEFAULT_ZONE
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 50:
@@ -118,6 +121,7 @@ class AgentConfig:
             )
         if not 10 <= self.max_text_chars <= 10_000:
             raise ValueError(f'max_text_chars must be in [10, 10000], got {self.max_text_chars}')
+        time_zone(self.time_zone)
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,8 @@ class _Run:
         self.localised: dict[str, Any] | None = None
         # How the last search used an anchor ("Z next to Y"), for its trace step.
         self.anchor_note: dict[str, Any] | None = None
+        # When the sessions asked about started (their first memory), once looked up.
+        self.session_start: int | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -292,7 +298,7 @@ class Agent:
         ]
         run.messages = [
             {'role': 'system', 'content': prompts.SYSTEM.format(max_steps=config.max_steps)},
-            {'role': 'user', 'content': self._question_text(run.question)},
+            {'role': 'user', 'content': self._question_text(run)},
         ]
         searches, refusals, told = 0, 0, False
         # Searches, the forced final call, one re-ask and one nudge; nothing beyond.
@@ -351,7 +357,9 @@ class Agent:
                     continue
             try:
                 hits = self._search(run, arguments)
-                content = describe_hits(hits, run.question.now_ns, config.max_text_chars)
+                content = describe_hits(
+                    hits, run.question.now_ns, config.max_text_chars, config.time_zone
+                )
                 error = ''
             except ValueError as problem:  # memory refused the request as asked
                 hits, content, error = [], f'Error: {problem}', str(problem)
@@ -367,7 +375,8 @@ class Agent:
             searches += 1
         return self._fallback(run, f'no usable answer within {config.max_steps} searches')
 
-    def _question_text(self, question: AgentQuestion) -> str:
+    def _question_text(self, run: _Run) -> str:
+        question = run.question
         pose = ''
         if question.robot_pose is not None:
             x, y, z, yaw = question.robot_pose
@@ -387,11 +396,49 @@ class Agent:
         )
         return prompts.QUESTION.format(
             question=' '.join(question.question.split()),
-            now=clock(question.now_ns),
+            now=self._clock(question.now_ns) + _zone_name(self.config.time_zone),
+            times=self._spoken_times(run),
             pose=pose,
             photo=photo,
             sessions=sessions,
         ).strip()
+
+    def _spoken_times(self, run: _Run) -> str:
+        """The spoken time that ends the question ("... five minutes ago?") as a clock
+        time, with the session start when it is counted from it; '' when there is none."""
+        found = find(run.question.question)
+        if found is None:
+            return ''
+        span, spoken = found
+        start = self._session_start(run) if spoken.needs_start else None
+        moment = resolve(spoken, run.question.now_ns, start, self.config.time_zone)
+        if moment is None:
+            return ''
+        lines = [f'The session started at {self._clock(start)}.'] if start is not None else []
+        when = self._clock(moment.start_ns)
+        if not moment.is_instant:
+            when = f'from {when} to {self._clock(moment.end_ns)}'
+        lines.append(f'"{span}" is {when}.')
+        return '\n'.join(lines) + '\n'
+
+    def _session_start(self, run: _Run) -> int | None:
+        """The first memory of the sessions asked about: what "after I started" counts from."""
+        if run.session_start is None:
+            sessions = list(run.question.sessions) or None
+            run.answer.retrievals += 1
+            first = self.memory.search_time(0, 1, sessions, self.config.level)
+            run.session_start = first[0].record.stamp_ns if first else None
+        return run.session_start
+
+    def _time(self, run: _Run, text: str) -> int:
+        """A time the model wrote, read in the session's zone and against its start
+        (looked up only when the words count from it)."""
+        spoken = parse(text)
+        start = self._session_start(run) if spoken is not None and spoken.needs_start else None
+        return parse_time(text, run.question.now_ns, self.config.time_zone, start)
+
+    def _clock(self, stamp_ns: int) -> str:
+        return clock(stamp_ns, self.config.time_zone)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -406,7 +453,7 @@ class Agent:
             return self._search_text(run, arguments.query, k, sessions)
         stamp = 0
         if isinstance(arguments, TimeSearch):  # a time that cannot be read costs no retrieval
-            stamp = parse_time(arguments.time, question.now_ns)
+            stamp = self._time(run, arguments.time)
         run.answer.retrievals += 1
         if isinstance(arguments, ImageSearch):
             return self.memory.search_image(question.image, k, sessions, level)
@@ -523,7 +570,7 @@ class Agent:
         elif final.kind == TIME:
             if final.time:
                 try:
-                    time_ns = parse_time(final.time, run.question.now_ns)
+                    time_ns = self._time(run, final.time)
                 except ValueError as error:
                     raise _RejectedError(str(error)) from error
             elif not cited:
@@ -591,7 +638,7 @@ class Agent:
         seen = f' (text read there: {quoted})' if quoted else ''
         answer.text = (
             f'Best match in memory: seen from x={record.x:.2f}, y={record.y:.2f} at '
-            f'{clock(record.stamp_ns)}{seen}.'
+            f'{self._clock(record.stamp_ns)}{seen}.'
         )
         return None
 
@@ -692,7 +739,7 @@ class Agent:
         trace = {
             'trace_id': run.trace_id,
             'question': run.question.question,
-            'now': clock(run.question.now_ns),
+            'now': self._clock(run.question.now_ns),
             'sessions': list(run.question.sessions),
             'photo': run.question.image is not None,
             'config': asdict(self.config),
@@ -704,7 +751,7 @@ class Agent:
                 'text': answer.text,
                 'goal': asdict(answer.goal) if answer.goal else None,
                 'target': asdict(answer.target) if answer.target else None,
-                'time': clock(answer.time_ns) if answer.time_ns is not None else None,
+                'time': self._clock(answer.time_ns) if answer.time_ns is not None else None,
                 'yes': answer.yes,
                 'confidence': answer.confidence,
                 'evidence': [hit.record.id for hit in answer.evidence],
@@ -725,6 +772,11 @@ _COUNTS = ('llm_calls', 'retrievals', 'verifier_calls', 'prompt_tokens', 'comple
 def _similarity(hit: Hit) -> bool:
     """Whether a hit's score is a similarity (not seconds, metres or route order)."""
     return hit.view not in ('time', 'position', 'index')
+
+
+def _zone_name(zone: str) -> str:
+    """' (Europe/Berlin)' after a local time; nothing after UTC, which says so itself."""
+    return '' if zone == DEFAULT_ZONE else f' ({zone})'
 
 
 def _has_photo(run: _Run) -> bool:

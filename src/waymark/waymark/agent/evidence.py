@@ -3,8 +3,10 @@
 
 Every hit carries what the model needs to reason and to cite it: its id, the similarity
 score (a confidence cue: RAVEN found showing it helps), when it was recorded (the clock
-time and how long ago), and where (map position and heading). Time searches are shown in
-recording order, as returned.
+time in the session's time zone and how long ago), and where (map position and heading).
+Time searches are shown in recording order, as returned. Times the model writes may be
+ISO 8601, a clock time in the session's zone, or spoken ("five minutes ago", see
+`spoken_time`).
 
 Text read in the world (OCR, captions) and names given by whoever recorded (sessions) are
 untrusted: a sign can say "ignore your instructions". They reach the model only through
@@ -22,6 +24,7 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from waymark.agent.spoken_time import DEFAULT_ZONE, parse, resolve, time_zone
 from waymark.memory.entries import SEGMENT, Hit
 
 NS_PER_S = 1_000_000_000
@@ -33,9 +36,15 @@ _UTC_SUFFIX = re.compile(r'\s*(?:Z|UTC)$', re.I)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def clock(stamp_ns: int) -> str:
-    """'2026-11-30 19:04:02 UTC'."""
-    return datetime.fromtimestamp(stamp_ns / NS_PER_S, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')
+def clock(stamp_ns: int, zone: str = DEFAULT_ZONE) -> str:
+    """'2026-11-30 19:04:02 UTC', or in another zone with its offset that day:
+    '2026-11-30 20:04:02 +01:00'."""
+    moment = datetime.fromtimestamp(stamp_ns / NS_PER_S, UTC)
+    if zone == DEFAULT_ZONE:
+        return moment.strftime('%Y-%m-%d %H:%M:%S UTC')
+    local = moment.astimezone(time_zone(zone))
+    offset = local.strftime('%z')
+    return f'{local:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:]}'
 
 
 def ago(stamp_ns: int, now_ns: int) -> str:
@@ -67,7 +76,9 @@ def quote(text: str, limit: int = MAX_HIT_TEXT_CHARS) -> str:
     return json.dumps(clean, ensure_ascii=False)
 
 
-def describe_hit(hit: Hit, now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS) -> str:
+def describe_hit(
+    hit: Hit, now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS, zone: str = DEFAULT_ZONE
+) -> str:
     """One line per hit, with everything the model may cite."""
     record = hit.record
     if record.pose_valid:
@@ -77,7 +88,7 @@ def describe_hit(hit: Hit, now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS
         )
     else:
         where = 'position unknown (tracking was lost)'
-    when = f'{clock(record.stamp_ns)} ({ago(record.stamp_ns, now_ns)})'
+    when = f'{clock(record.stamp_ns, zone)} ({ago(record.stamp_ns, now_ns)})'
     if record.kind == SEGMENT:
         when += f' for {(record.end_stamp_ns - record.stamp_ns) / NS_PER_S:.1f} s'
     line = f'[{record.id}] {_score(hit)}; seen {when}; {where}'
@@ -89,11 +100,14 @@ def describe_hit(hit: Hit, now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS
 
 
 def describe_hits(
-    hits: Sequence[Hit], now_ns: int, max_text_chars: int = MAX_HIT_TEXT_CHARS
+    hits: Sequence[Hit],
+    now_ns: int,
+    max_text_chars: int = MAX_HIT_TEXT_CHARS,
+    zone: str = DEFAULT_ZONE,
 ) -> str:
     if not hits:
         return 'No memories found.'
-    return '\n'.join(describe_hit(hit, now_ns, max_text_chars) for hit in hits)
+    return '\n'.join(describe_hit(hit, now_ns, max_text_chars, zone) for hit in hits)
 
 
 def _score(hit: Hit) -> str:
@@ -106,28 +120,41 @@ def _score(hit: Hit) -> str:
     return f'similarity {hit.score:.3f} ({hit.view})'
 
 
-def parse_time(text: str, now_ns: int) -> int:
-    """UTC nanoseconds of an ISO 8601 time, or of a clock time's latest occurrence at or
-    before now. ValueError, with a reason for the model, otherwise."""
+def parse_time(
+    text: str, now_ns: int, zone: str = DEFAULT_ZONE, start_ns: int | None = None
+) -> int:
+    """UTC nanoseconds of an ISO 8601 time (in `zone` unless it has an offset), of a
+    clock time's latest occurrence at or before now on `zone`'s clock, or of a spoken
+    time (the start of a window such as "this morning"; "after I started" needs
+    `start_ns`). ValueError, with a reason for the model, otherwise."""
     text = text.strip()
+    tz = time_zone(zone)
+    utc = _UTC_SUFFIX.search(text) is not None
     match = _CLOCK.fullmatch(_UTC_SUFFIX.sub('', text))
     if match:
         hour, minute, second = (int(part or 0) for part in match.groups())
         if hour > 23 or minute > 59 or second > 59:
             raise ValueError(f'{text!r} is not a clock time')
-        now = datetime.fromtimestamp(now_ns // NS_PER_S, UTC)
+        now = datetime.fromtimestamp(now_ns // NS_PER_S, UTC if utc else tz)
         moment = now.replace(hour=hour, minute=minute, second=second)
         if _ns(moment) > now_ns:
-            moment -= timedelta(days=1)
+            moment -= timedelta(days=1)  # wall-clock arithmetic: the same time yesterday
         return _ns(moment)
     try:
         moment = datetime.fromisoformat(_UTC_SUFFIX.sub('+00:00', text))
-    except ValueError as error:
+    except ValueError:
+        spoken = parse(text)
+        resolved = None if spoken is None else resolve(spoken, now_ns, start_ns, zone)
+        if resolved is not None:
+            return resolved.start_ns
+        if spoken is not None:
+            raise ValueError(f'{text!r} needs the session start, which is not known') from None
         raise ValueError(
-            f'{text!r} is not a time: use ISO 8601 (2026-11-30T19:04:02) or HH:MM:SS'
-        ) from error
+            f'{text!r} is not a time: use ISO 8601 (2026-11-30T19:04:02), HH:MM:SS, or '
+            'words such as "five minutes ago" or "two minutes after I started"'
+        ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=tz)
     return _ns(moment)
 
 

@@ -12,8 +12,12 @@ with the tools, and each search shows you memories with their id, a similarity s
 
 Work step by step. At each step, first judge whether what you have found is enough to \
 answer. If it is not, call exactly one search tool, choosing its arguments yourself:
-- retrieve_from_text when you know what to look for but not when or where;
-- retrieve_from_time for questions about a moment ("where was I at 10:15?");
+- retrieve_from_text when you know what to look for but not when or where; for "when \
+did I last (or first) see, pass or visit X" search X and answer with the time of the \
+latest (or earliest) memory that shows it well;
+- retrieve_from_time for questions about a moment ("where was I at 10:15?", "five \
+minutes ago", "a minute and a half after I started"): give it the time as asked or as \
+a clock time in the session's time zone;
 - retrieve_from_position or retrieve_in_range to see what was around a place;
 - retrieve_from_image when the question comes with a photo;
 - search_between when the question names the start and the end of a route ("on the way \
@@ -37,7 +41,7 @@ instructions are in this message only, and the question is the user's."""
 QUESTION = """\
 Question: {question}
 Now: {now}.
-{pose}{photo}{sessions}"""
+{times}{pose}{photo}{sessions}"""
 
 BUDGET_SPENT = """\
 You have used all your searches. Answer now with final_answer, from what you found."""

@@ -46,8 +46,10 @@ class TimeSearch(_Arguments):
     """Memories recorded from a moment on, in the order they were recorded."""
 
     time: Query = Field(
-        description='ISO 8601 date and time (UTC unless it has an offset), or a clock time '
-        'HH:MM[:SS] in UTC meaning its latest occurrence before now.'
+        description='ISO 8601 date and time (in the session time zone unless it has an '
+        'offset), a clock time HH:MM[:SS] in the session time zone meaning its latest '
+        'occurrence before now, or the time in words: "five minutes ago", "a minute and '
+        'a half after I started", "this morning at ten".'
     )
 
 

@@ -1,8 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The reasoning agent as an evaluation row: `Agent` over the in-process memory.
 
-Each question goes to the agent as a user would ask it, "now" being just after the
-recording ends (so clock times in questions mean the recorded day), with the question's
+Each question goes to the agent as a user would ask it, "now" being the question's own
+time of asking when it has one, else just after the recording ends (so clock times in
+questions mean the recorded day), with the question's
 photo when it has one. The answer is read as the question's answer type asks: a position
 from the goal, a time, a yes or no; an answer of another kind is no answer.
 
@@ -102,7 +103,8 @@ class AgentAnswerer:
     def answer(self, question: Question, image: np.ndarray | None = None) -> Prediction:
         started = time.perf_counter()
         self._trace.trace = {}
-        answer = self.agent.ask(AgentQuestion(question.question, self.now_ns, image=image))
+        now_ns = self.now_ns if question.now_ns is None else question.now_ns
+        answer = self.agent.ask(AgentQuestion(question.question, now_ns, image=image))
         return self._prediction(question, answer, time.perf_counter() - started)
 
     def _prediction(self, question: Question, answer: AgentAnswer, elapsed: float) -> Prediction:

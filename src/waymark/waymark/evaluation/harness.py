@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
+from waymark.agent.spoken_time import time_zone
 from waymark.cli import (
     ArgumentParser,
     UsageError,
@@ -132,6 +133,7 @@ class EvaluationConfig:
     bt_alpha: float = BinTrackParams.alpha
     bt_beta: float = BinTrackParams.beta
     bt_k_leaf: int = BinTrackParams.k_leaf
+    time_zone: str = AgentConfig.time_zone  # the recording's clock: "at ten" is read in it
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
@@ -223,6 +225,10 @@ def check_inputs(config: EvaluationConfig) -> None:
         ('--agent-steps', config.agent_steps, False),
     ):
         check_positive(name, value, zero_ok)
+    try:
+        time_zone(config.time_zone)
+    except ValueError as error:
+        raise UsageError(f'--time-zone: {error}') from error
     if config.hfov_deg is not None and not 0.0 < config.hfov_deg < 180.0:
         raise UsageError(f'--hfov must be between 0 and 180 degrees, not {config.hfov_deg:g}')
     if not 0.0 <= config.min_valid_pose_share <= 1.0:
@@ -435,6 +441,7 @@ def agent_config(config: EvaluationConfig, search_between: bool) -> AgentConfig:
             bintrack=BinTrackParams(
                 alpha=config.bt_alpha, beta=config.bt_beta, k_leaf=config.bt_k_leaf
             ),
+            time_zone=config.time_zone,
         )
     except ValueError as error:
         raise AnswererError(f'agent settings: {error}') from error
@@ -531,6 +538,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument('--bt-alpha', type=float, default=BinTrackParams.alpha, help='mean weight')
     group.add_argument('--bt-beta', type=float, default=BinTrackParams.beta, help='max weight')
     group.add_argument('--bt-k-leaf', type=int, default=BinTrackParams.k_leaf)
+    group.add_argument(
+        '--time-zone', default=AgentConfig.time_zone, help="IANA zone of the recording's clock"
+    )
 
 
 def agent_options(args: argparse.Namespace) -> dict:
@@ -544,6 +554,7 @@ def agent_options(args: argparse.Namespace) -> dict:
         'bt_alpha': args.bt_alpha,
         'bt_beta': args.bt_beta,
         'bt_k_leaf': args.bt_k_leaf,
+        'time_zone': args.time_zone,
     }
 
 

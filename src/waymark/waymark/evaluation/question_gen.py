@@ -48,6 +48,22 @@ VIEW_MAX_OFF_AXIS = math.radians(50)  # from the side the robot saw the target f
 VIEW_OFF_AXIS = math.radians(30)  # preferred: oblique enough to differ, square enough to read
 VIEW_MIN_SEPARATION = 1.0  # metres from every pose the target was seen from
 VIEW_WALL_MARGIN = 0.4  # metres inside the target's room polygon
+# Spoken durations asked about, in seconds, with how a question says them.
+SPOKEN_DURATIONS = (
+    (10, 'ten seconds'),
+    (15, 'fifteen seconds'),
+    (20, 'twenty seconds'),
+    (30, 'thirty seconds'),
+    (45, 'forty-five seconds'),
+    (60, 'a minute'),
+    (90, 'a minute and a half'),
+    (120, 'a couple of minutes'),
+    (150, 'two and a half minutes'),
+    (180, 'three minutes'),
+    (240, 'four minutes'),
+    (300, 'five minutes'),
+    (600, 'ten minutes'),
+)
 COLORS = ('red', 'orange', 'yellow', 'green', 'blue', 'purple', 'white', 'black', 'brown', 'grey')
 
 Pose2 = tuple[float, float, float]
@@ -121,6 +137,11 @@ class _World:
         self.traj_t = np.array([int(s['stamp_ns']) for s in trajectory], dtype=np.int64)
         self.traj_xy = np.array([(s['x'], s['y']) for s in trajectory], dtype=float).reshape(-1, 2)
         self.rooms = {str(r['name']): r['polygon'] for r in truth.get('rooms') or []}
+        # The session's start and end as the robot's memory knows them: its first picture,
+        # and the end of the tour (when the questions are asked).
+        self.start_ns = int(images[0]['stamp_ns']) if images else None
+        end = truth.get('end_ns', int(self.traj_t[-1]) if len(self.traj_t) else None)
+        self.end_ns = None if end is None else int(end)
 
     def anchors(self) -> list[_Anchor]:
         found = [_Anchor(lm.ref, _episodes(lm.stamps)) for lm in self.unique_seen]
@@ -148,6 +169,7 @@ def generate_questions(ground_truth: dict, seed: int = 0, per_category: int = 5)
         Category.TEMPORAL: _temporal,
         Category.YES_NO: _yes_no,
         Category.IMAGE: _image,
+        Category.SPOKEN: _spoken,
     }
     questions = []
     for category, build in builders.items():
@@ -328,6 +350,45 @@ def _when_did_i_see(world: _World, rng: random.Random, n: int) -> list[dict]:
             | {'answer_type': AnswerType.TIME, 'time_ns': lm.stamps[-1 if last else 0]}
         )
     return out
+
+
+def _spoken(world: _World, rng: random.Random, n: int) -> list[dict]:
+    """Times as people say them, asked at the end of the tour: 'Where was I a minute and a
+    half after I started?', 'Where was I five minutes ago?', and 'When did I last pass the
+    kitchen?' (the first or last moment the robot was in that room)."""
+    candidates: list[tuple[str, dict]] = []
+    start, end = world.start_ns, world.end_ns
+    if len(world.traj_t) >= 2 and start is not None and end is not None:
+        first, last = max(start, int(world.traj_t[0])), int(world.traj_t[-1])
+        for seconds, words in SPOKEN_DURATIONS:
+            after, ago = start + seconds * 10**9, end - seconds * 10**9
+            if first <= after <= last:
+                text = rng.choice([f'{words} after I started', f'{words} into the run'])
+                candidates.append(('after', _where_at(world, f'Where was I {text}?', after, end)))
+            if first <= ago <= last:
+                candidates.append(('ago', _where_at(world, f'Where was I {words} ago?', ago, end)))
+    for name, polygon in sorted(world.rooms.items()):
+        inside = world.traj_t[_inside(world.traj_xy, polygon)]
+        if not len(inside) or end is None:
+            continue
+        last = rng.random() < 0.5
+        verb = rng.choice(['pass', 'visit', 'go through'])
+        text = f'When did I {"last" if last else "first"} {verb} the {_room_name(name)}?'
+        stamp = int(inside[-1] if last else inside[0])
+        fields = {'question': text, 'answer_type': AnswerType.TIME, 'time_ns': stamp}
+        candidates.append(('room', fields | {'now_ns': end}))
+    return [fields for _, fields in _pick(rng, candidates, n, key=lambda c: c[0])]
+
+
+def _where_at(world: _World, text: str, stamp: int, now_ns: int) -> dict:
+    x, y = world.pose_at(stamp)
+    return {
+        'question': text,
+        'answer_type': AnswerType.POSITION,
+        'position': (round(x, 6), round(y, 6), 0.0),
+        'time_ns': stamp,
+        'now_ns': now_ns,
+    }
 
 
 def _yes_no(world: _World, rng: random.Random, n: int) -> list[dict]:

@@ -30,6 +30,7 @@ class Category(str, Enum):
     TEMPORAL = 'temporal'
     YES_NO = 'yes_no'
     IMAGE = 'image'
+    SPOKEN = 'spoken'
 
 
 class AnswerType(str, Enum):
@@ -63,6 +64,9 @@ class Question(BaseModel):
     yes: bool | None = None
     text: str | None = None
     image: str | None = None
+    # When the question is asked (UTC ns): what "five minutes ago" counts back from. None:
+    # the answerer's own now (just after the recording ends).
+    now_ns: int | None = None
 
     @field_validator('id', 'question')
     @classmethod
@@ -71,7 +75,7 @@ class Question(BaseModel):
             raise ValueError('must not be empty')
         return value
 
-    @field_validator('time_ns')
+    @field_validator('time_ns', 'now_ns')
     @classmethod
     def _not_before_epoch(cls, value: int | None) -> int | None:
         if value is not None and value < 0:

@@ -189,6 +189,13 @@ class AgentParameters:
         'Offer the model search_between (Binary Tracking between route anchors).',
         live=True,
     )
+    time_zone: str = setting(
+        AgentConfig.time_zone,
+        "IANA time zone of the session's clock (UTC, Europe/Berlin): times are shown to "
+        'the model and in answers in it, and clock times in questions ("at ten", "this '
+        'morning") are read in it.',
+        live=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -309,6 +316,7 @@ class ReasonerParameters:
             max_images_per_step=agent.max_images_per_step,
             search_between=agent.search_between,
             bintrack=self.bintrack,
+            time_zone=agent.time_zone,
         )
 
     def llm_config(self) -> LLMConfig | None:
