@@ -4,13 +4,14 @@ nodes run (KeyframeBuilder, MemoryService), without DDS. For large offline runs.
 
 Messages are taken in the bag's order and the pose stream never "stalls" (there is no
 wall clock in a file), so the keyframes are those the nodes make from a lossless replay.
+A depth topic, when the bag has it, is paired with the images as capture_node pairs it.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rosbags.highlevel import AnyReader
@@ -19,6 +20,7 @@ from tqdm import tqdm
 from waymark.memory.entries import Keyframe
 from waymark.memory.ingest.admission import RefusedError
 from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
+from waymark.memory.ingest.depth import depth_image
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import check_encoding, compressed_to_jpeg, raw_to_jpeg
 
@@ -31,6 +33,7 @@ POSE_TYPES = {
     'geometry_msgs/msg/PoseStamped': 'pose_stamped',
     'geometry_msgs/msg/PoseWithCovarianceStamped': 'pose_with_covariance',
 }
+DEPTH_TYPE = 'sensor_msgs/msg/Image'
 NS_PER_S = 1_000_000_000
 
 
@@ -44,6 +47,7 @@ class BagTopics:
     image_type: str
     pose: str
     pose_type: str
+    depth: str = ''  # '' when the bag has no depth topic asked for
 
 
 @dataclass
@@ -92,16 +96,24 @@ def ingest_bag(
     *,
     image_topic: str | None = None,
     pose_topic: str | None = None,
+    depth_topic: str | None = None,
     jpeg_quality: int = 90,
     progress: bool = False,
 ) -> IngestReport:
+    """Memory from the bag. `depth_topic` (the preset's) is used when the bag has it as a
+    sensor_msgs/Image; a bag recorded without depth ingests as before."""
     started = time.monotonic()
-    builder = KeyframeBuilder(config, clock=lambda: 0.0)
     with AnyReader([Path(bag)]) as reader:
         available = {c.topic: c.msgtype for c in reader.connections}
-        topics = find_topics(available, image_topic, pose_topic)
+        # The depth images are no candidate for the camera topic.
+        cameras = {t: m for t, m in available.items() if t != depth_topic}
+        topics = find_topics(cameras, image_topic, pose_topic)
+        if depth_topic and available.get(depth_topic) == DEPTH_TYPE:
+            topics = replace(topics, depth=depth_topic)
+        builder = KeyframeBuilder(replace(config, pair_depth=bool(topics.depth)), clock=lambda: 0.0)
         report = IngestReport(topics)
-        connections = [c for c in reader.connections if c.topic in (topics.image, topics.pose)]
+        wanted = (topics.image, topics.pose, topics.depth)
+        connections = [c for c in reader.connections if c.topic in wanted]
         total = sum(c.msgcount for c in connections)
         messages = reader.messages(connections=connections)
         for connection, _, raw in tqdm(messages, total=total, disable=not progress, unit='msg'):
@@ -121,6 +133,8 @@ def ingest_bag(
                     (q.x, q.y, q.z, q.w),
                     covariance,
                 )
+            elif connection.topic == topics.depth:
+                done = builder.add_depth(_ns(msg.header.stamp), _depth_decoder(msg))
             else:
                 done = builder.add_image(
                     _ns(msg.header.stamp), len(msg.data), _encoder(msg, topics, jpeg_quality)
@@ -139,6 +153,17 @@ def _encoder(msg, topics: BagTopics, quality: int):
     check_encoding(msg.encoding)
     return lambda: raw_to_jpeg(
         msg.encoding, msg.width, msg.height, msg.step, bytes(msg.data), quality
+    )
+
+
+def _depth_decoder(msg):
+    return lambda: depth_image(
+        msg.encoding,
+        msg.width,
+        msg.height,
+        msg.step,
+        bytes(msg.data),
+        big_endian=bool(msg.is_bigendian),
     )
 
 
