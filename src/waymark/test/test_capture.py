@@ -386,7 +386,7 @@ def test_without_a_depth_image_near_it_a_keyframe_has_none_after_a_bounded_wait(
     clock = FakeClock()
     b = builder(clock, session='s', pair_depth=True, max_pose_wait_s=0.5)
     b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
-    b.add_depth(T0 - 500 * MS, flat_depth(3.0))  # too old to pair
+    b.add_depth(T0 - 500 * MS, flat_depth(3.0))  # the stream has begun, but too long ago
     b.add_image(T0 + 10 * MS, 3, real_jpeg())
     assert b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY) == []
     clock.now += 0.6
@@ -442,3 +442,11 @@ def test_without_camera_info_or_field_of_view_keyframes_have_no_intrinsics():
     b.add_image(T0 + 10 * MS, 3, real_jpeg())
     [keyframe] = b.add_pose(T0 + 100 * MS, 'map', (0.0, 0.0, 0.0), IDENTITY)
     assert keyframe.camera is None and keyframe.depth is None
+
+
+def test_a_depth_stream_that_never_began_holds_no_image_up():
+    b = builder(session='s', pair_depth=True)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    [keyframe] = b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY)
+    assert keyframe.depth is None

@@ -33,7 +33,7 @@ a depth stream (`pair_depth`), a coarse depth grid. Depth images are reduced to 
 (waymark.memory.ingest.depth) as they come and only the grids are kept; a keyframe takes
 the one nearest its stamp within `depth_max_gap_s`. With depth on, an image also waits for
 a depth image stamped at or after it, at most `max_pose_wait_s` (the two streams of one
-camera arrive in either order).
+camera arrive in either order), once the depth stream has begun.
 
 Every store here is bounded: waiting images by their bytes (`pending_bytes_max`, each
 counted as at least MIN_IMAGE_BYTES), poses and lost-tracking marks by `pose_buffer_size`,
@@ -443,11 +443,10 @@ class KeyframeBuilder:
 
     def _depth_ready(self, image: _Image) -> bool:
         """No depth is expected, or its depth came (or never will: a depth image stamped
-        after it, or waited `max_pose_wait_s`)."""
-        if not self.config.pair_depth:
-            return True
+        after it, or waited `max_pose_wait_s`). A depth stream not heard from yet (not
+        recorded, driver not up) holds nothing up."""
         newest = self._newest_depth_ns
-        if newest is not None and newest >= image.stamp_ns:
+        if not self.config.pair_depth or newest is None or newest >= image.stamp_ns:
             return True
         return self._clock() - image.arrived >= self.config.max_pose_wait_s
 
