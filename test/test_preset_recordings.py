@@ -2,7 +2,8 @@
 """The `ros2 bag record` command of each preset in docs/deployment.md records exactly what
 the evaluation and the replay read with those presets: capture_node's image and pose
 topics (as the evaluation resolves them from --preset), the CameraInfo beside the image,
-the depth image where the preset has one, and the navigator's map cloud. A topic renamed in a preset and not in the docs fails."""
+the depth image where the preset has one, and the navigator's map cloud. A topic renamed
+in a preset and not in the docs fails."""
 
 from __future__ import annotations
 
