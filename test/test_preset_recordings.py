@@ -2,7 +2,8 @@
 """The `ros2 bag record` command of each preset in docs/deployment.md records exactly what
 the evaluation and the replay read with those presets: capture_node's image and pose
 topics (as the evaluation resolves them from --preset), the CameraInfo beside the image,
-and the navigator's map cloud. A topic renamed in a preset and not in the docs fails."""
+the depth image where the preset has one, and the navigator's map cloud. A topic renamed
+in a preset and not in the docs fails."""
 
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ def test_a_recording_holds_what_evaluation_and_replay_read(camera, odometry):
     map_topic = navigator['cloud_topic'] if navigator['map_source'] == 'cloud' else '/map'
     infos = [t for t in topics if t.endswith('/camera_info')]
     assert len(infos) == 1 and camera_info_beside(image, infos[0]), topics
-    assert set(topics) == {image, pose, map_topic, infos[0]}
+    assert capture.get('camera_info_topic', 'auto') in ('auto', infos[0])
+    depth = capture.get('depth_topic', '')
+    assert set(topics) == {image, pose, map_topic, infos[0]} | ({depth} if depth else set())
 
 
 def test_the_camera_info_beside_an_image_is_the_one_in_its_namespace():

@@ -354,3 +354,99 @@ def test_without_a_thumbnail_source_the_jpeg_is_used():
     kept = [b.add_image(T0, 3, lambda: dark), b.add_image(T0, 3, lambda: dark)]
     kept.append(b.add_image(T0, 3, lambda: half))
     assert [len(k) for k in kept] == [1, 0, 1]
+
+
+def real_jpeg(width: int = 64, height: int = 48):
+    image = np.zeros((height, width, 3), dtype=np.uint8)
+    ok, buffer = cv2.imencode('.jpg', image)
+    assert ok
+    return lambda: buffer.tobytes()
+
+
+def flat_depth(metres: float, width: int = 64, height: int = 48):
+    return lambda: (np.full((height, width), metres, dtype=np.float32), 1.0)
+
+
+def test_keyframes_take_the_depth_grid_nearest_their_stamp():
+    clock = FakeClock()
+    b = builder(clock, session='s', pair_depth=True, depth_max_gap_s=0.02)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_depth(T0 + 25 * MS, flat_depth(9.0))
+    b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY)
+    # The pose is known, but the image waits for a depth image stamped at or after it.
+    assert b.add_image(T0 + 40 * MS, 3, real_jpeg()) == []
+    [keyframe] = b.add_depth(T0 + 41 * MS, flat_depth(2.5))
+    assert keyframe.depth is not None
+    assert (keyframe.depth.columns, keyframe.depth.rows) == (16, 12)
+    assert set(keyframe.depth.metres) == {2.5}
+    assert b.counts['keyframes_with_depth'] == 1
+
+
+def test_without_a_depth_image_near_it_a_keyframe_has_none_after_a_bounded_wait():
+    clock = FakeClock()
+    b = builder(clock, session='s', pair_depth=True, max_pose_wait_s=0.5)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_depth(T0 - 500 * MS, flat_depth(3.0))  # the stream has begun, but too long ago
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    assert b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY) == []
+    clock.now += 0.6
+    [keyframe] = b.add_pose(T0 + 200 * MS, 'map', (2.0, 0.0, 0.0), IDENTITY)
+    assert keyframe.depth is None
+    assert b.counts['keyframes_without_depth'] == 1
+
+
+def test_bad_depth_images_are_counted_and_skipped():
+    b = builder(session='s', pair_depth=True)
+
+    def broken():
+        raise ValueError('short data')
+
+    assert b.add_depth(T0, broken) == []
+    assert b.add_depth(T0, flat_depth(2.0, width=4, height=4)) == []  # smaller than the grid
+    assert b.counts['depth_undecodable'] == 2
+    # A depth image of another size than the colour image is not its registered depth.
+    b.add_depth(T0 + 10 * MS, flat_depth(2.0, width=32, height=24))
+    b.set_camera_info(64, 48, [50.0, 0, 32.0, 0, 50.0, 24.0, 0, 0, 1])
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    [keyframe] = b.add_pose(T0 + 100 * MS, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    assert keyframe.depth is None and b.counts['depth_size_mismatch'] == 1
+
+
+def test_camera_info_gives_the_intrinsics_and_a_zero_one_is_ignored_with_one_warning():
+    warnings = []
+    b = KeyframeBuilder(
+        CaptureConfig(session='s', policy=EVERY_FRAME, camera_hfov_deg=90.0),
+        warn=warnings.append,
+        clock=FakeClock(),
+    )
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    [derived] = b.add_pose(T0 + 100 * MS, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    # Without CameraInfo, from the field of view: 90 deg over 64 px is a 32 px focal length.
+    assert derived.camera is not None
+    assert (derived.camera.fx, derived.camera.cx) == pytest.approx((32.0, 32.0))
+    b.set_camera_info(64, 48, [0.0] * 9)
+    b.set_camera_info(64, 48, [0.0] * 9)
+    assert b.counts['camera_info_invalid'] == 2 and len(warnings) == 1
+    b.set_camera_info(64, 48, [40.0, 0, 30.0, 0, 41.0, 20.0, 0, 0, 1])
+    b.add_image(T0 + 150 * MS, 3, real_jpeg())
+    [calibrated] = b.add_pose(T0 + 200 * MS, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    assert calibrated.camera is not None
+    assert (calibrated.camera.fx, calibrated.camera.fy, calibrated.camera.cy) == (40.0, 41.0, 20.0)
+
+
+def test_without_camera_info_or_field_of_view_keyframes_have_no_intrinsics():
+    b = builder(session='s')
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    [keyframe] = b.add_pose(T0 + 100 * MS, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    assert keyframe.camera is None and keyframe.depth is None
+
+
+def test_a_depth_stream_that_never_began_holds_no_image_up():
+    b = builder(session='s', pair_depth=True)
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    b.add_image(T0 + 10 * MS, 3, real_jpeg())
+    [keyframe] = b.add_pose(T0 + 100 * MS, 'map', (1.0, 0.0, 0.0), IDENTITY)
+    assert keyframe.depth is None

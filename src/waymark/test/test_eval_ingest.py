@@ -171,3 +171,44 @@ def test_the_covariance_gates_tracking_as_capture_node_does_and_the_summary_says
     assert problem.startswith(f'2 of {summary["keyframes"]} keyframes have a valid pose: 4 of 6')
     assert 'tracking.max_position_variance' in problem and '\n' not in problem
     assert ingest_problem(summary, sensors, 0.2) == ''
+
+
+class Collector:
+    """Keeps the keyframes ingest_bag hands to memory."""
+
+    def __init__(self) -> None:
+        self.keyframes = []
+
+    def ingest(self, keyframe) -> None:
+        self.keyframes.append(keyframe)
+
+
+def test_a_depth_topic_in_the_bag_gives_every_keyframe_its_depth_grid(tmp_path):
+    from waymark.sim.bag import DEPTH_TOPIC, IMAGE_TOPICS, write_bag
+    from waymark.sim.world import build_demo_world
+
+    info = write_bag(
+        build_demo_world(0),
+        tmp_path / 'bag',
+        width=160,
+        height=120,
+        max_duration_s=4.0,
+        depth_camera=True,
+    )
+    collector = Collector()
+    report = ingest_bag(info.path, collector, CaptureConfig(), depth_topic=DEPTH_TOPIC[0])
+    assert report.topics.depth == DEPTH_TOPIC[0]
+    assert collector.keyframes and report.counts['depth_undecodable'] == 0
+    assert report.counts['keyframes_with_depth'] == len(collector.keyframes)
+    for keyframe in collector.keyframes:
+        metres = np.asarray(keyframe.depth.metres)
+        # Indoors: every cell sees a wall, the floor or the ceiling within the range.
+        assert np.all(np.isfinite(metres)) and np.all((metres > 0.2) & (metres < 20.0))
+    # A bag without the topic ingests as before, without depth.
+    plain = Collector()
+    report = ingest_bag(
+        info.path, plain, CaptureConfig(), image_topic=IMAGE_TOPICS['jpeg'][0], depth_topic='/x'
+    )
+    assert report.topics.depth == ''
+    assert [k.stamp_ns for k in plain.keyframes] == [k.stamp_ns for k in collector.keyframes]
+    assert all(k.depth is None for k in plain.keyframes)

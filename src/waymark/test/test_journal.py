@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import errno
+import math
 from dataclasses import replace
 
 import pytest
 
 from waymark.geometry import Pose
-from waymark.memory.entries import Keyframe
+from waymark.memory.entries import CameraModel, DepthSamples, Keyframe
 from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
 
 
@@ -39,6 +40,17 @@ def test_pending_keyframes_come_back_identical_and_oldest_first(tmp_path):
     assert pending[0].keyframe == written[1]
     assert pending[2].keyframe == written[0]
     assert reopened.used_bytes == journal.used_bytes
+
+
+def test_intrinsics_and_depth_survive_the_journal(tmp_path):
+    journal = KeyframeJournal(tmp_path, max_bytes=1 << 20)
+    camera = CameraModel(64, 48, 40.0, 41.0, 31.5, 23.5)
+    depth = DepthSamples(2, 1, (1.25, math.nan))
+    written = replace(keyframe(10), camera=camera, depth=depth)
+    journal.write(written)
+    [entry] = KeyframeJournal(tmp_path, max_bytes=1 << 20).pending()
+    assert entry.keyframe.camera == camera
+    assert entry.keyframe.depth.metres[0] == 1.25 and math.isnan(entry.keyframe.depth.metres[1])
 
 
 def test_removed_keyframes_are_gone_and_their_bytes_freed(tmp_path):

@@ -12,7 +12,7 @@ from rapidocr_onnxruntime import RapidOCR
 from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.geometry import Pose
-from waymark.sim.render import render
+from waymark.sim.render import render, render_with_depth
 from waymark.sim.trajectory import START_NS, plan_tour, scripted_tour
 from waymark.sim.world import SIGN_STANDOFF, build_demo_world
 
@@ -139,6 +139,24 @@ def test_render_shape_dtype_and_determinism():
     assert len(np.unique(image.reshape(-1, 3), axis=0)) > 20  # walls, floor, shading
     turned = render(world, Pose.from_xyz_yaw(2.0, 1.5, CAMERA_Z, 1.9), width=160, height=120)
     assert not np.array_equal(image, turned)
+
+
+def test_depth_image_measures_what_each_pixel_shows():
+    world = build_demo_world(0)
+    sign = world.signs[0]
+    toward = _facing(sign, 3.0)
+    image, depth = render_with_depth(world, toward, width=160, height=120)
+    assert np.array_equal(image, render(world, toward, width=160, height=120))
+    assert depth.shape == (120, 160) and depth.dtype == np.float32
+    bare = dataclasses.replace(world, signs=())
+    on_sign = np.abs(image.astype(int) - render(bare, toward, width=160, height=120)).sum(-1) > 0
+    # The sign is 3 m ahead along the optical axis: its pixels are 3 m deep.
+    assert np.median(depth[on_sign]) == pytest.approx(3.0, abs=0.05)
+    # The floor straight below the optical axis: camera height over the ray's descent.
+    focal = 80.0  # 90 degrees over 160 pixels
+    row = 119
+    assert depth[row, 80] == pytest.approx(CAMERA_Z * focal / (row - 59.5), rel=1e-3)
+    assert np.all(depth > 0)
 
 
 def test_sign_appears_only_when_faced():

@@ -13,7 +13,7 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import CompressedImage, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Bool, Empty
 from support.fake_tf2_ros import install as install_fake_tf2_ros
 from support.parameters import assert_refused, get_parameter, set_parameters
@@ -522,3 +522,74 @@ def test_the_keyframe_policy_changes_while_running_and_bad_changes_are_refused(r
     assert_refused(refused['jpeg_quality'], 'out of range')
     assert_refused(refused['image_topic'], 'read-only')
     assert get_parameter(ros, 'capture_node', 'keyframe.min_distance_m') == 0.95
+
+
+def depth_mm(stamp_ns: int, millimetres: int, width: int = 64, height: int = 48) -> Image:
+    """A RealSense-style aligned depth image: uint16 millimetres, 0 where unmeasured."""
+    pixels = np.full((height, width), millimetres, np.uint16)
+    pixels[:, : width // 4] = 0  # a strip the camera could not measure
+    msg = Image(height=height, width=width, encoding='16UC1', step=2 * width)
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.header.frame_id = 'camera'
+    msg.data = pixels.tobytes()
+    return msg
+
+
+def camera_info(fx: float) -> CameraInfo:
+    msg = CameraInfo(width=64, height=48)
+    msg.k = [fx, 0.0, 31.5, 0.0, fx, 23.5, 0.0, 0.0, 1.0]
+    return msg
+
+
+def test_keyframes_carry_the_camera_info_and_the_depth_grid_of_their_image(ros, launch):
+    launch(
+        'capture_node',
+        reliable_input=True,
+        depth_topic='/camera/depth/image_raw',
+        **NO_RESENDS,
+        **{
+            'keyframe.min_interval_s': 0.0,
+            'keyframe.max_interval_s': 0.0,
+            'keyframe.min_distance_m': 0.0,
+        },
+    )
+    profile = qos.sensor_input(True, 100)
+    odom = ros.node.create_publisher(Odometry, '/odom', profile)
+    images = ros.node.create_publisher(CompressedImage, '/camera/image/compressed', profile)
+    # camera_info_topic 'auto': the image topic's sibling.
+    infos = ros.node.create_publisher(CameraInfo, '/camera/camera_info', profile)
+    depths = ros.node.create_publisher(Image, '/camera/depth/image_raw', profile)
+    keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
+    stats = ros.latest_json('capture/stats')
+    publishers = (odom, images, infos, depths)
+    wait_until(lambda: all(p.get_subscription_count() for p in publishers), 60, 'no subs')
+    wait_until(lambda: ros.node.count_publishers('keyframes') > 0, 60, 'no keyframe publisher')
+    infos.publish(camera_info(0.0))  # an uncalibrated driver's: ignored
+    wait_until(lambda: stats.get('camera_info_invalid') == 1, 10, 'zero K not counted')
+    infos.publish(camera_info(40.0))
+    time.sleep(0.5)
+    for i in range(11):
+        odom.publish(odometry(T0 + i * 100 * MS, x=0.1 * i))
+    depths.publish(depth_mm(T0 + 200 * MS, 2500))
+    depths.publish(depth_mm(T0 + 600 * MS, 1200, width=32, height=24))  # not registered
+    depths.publish(Image(height=48, width=64, encoding='rgb8', step=192))  # not depth
+    # Before the depth stream has begun, images do not wait for it.
+    wait_until(lambda: stats.get('depth_received') == 3, 5, 'depth images not received')
+    images.publish(jpeg_image(T0 + 210 * MS))
+    images.publish(jpeg_image(T0 + 600 * MS))
+    wait_until(lambda: len(keyframes) == 2, 10, 'expected 2 keyframes')
+    first, second = keyframes
+    assert first.has_camera_info and (first.camera_info.width, first.camera_info.height) == (64, 48)
+    assert list(first.camera_info.k) == [40.0, 0.0, 31.5, 0.0, 40.0, 23.5, 0.0, 0.0, 1.0]
+    assert (first.depth_columns, first.depth_rows) == (16, 12)
+    grid = np.asarray(first.depth_m).reshape(12, 16)
+    assert np.all(np.isnan(grid[:, :4]))  # the unmeasured strip
+    assert np.allclose(grid[:, 4:], 2.5)  # millimetres read as metres
+    # The depth image near the second keyframe is of another size: it gets none.
+    assert second.has_camera_info and len(second.depth_m) == 0 and second.depth_columns == 0
+    wait_until(
+        lambda: stats.get('depth_size_mismatch') == 1 and stats.get('depth_undecodable') == 1,
+        5,
+        'bad depth images not counted',
+    )
+    assert stats['keyframes_with_depth'] == 1

@@ -401,6 +401,7 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
             capture,
             image_topic=sensors.image_topic,
             pose_topic=sensors.pose_topic,
+            depth_topic=str(sensors.parameters.get('depth_topic', '')) or None,
             jpeg_quality=int(sensors.parameters.get('jpeg_quality', 90)),
             progress=config.progress,
             intrinsics=sensors.intrinsics,

@@ -4,6 +4,7 @@ nodes run (KeyframeBuilder, MemoryService), without DDS. For large offline runs.
 
 Messages are taken in the bag's order and the pose stream never "stalls" (there is no
 wall clock in a file), so the keyframes are those the nodes make from a lossless replay.
+A depth topic, when the bag has it, is paired with the images as capture_node pairs it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rosbags.highlevel import AnyReader
@@ -21,6 +22,7 @@ from waymark.evaluation.sensors import Intrinsics
 from waymark.memory.entries import CameraModel, Keyframe
 from waymark.memory.ingest.admission import RefusedError
 from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
+from waymark.memory.ingest.depth import depth_image
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import (
     ImageLimits,
@@ -39,6 +41,7 @@ POSE_TYPES = {
     'geometry_msgs/msg/PoseStamped': 'pose_stamped',
     'geometry_msgs/msg/PoseWithCovarianceStamped': 'pose_with_covariance',
 }
+DEPTH_TYPE = 'sensor_msgs/msg/Image'
 NS_PER_S = 1_000_000_000
 
 
@@ -52,6 +55,7 @@ class BagTopics:
     image_type: str
     pose: str
     pose_type: str
+    depth: str = ''  # '' when the bag has no depth topic asked for
 
 
 @dataclass
@@ -100,21 +104,29 @@ def ingest_bag(
     *,
     image_topic: str | None = None,
     pose_topic: str | None = None,
+    depth_topic: str | None = None,
     jpeg_quality: int = 90,
     progress: bool = False,
     intrinsics: Intrinsics | None = None,
 ) -> IngestReport:
     """Feed the bag through capture and memory. With `intrinsics`, every keyframe carries
     the camera model they give for its image size, so that records have a sighting for
-    target localisation (capture_node takes it from CameraInfo in the same way)."""
+    target localisation (capture_node takes it from CameraInfo in the same way).
+    `depth_topic` (the preset's) is used when the bag has it as a sensor_msgs/Image; a bag
+    recorded without depth ingests as before."""
     started = time.monotonic()
-    builder = KeyframeBuilder(config, clock=lambda: 0.0)
     cameras = _Cameras(intrinsics) if intrinsics is not None else None
     with AnyReader([Path(bag)]) as reader:
         available = {c.topic: c.msgtype for c in reader.connections}
-        topics = find_topics(available, image_topic, pose_topic)
+        # The depth images are no candidate for the camera topic.
+        candidates = {t: m for t, m in available.items() if t != depth_topic}
+        topics = find_topics(candidates, image_topic, pose_topic)
+        if depth_topic and available.get(depth_topic) == DEPTH_TYPE:
+            topics = replace(topics, depth=depth_topic)
+        builder = KeyframeBuilder(replace(config, pair_depth=bool(topics.depth)), clock=lambda: 0.0)
         report = IngestReport(topics)
-        connections = [c for c in reader.connections if c.topic in (topics.image, topics.pose)]
+        wanted = (topics.image, topics.pose, topics.depth)
+        connections = [c for c in reader.connections if c.topic in wanted]
         total = sum(c.msgcount for c in connections)
         messages = reader.messages(connections=connections)
         for connection, _, raw in tqdm(messages, total=total, disable=not progress, unit='msg'):
@@ -134,6 +146,8 @@ def ingest_bag(
                     (q.x, q.y, q.z, q.w),
                     covariance,
                 )
+            elif connection.topic == topics.depth:
+                done = builder.add_depth(_ns(msg.header.stamp), _depth_decoder(msg))
             else:
                 done = builder.add_image(
                     _ns(msg.header.stamp), len(msg.data), _encoder(msg, topics, jpeg_quality)
@@ -172,6 +186,17 @@ class _Cameras:
         if size not in self._models:
             self._models[size] = self.intrinsics.camera_model(*size)
         return dataclasses.replace(keyframe, camera=self._models[size])
+
+
+def _depth_decoder(msg):
+    return lambda: depth_image(
+        msg.encoding,
+        msg.width,
+        msg.height,
+        msg.step,
+        bytes(msg.data),
+        big_endian=bool(msg.is_bigendian),
+    )
 
 
 def _store(

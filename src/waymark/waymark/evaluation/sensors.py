@@ -23,6 +23,7 @@ from rosbags.highlevel import AnyReader
 from waymark.geometry import Pose
 from waymark.memory.entries import CameraModel
 from waymark.memory.ingest.capture import CaptureConfig
+from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy
 
 NODE = 'capture_node'
@@ -87,7 +88,7 @@ def capture_config(
     parameters: Mapping[str, object], session: str, map_frame: str, extrinsic: Pose
 ) -> CaptureConfig:
     """The CaptureConfig capture_node makes of these parameters (its defaults elsewhere)."""
-    defaults, policy = CaptureConfig(), KeyframePolicy()
+    defaults, policy, grid = CaptureConfig(), KeyframePolicy(), DepthGrid()
 
     def get(name: str, default):
         return type(default)(parameters.get(name, default))
@@ -111,6 +112,14 @@ def capture_config(
                 'tracking.max_position_variance', defaults.max_position_variance
             ),
             max_speed_mps=get('tracking.max_speed_mps', defaults.max_speed_mps),
+            depth_grid=DepthGrid(
+                **{
+                    name: get(f'depth.{name}', getattr(grid, name))
+                    for name in DepthGrid.__dataclass_fields__
+                }
+            ),
+            depth_max_gap_s=get('depth.max_gap_s', defaults.depth_max_gap_s),
+            depth_buffer_size=get('depth.buffer_size', defaults.depth_buffer_size),
         )
     except (TypeError, ValueError) as error:
         raise SensorError(f'sensor preset: {error}') from error

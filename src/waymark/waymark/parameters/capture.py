@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from waymark.geometry import Pose
 from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig
+from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy
 from waymark.memory.ingest.outbox import OutboxLimits
 from waymark.parameters.common import (
@@ -90,6 +91,52 @@ class TrackingParameters:
 
 
 @dataclass(frozen=True)
+class DepthParameters:
+    columns: int = setting(
+        DepthGrid.columns, 'Columns of the depth grid a keyframe keeps.', low=1, high=256
+    )
+    rows: int = setting(DepthGrid.rows, 'Rows of the depth grid a keyframe keeps.', low=1, high=256)
+    min_range_m: float = setting(
+        DepthGrid.min_range_m,
+        'Depths nearer than this (m) are not measurements (below the sensor minimum).',
+        low=0.0,
+        high=100.0,
+    )
+    max_range_m: float = setting(
+        DepthGrid.max_range_m,
+        'Depths farther than this (m) are too noisy to use (> depth.min_range_m).',
+        low=0.01,
+        high=1000.0,
+    )
+    max_pixels_per_cell: int = setting(
+        DepthGrid.max_pixels_per_cell,
+        'Pixels read per grid cell at most (a stride over large images): bounds the CPU time.',
+        low=1,
+        high=1_000_000,
+    )
+    max_gap_s: float = setting(
+        CaptureConfig.depth_max_gap_s,
+        'Largest time between an image and the depth image paired with it.',
+        low=0.001,
+        high=1.0,
+    )
+    buffer_size: int = setting(
+        CaptureConfig.depth_buffer_size,
+        'Depth grids kept for pairing (60: 2 s at 30 Hz).',
+        low=1,
+        high=10_000,
+    )
+
+    def grid(self) -> DepthGrid:
+        return DepthGrid(
+            self.columns, self.rows, self.min_range_m, self.max_range_m, self.max_pixels_per_cell
+        )
+
+    def __post_init__(self) -> None:
+        self.grid()  # its checks across fields
+
+
+@dataclass(frozen=True)
 class DiagnosticsParameters(InputDiagnosticsParameters):
     input_timeout_s: float = setting(
         5.0,
@@ -126,6 +173,18 @@ class CaptureParameters:
     map_frame: str = setting(CaptureConfig.map_frame, 'Frame the poses are expressed in.')
     image_topic: str = setting('/camera/image/compressed', 'Camera topic.')
     image_type: str = setting('compressed', 'Camera message type.', choices=('compressed', 'raw'))
+    camera_info_topic: str = setting(
+        'auto',
+        "The camera's sensor_msgs/CameraInfo (its K gives the keyframes' intrinsics); auto: "
+        "the image topic's sibling camera_info (image_transport's convention); empty: "
+        'intrinsics from camera_hfov_deg and the image size.',
+    )
+    depth_topic: str = setting(
+        '',
+        'Depth image registered to the colour image (sensor_msgs/Image, 32FC1 metres or '
+        '16UC1 millimetres); keyframes keep a coarse grid of it (depth.*); empty: none.',
+    )
+    depth: DepthParameters = field(default_factory=DepthParameters)
     pose_topic: str = setting('/odom', 'SLAM pose topic (map frame).')
     pose_type: str = setting(
         'odometry',
@@ -154,9 +213,10 @@ class CaptureParameters:
     camera_hfov_deg: float = setting(
         0.0,
         "The camera's horizontal field of view in degrees (data sheet; 0 = not stated). "
-        'Reported in capture/stats; offline evaluation uses it when a bag has no CameraInfo.',
+        'Gives the keyframes their intrinsics until a CameraInfo comes; offline evaluation '
+        'uses it when a bag has no CameraInfo.',
         low=0.0,
-        high=180.0,
+        high=179.0,
     )
     tf_timeout_s: float = setting(
         10.0,
@@ -230,4 +290,18 @@ class CaptureParameters:
             max_position_variance=self.tracking.max_position_variance,
             max_speed_mps=self.tracking.max_speed_mps,
             map_epoch_start=self.map_epoch_start,
+            camera_hfov_deg=self.camera_hfov_deg,
+            pair_depth=bool(self.depth_topic),
+            depth_grid=self.depth.grid(),
+            depth_max_gap_s=self.depth.max_gap_s,
+            depth_buffer_size=self.depth.buffer_size,
         )
+
+    def camera_info_source(self) -> str:
+        """The CameraInfo topic to subscribe ('' for none)."""
+        if self.camera_info_topic != 'auto':
+            return self.camera_info_topic
+        base = self.image_topic
+        if self.image_type == 'compressed' and base.endswith('/compressed'):
+            base = base.removesuffix('/compressed')
+        return base.rsplit('/', 1)[0] + '/camera_info'

@@ -8,6 +8,8 @@ camera pose of every image with the landmarks it shows, so replays can be scored
 and odometry are on separate, offset clocks (images also jitter a little), as on a robot,
 so consumers must interpolate poses at image stamps. Odometry may carry white noise and a
 slowly growing drift, as lidar-inertial odometry does; the ground truth keeps true poses.
+With `depth_camera`, each image also comes with its depth image (float32 metres,
+registered to it, as a ZED publishes) and the camera's CameraInfo, stamped as the image.
 Equal arguments give byte-identical files.
 """
 
@@ -45,7 +47,7 @@ from waymark.cli import (
 from waymark.geometry import Pose
 from waymark.sim.generate import SIZES, generate_world
 from waymark.sim.landmarks import landmarks, visible_landmarks
-from waymark.sim.render import render
+from waymark.sim.render import render, render_with_depth
 from waymark.sim.trajectory import Tour, plan_tour
 from waymark.sim.world import World, build_demo_world, occupancy_grid
 
@@ -54,6 +56,8 @@ IMAGE_TOPICS = {
     'raw': ('/camera/image_raw', 'sensor_msgs/msg/Image'),
 }
 ODOM_TOPIC = ('/odom', 'nav_msgs/msg/Odometry')
+DEPTH_TOPIC = ('/camera/depth/image_raw', 'sensor_msgs/msg/Image')
+CAMERA_INFO_TOPIC = ('/camera/camera_info', 'sensor_msgs/msg/CameraInfo')
 TF_STATIC_TOPIC = ('/tf_static', 'tf2_msgs/msg/TFMessage')
 MAP_TOPIC = ('/map', 'nav_msgs/msg/OccupancyGrid')
 _FOREVER = QosTime(sec=2_147_483_647, nsec=4_294_967_295)  # rmw's "infinite" duration
@@ -118,6 +122,7 @@ def write_bag(
     static_topics: bool | None = None,
     seed: int = 0,
     max_duration_s: float | None = None,
+    depth_camera: bool = False,
 ) -> BagInfo:
     """Render the tour of `world` into a new rosbag2 directory `out_dir` (must not exist).
 
@@ -128,7 +133,8 @@ def write_bag(
     Images and ground truth always use the true pose. `static_topics` adds /tf_static and
     /map; by default only generated worlds get them, because the demo and system test replay
     every topic of the demo bag and not every ROS install has tf2_msgs. `max_duration_s`
-    cuts the tour short (for quick tests).
+    cuts the tour short (for quick tests). `depth_camera` adds a depth image and a
+    CameraInfo per image.
     """
     if static_topics is None:
         static_topics = world.size != 'demo'
@@ -155,14 +161,24 @@ def write_bag(
             _write_static(writer, typestore, first, world, camera_extrinsic, map_resolution)
         odom_conn = writer.add_connection(ODOM_TOPIC[0], ODOM_TOPIC[1], typestore=typestore)
         image_conn = writer.add_connection(image_topic, image_type, typestore=typestore)
+        if depth_camera:
+            depth_conn = writer.add_connection(*DEPTH_TOPIC, typestore=typestore)
+            info_conn = writer.add_connection(*CAMERA_INFO_TOPIC, typestore=typestore)
         for stamp, kind, i in events:
             if kind == 0:
                 msg = _odometry(typestore, stamp, *clock.odom_published[i])
                 writer.write(odom_conn, stamp, typestore.serialize_cdr(msg, ODOM_TOPIC[1]))
+                continue
+            if depth_camera:
+                pixels, depth = render_with_depth(world, camera_poses[i], width, height, hfov_deg)
+                info = _camera_info(typestore, stamp, width, height, hfov_deg)
+                writer.write(info_conn, stamp, typestore.serialize_cdr(info, CAMERA_INFO_TOPIC[1]))
+                msg = _depth(typestore, stamp, depth)
+                writer.write(depth_conn, stamp, typestore.serialize_cdr(msg, DEPTH_TOPIC[1]))
             else:
                 pixels = render(world, camera_poses[i], width, height, hfov_deg)
-                msg = _image(typestore, stamp, pixels, image_format, jpeg_quality)
-                writer.write(image_conn, stamp, typestore.serialize_cdr(msg, image_type))
+            msg = _image(typestore, stamp, pixels, image_format, jpeg_quality)
+            writer.write(image_conn, stamp, typestore.serialize_cdr(msg, image_type))
 
     truth = {
         'world_name': world.name,
@@ -179,6 +195,7 @@ def write_bag(
             'width': width,
             'height': height,
             'hfov_deg': hfov_deg,
+            'depth_topic': DEPTH_TOPIC[0] if depth_camera else None,
             # x y z qx qy qz qw, as capture_node's camera_extrinsic parameter takes it
             'extrinsic': [*camera_extrinsic.position, *camera_extrinsic.orientation],
         },
@@ -208,13 +225,13 @@ def write_bag(
     ground_truth = out_dir / GROUND_TRUTH_FILE
     ground_truth.write_text(json.dumps(truth, indent=1, sort_keys=True) + '\n', encoding='utf-8')
     last = int(max(clock.odom_stamps[-1], clock.image_stamps[-1]))
+    streams = [ODOM_TOPIC, (image_topic, image_type)]
+    streams += [DEPTH_TOPIC, CAMERA_INFO_TOPIC] if depth_camera else []
+    counts = {topic: len(clock.image_stamps) for topic, _ in streams}
     return BagInfo(
         path=out_dir,
-        topics={ODOM_TOPIC[0]: ODOM_TOPIC[1], image_topic: image_type},
-        message_counts={
-            ODOM_TOPIC[0]: len(clock.odom_stamps),
-            image_topic: len(clock.image_stamps),
-        },
+        topics=dict(streams),
+        message_counts=counts | {ODOM_TOPIC[0]: len(clock.odom_stamps)},
         start_ns=first,
         duration_ns=last - first,
         ground_truth=ground_truth,
@@ -386,6 +403,42 @@ def _image(
         is_bigendian=0,
         step=3 * cols,
         data=pixels.reshape(-1),
+    )
+
+
+def _depth(typestore: Typestore, stamp_ns: int, depth: np.ndarray):
+    """A 32FC1 depth image; inf where the ray meets nothing, as depth drivers mark it."""
+    rows, cols = depth.shape
+    return typestore.types['sensor_msgs/msg/Image'](
+        header=_header(typestore, stamp_ns, CAMERA_FRAME),
+        height=rows,
+        width=cols,
+        encoding='32FC1',
+        is_bigendian=0,
+        step=4 * cols,
+        data=np.ascontiguousarray(depth, dtype='<f4').view(np.uint8).reshape(-1),
+    )
+
+
+def _camera_info(typestore: Typestore, stamp_ns: int, width: int, height: int, hfov_deg: float):
+    """The rendering camera's pinhole model (no distortion), as render places its centre."""
+    t = typestore.types
+    focal = 0.5 * width / math.tan(math.radians(hfov_deg) / 2.0)
+    cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
+    return t['sensor_msgs/msg/CameraInfo'](
+        header=_header(typestore, stamp_ns, CAMERA_FRAME),
+        height=height,
+        width=width,
+        distortion_model='plumb_bob',
+        d=np.zeros(5),
+        k=np.array([focal, 0, cx, 0, focal, cy, 0, 0, 1], dtype=np.float64),
+        r=np.eye(3).reshape(-1),
+        p=np.array([focal, 0, cx, 0, 0, focal, cy, 0, 0, 0, 1, 0], dtype=np.float64),
+        binning_x=0,
+        binning_y=0,
+        roi=t['sensor_msgs/msg/RegionOfInterest'](
+            x_offset=0, y_offset=0, height=0, width=0, do_rectify=False
+        ),
     )
 
 

@@ -61,6 +61,35 @@ def render(
 
     The camera sits at the pose's z unless `camera_height` overrides it.
     """
+    return _render(world, camera_pose, width, height, hfov_deg, camera_height, None)
+
+
+def render_with_depth(
+    world: World,
+    camera_pose: Pose,
+    width: int = 640,
+    height: int = 480,
+    hfov_deg: float = 90.0,
+    camera_height: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The RGB image of `render` and its depth image (height, width) float32: the distance
+    (m) along the optical axis to what each pixel shows, as a depth camera registered to
+    the colour image gives it (inf where no surface is hit)."""
+    depth = np.full((height, width), np.inf, dtype=np.float32)
+    image = _render(world, camera_pose, width, height, hfov_deg, camera_height, depth)
+    return image, depth
+
+
+def _render(
+    world: World,
+    camera_pose: Pose,
+    width: int,
+    height: int,
+    hfov_deg: float,
+    camera_height: float | None,
+    depth_out: np.ndarray | None,
+) -> np.ndarray:
+    """The RGB image; fills `depth_out` with each pixel's depth when given."""
     scene = _scene(world)
     focal = 0.5 * width / math.tan(math.radians(hfov_deg) / 2.0)
     cx, cy = 0.5 * (width - 1), 0.5 * (height - 1)
@@ -79,6 +108,10 @@ def render(
         (height, width, 3),
     ).copy()
 
+    if depth_out is not None:
+        with np.errstate(divide='ignore'):
+            plane = np.where(rise < 0, eye_z / -rise, (scene.ceiling_height - eye_z) / rise)
+        depth_out[:] = plane.astype(np.float32)
     depth, wall, _ = _cast(origin, dirs, scene.wall_a, scene.wall_e)
     hit = np.isfinite(depth)
     if hit.any():
@@ -91,9 +124,11 @@ def render(
         board_rgb = (scene.wall_rgb[wall] * shade * 0.45).astype(np.uint8)
         column_rgb = np.where((z < BASEBOARD_HEIGHT)[..., None], board_rgb, wall_rgb)
         image = np.where(on_wall[..., None], column_rgb, image)
+        if depth_out is not None:
+            depth_out[on_wall] = np.broadcast_to(depth_f, on_wall.shape)[on_wall]
 
-    _draw_signs(image, scene, origin, dirs, depth, rise, eye_z, focal)
-    _draw_objects(image, scene, origin, yaw, depth, eye_z, focal)
+    _draw_signs(image, scene, origin, dirs, depth, rise, eye_z, focal, depth_out)
+    _draw_objects(image, scene, origin, yaw, depth, eye_z, focal, depth_out)
     return image
 
 
@@ -105,6 +140,7 @@ def _draw_objects(
     wall_depth: np.ndarray,
     eye_z: float,
     focal: float,
+    depth_out: np.ndarray | None = None,
 ) -> None:
     if len(scene.object_xy) == 0:
         return
@@ -142,7 +178,12 @@ def _draw_objects(
         shade = min(1.0, max(0.6, 1.0 - 0.03 * depth))
         under = image[rows[:, None], cols[None, :]]
         over = (patch[..., :3] * shade).astype(np.uint8)
-        image[rows[:, None], cols[None, :]] = np.where(patch[..., 3:] > 127, over, under)
+        opaque = patch[..., 3:] > 127
+        image[rows[:, None], cols[None, :]] = np.where(opaque, over, under)
+        if depth_out is not None:
+            # A sprite is a billboard: one depth, that of its footprint centre.
+            block = depth_out[rows[:, None], cols[None, :]]
+            depth_out[rows[:, None], cols[None, :]] = np.where(opaque[..., 0], depth, block)
 
 
 def _draw_signs(
@@ -154,6 +195,7 @@ def _draw_signs(
     rise: np.ndarray,
     eye_z: float,
     focal: float,
+    depth_out: np.ndarray | None = None,
 ) -> None:
     depth, sign, u = _cast(origin, dirs, scene.sign_a, scene.sign_e, scene.sign_normal)
     cols = np.nonzero(depth < wall_depth)[0]
@@ -175,6 +217,8 @@ def _draw_signs(
         tu = np.minimum((u[cc] * n_cols).astype(int), n_cols - 1)
         tv = np.minimum((v[rr, cc] * n_rows).astype(int), n_rows - 1)
         image[rr, cols[cc]] = (tex[sign[cc], tv, tu] * shade[cc, None]).astype(np.uint8)
+        if depth_out is not None:
+            depth_out[rr, cols[cc]] = depth[cc]
 
 
 def _cast(

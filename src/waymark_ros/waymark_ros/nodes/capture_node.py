@@ -9,10 +9,16 @@ pose stream silent for `diagnostics.input_timeout_s` is also said on the console
 poses come from a topic or, with `pose_type: tf`, from TF (no covariance then, so the
 tracking gate sees only `tracking.status_topic` and pose jumps).
 
+Keyframes carry the camera's intrinsics, from the newest CameraInfo on
+`camera_info_topic` (else from `camera_hfov_deg`), and, with a `depth_topic`, the median
+depths of a coarse grid over the image: each depth image is reduced to that grid as it
+comes (waymark.memory.ingest.depth) and dropped; a keyframe takes the grid nearest its stamp.
+
 Every queue is bounded by a parameter: subscription queues by `input_queue_depth` (with
 `reliable_input`, KEEP_ALL is bounded by the DDS resource limits and a reliable
 publisher waits), the keyframe publisher by `output_queue_depth`, images waiting for poses
-by `pending_images_max_mb`, poses by `pose_buffer_size`, the outbox by `outbox.*`.
+by `pending_images_max_mb`, poses by `pose_buffer_size`, depth grids by
+`depth.buffer_size`, the outbox by `outbox.*`.
 
 Delivery is acknowledged: every keyframe also goes to an on-disk outbox in `state_dir`
 and stays there until memory_node says on `keyframes/ack` that it has journaled it;
@@ -33,12 +39,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Transform
 from rclpy.event_handler import PublisherEventCallbacks, QoSPublisherMatchedInfo
 from rclpy.node import Node
-from sensor_msgs.msg import CompressedImage, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Bool, Empty, String
 
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
 from waymark.memory.ingest.capture import KeyframeBuilder
+from waymark.memory.ingest.depth import depth_image
 from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox
 from waymark.memory.storage.image_codec import (
     compressed_thumbnail,
@@ -127,6 +134,11 @@ class CaptureNode(Node):
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
             self.create_subscription(Image, image_topic, self._on_raw, input_qos)
+        info_topic = params.camera_info_source()
+        if info_topic:
+            self.create_subscription(CameraInfo, info_topic, self._on_camera_info, input_qos)
+        if params.depth_topic:
+            self.create_subscription(Image, params.depth_topic, self._on_depth, input_qos)
         tracking = params.tracking
         if tracking.status_topic:
             self.create_subscription(Bool, tracking.status_topic, self._on_status, input_qos)
@@ -136,7 +148,9 @@ class CaptureNode(Node):
         self.create_timer(0.1, self._poll)
         self.get_logger().info(
             f'capturing {image_type} images from {image_topic} '
-            f'with {params.pose_type} poses from {poses.source}'
+            f'with {params.pose_type} poses from {poses.source}; '
+            f'intrinsics from {info_topic or "camera_hfov_deg"}; '
+            f'depth from {params.depth_topic or "nowhere"}'
         )
 
     def _on_parameters(self, params: CaptureParameters) -> None:
@@ -203,6 +217,22 @@ class CaptureNode(Node):
         self._last_image = time.monotonic()
         self._image_seen()
         self._publish(self._builder.add_image(stamp_to_ns(header.stamp), size, encode, thumbnail))
+
+    def _on_camera_info(self, msg: CameraInfo) -> None:
+        self._builder.set_camera_info(msg.width, msg.height, list(msg.k))
+
+    def _on_depth(self, msg: Image) -> None:
+        def decode() -> tuple[np.ndarray, float]:
+            return depth_image(
+                msg.encoding,
+                msg.width,
+                msg.height,
+                msg.step,
+                bytes(msg.data),
+                big_endian=bool(msg.is_bigendian),
+            )
+
+        self._publish(self._builder.add_depth(stamp_to_ns(msg.header.stamp), decode))
 
     # Output --------------------------------------------------------------------------
     def _poll(self) -> None:

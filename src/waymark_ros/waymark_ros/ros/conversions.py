@@ -8,17 +8,25 @@ import math
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Pose as PoseMsg
 from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import CameraInfo
 
 from waymark.geometry import Pose
 from waymark.memory.entries import (
     FRAME,
     SEGMENT,
+    CameraModel,
+    DepthSamples,
     FrameRecord,
     Hit,
     Keyframe,
     check_session_name,
 )
-from waymark.memory.ingest.admission import KeyframeRules, check_keyframe_input, check_stamp
+from waymark.memory.ingest.admission import (
+    KeyframeRules,
+    RefusedError,
+    check_keyframe_input,
+    check_stamp,
+)
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.store import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -70,7 +78,49 @@ def keyframe_to_msg(keyframe: Keyframe) -> KeyframeMsg:
     msg.pose.pose = pose_to_msg(keyframe.pose)
     msg.pose_valid = keyframe.pose_valid
     msg.map_epoch = keyframe.map_epoch
+    if keyframe.camera is not None:
+        msg.has_camera_info = True
+        msg.camera_info = camera_info_msg(keyframe.camera)
+        msg.camera_info.header = msg.header
+    if keyframe.depth is not None:
+        msg.depth_columns = keyframe.depth.columns
+        msg.depth_rows = keyframe.depth.rows
+        msg.depth_m = [float(v) for v in keyframe.depth.metres]
     return msg
+
+
+def camera_info_msg(camera: CameraModel) -> CameraInfo:
+    """A CameraInfo of a distortion-free pinhole camera (rectified images)."""
+    msg = CameraInfo()
+    msg.width, msg.height = camera.width, camera.height
+    msg.distortion_model = 'plumb_bob'
+    msg.d = [0.0] * 5
+    msg.k = [camera.fx, 0.0, camera.cx, 0.0, camera.fy, camera.cy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [camera.fx, 0.0, camera.cx, 0.0, 0.0, camera.fy, camera.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+def _camera_from_msg(msg: KeyframeMsg) -> CameraModel | None:
+    if not msg.has_camera_info:
+        return None
+    info = msg.camera_info
+    k = [float(v) for v in info.k]
+    try:
+        return CameraModel(int(info.width), int(info.height), k[0], k[4], k[2], k[5])
+    except ValueError as error:
+        raise RefusedError('camera_info_invalid', f'camera_info: {error}') from error
+
+
+def _depth_from_msg(msg: KeyframeMsg) -> DepthSamples | None:
+    if not (msg.depth_columns or msg.depth_rows or len(msg.depth_m)):
+        return None
+    try:
+        return DepthSamples(
+            int(msg.depth_columns), int(msg.depth_rows), tuple(float(v) for v in msg.depth_m)
+        )
+    except ValueError as error:
+        raise RefusedError('depth_invalid', f'depth: {error}') from error
 
 
 def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
@@ -78,7 +128,8 @@ def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
     stored: see waymark.memory.ingest.admission. Nothing is decoded here.
 
     A keyframe whose pose is marked invalid (tracking lost) is kept with an identity pose:
-    whatever numbers it carries are not a position.
+    whatever numbers it carries are not a position. Intrinsics that are not a camera's
+    (zero focal length, NaN) or depths that do not fill their grid are refused too.
     """
     p, q = msg.pose.pose.position, msg.pose.pose.orientation
     image = bytes(msg.image.data)
@@ -103,6 +154,8 @@ def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
         image=image,
         image_format=msg.image.format or 'jpeg',
         frame_id=msg.header.frame_id,
+        camera=_camera_from_msg(msg),
+        depth=_depth_from_msg(msg),
     )
 
 

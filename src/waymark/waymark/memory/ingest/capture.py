@@ -27,9 +27,17 @@ restarts, so no pose is ever interpolated across two epochs, and each keyframe c
 the epoch it was taken in. Epochs count per capture session (a restarted node continues
 from `map_epoch_start`, or from its saved state: see `resume`).
 
+Keyframes carry what localisation needs of their image: the camera intrinsics (the
+latest CameraInfo given, else derived from `camera_hfov_deg` and the image size) and, with
+a depth stream (`pair_depth`), a coarse depth grid. Depth images are reduced to that grid
+(waymark.memory.ingest.depth) as they come and only the grids are kept; a keyframe takes
+the one nearest its stamp within `depth_max_gap_s`. With depth on, an image also waits for
+a depth image stamped at or after it, at most `max_pose_wait_s` (the two streams of one
+camera arrive in either order), once the depth stream has begun.
+
 Every store here is bounded: waiting images by their bytes (`pending_bytes_max`, each
 counted as at least MIN_IMAGE_BYTES), poses and lost-tracking marks by `pose_buffer_size`,
-the selector by its one reference frame.
+depth grids by `depth_buffer_size`, the selector by its one reference frame.
 """
 
 from __future__ import annotations
@@ -45,10 +53,16 @@ from datetime import datetime, timezone
 import numpy as np
 
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
-from waymark.memory.entries import Keyframe, check_session_name
+from waymark.memory.entries import CameraModel, DepthSamples, Keyframe, check_session_name
+from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
 from waymark.memory.ingest.outbox import CaptureState
-from waymark.memory.storage.image_codec import compressed_thumbnail
+from waymark.memory.storage.image_codec import (
+    ImageDecodeError,
+    ImageLimits,
+    check_image_limits,
+    compressed_thumbnail,
+)
 
 NS_PER_S = 1_000_000_000
 MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32
@@ -59,6 +73,9 @@ MIN_IMAGE_BYTES = 1024
 # Produces the JPEG bytes of an image on demand (only keyframes are ever encoded);
 # raises ValueError when the image cannot be decoded.
 Encoder = Callable[[], bytes]
+# Produces a depth image's pixels and the factor from their unit to metres on demand;
+# raises ValueError when it cannot be decoded.
+DepthDecoder = Callable[[], tuple[np.ndarray, float]]
 
 
 @dataclass(frozen=True)
@@ -77,10 +94,22 @@ class CaptureConfig:
     # A faster move between poses (m/s) is a jump of the SLAM frame: a new map epoch. 0: off.
     max_speed_mps: float = 5.0
     map_epoch_start: int = 0
+    # Intrinsics from the field of view (deg) and the image size while no CameraInfo
+    # came; 0: none.
+    camera_hfov_deg: float = 0.0
+    # A depth stream pairs with the images: images wait for it, keyframes carry its grid.
+    pair_depth: bool = False
+    depth_grid: DepthGrid = field(default_factory=DepthGrid)
+    depth_max_gap_s: float = 0.05
+    depth_buffer_size: int = 60
 
     def __post_init__(self) -> None:
         if self.session:
             check_session_name(self.session)
+        if not 0.0 <= self.camera_hfov_deg < 180.0:
+            raise ValueError(f'camera_hfov_deg must be in [0, 180), got {self.camera_hfov_deg}')
+        if not (self.depth_max_gap_s > 0 and self.depth_buffer_size >= 1):
+            raise ValueError('depth_max_gap_s must be > 0 and depth_buffer_size >= 1')
         if not (self.max_pose_gap_s > 0 and self.max_pose_wait_s >= 0):
             raise ValueError('max_pose_gap_s must be > 0 and max_pose_wait_s >= 0')
         if self.pending_bytes_max < 1:
@@ -122,6 +151,7 @@ class _Image:
         '_jpeg',
         '_thumbnail',
         '_thumbnail_of',
+        'arrived',
         'size',
         'stamp_ns',
         'status_lost',
@@ -136,8 +166,10 @@ class _Image:
         thumbnail: Thumbnail | None,
         status_lost: bool,
         timeline: int,
+        arrived: float,
     ) -> None:
         self.stamp_ns = stamp_ns
+        self.arrived = arrived  # clock time: bounds the wait for a depth image
         self.size = max(size, MIN_IMAGE_BYTES)
         self.status_lost = status_lost  # the tracking status said lost when it arrived
         self.timeline = timeline  # image time resets before it: tells loops apart
@@ -205,6 +237,13 @@ class KeyframeBuilder:
         self._covariance_lost = ''
         self._image_lost = ''
         self._lost_reason = ''
+        self._camera_info: CameraModel | None = None
+        # Depth grids with their stamp and depth image size, in arrival order.
+        self._depths: deque[tuple[int, tuple[int, int], DepthSamples]] = deque(
+            maxlen=config.depth_buffer_size
+        )
+        self._newest_depth_ns: int | None = None
+        self._depth_max_gap_ns = round(config.depth_max_gap_s * NS_PER_S)
 
     @property
     def pending_images(self) -> int:
@@ -312,9 +351,46 @@ class KeyframeBuilder:
         if not self._pending:
             self._heard()
         lost = bool(self._status_lost)
-        image = _Image(stamp_ns, size, encode, thumbnail, lost, self._image_timeline)
+        image = _Image(stamp_ns, size, encode, thumbnail, lost, self._image_timeline, self._clock())
         self._pending.append(image)
         self._pending_bytes += image.size
+        return self._release()
+
+    def set_camera_info(self, width: int, height: int, k: Sequence[float]) -> None:
+        """The camera's intrinsics (a CameraInfo's size and 3x3 K, row major), used for
+        the keyframes from now on. An invalid one (all zeros, as an uncalibrated driver
+        sends, or NaN) is ignored, with a warning the first time."""
+        try:
+            if len(k) != 9:
+                raise ValueError(f'K has {len(k)} values, expected 9')
+            fx, _, cx, _, fy, cy, *_ = (float(v) for v in k)
+            camera = CameraModel(int(width), int(height), fx, fy, cx, cy)
+        except ValueError as error:
+            self.counts['camera_info_invalid'] += 1
+            if self.counts['camera_info_invalid'] == 1:
+                self._warn(f'camera info ignored: {error}')
+            return
+        if camera != self._camera_info:
+            self._info(
+                f'camera intrinsics {camera.width}x{camera.height} '
+                f'fx {camera.fx:.1f} fy {camera.fy:.1f} cx {camera.cx:.1f} cy {camera.cy:.1f}'
+            )
+        self._camera_info = camera
+
+    def add_depth(self, stamp_ns: int, decode: DepthDecoder) -> list[Keyframe]:
+        """Reduce a depth image to its grid at once and keep the grid for the image with
+        the nearest stamp; one that cannot be decoded or reduced is counted and skipped."""
+        self.counts['depth_received'] += 1
+        try:
+            pixels, scale = decode()
+            samples = self.config.depth_grid.reduce(pixels, scale)
+        except ValueError as error:
+            self._drop('depth_undecodable', f'depth image skipped: {error}')
+            return []
+        height, width = pixels.shape
+        self._depths.append((stamp_ns, (width, height), samples))
+        newest = self._newest_depth_ns
+        self._newest_depth_ns = stamp_ns if newest is None else max(newest, stamp_ns)
         return self._release()
 
     def set_tracking_status(self, ok: bool) -> None:
@@ -352,7 +428,7 @@ class KeyframeBuilder:
         while self._pending:
             image = self._pending[0]
             newest = self._newest_pose_ns
-            ready = newest is not None and newest >= image.stamp_ns
+            ready = newest is not None and newest >= image.stamp_ns and self._depth_ready(image)
             overflow = self._pending_bytes > self.config.pending_bytes_max
             if not (ready or stalled or overflow):
                 break
@@ -364,6 +440,15 @@ class KeyframeBuilder:
             if keyframe is not None:
                 done.append(keyframe)
         return done
+
+    def _depth_ready(self, image: _Image) -> bool:
+        """No depth is expected, or its depth came (or never will: a depth image stamped
+        after it, or waited `max_pose_wait_s`). A depth stream not heard from yet (not
+        recorded, driver not up) holds nothing up."""
+        newest = self._newest_depth_ns
+        if not self.config.pair_depth or newest is None or newest >= image.stamp_ns:
+            return True
+        return self._clock() - image.arrived >= self.config.max_pose_wait_s
 
     def _new_epoch(self, reason: str, owed: Callable[[_Image], bool]) -> list[Keyframe]:
         """Close the epoch: place the waiting images it owes with its poses, then restart."""
@@ -463,6 +548,7 @@ class KeyframeBuilder:
         if not self.session:
             stamp = datetime.fromtimestamp(stamp_ns / NS_PER_S, tz=timezone.utc)
             self.session = stamp.strftime('run-%Y%m%dT%H%M%SZ')
+        intrinsics = self._intrinsics(jpeg)
         keyframe = Keyframe(
             session=self.session,
             index=self._index,
@@ -472,6 +558,8 @@ class KeyframeBuilder:
             map_epoch=self.map_epoch,
             image=jpeg,
             frame_id=self.config.map_frame,
+            camera=intrinsics,
+            depth=self._depth_for(stamp_ns, intrinsics),
         )
         self._index += 1
         self._newest_ns = stamp_ns if self._newest_ns is None else max(self._newest_ns, stamp_ns)
@@ -480,6 +568,50 @@ class KeyframeBuilder:
         if camera is None:
             self.counts['keyframes_pose_invalid'] += 1
         return keyframe
+
+    def _intrinsics(self, jpeg: bytes) -> CameraModel | None:
+        """The CameraInfo's intrinsics when they are of an image this size, else from the
+        field of view; None when neither is known."""
+        if self._camera_info is None and not self.config.camera_hfov_deg:
+            return None
+        try:
+            # Only the header is read; the keyframe's own JPEG is not subject to input limits.
+            width, height = check_image_limits(jpeg, ImageLimits(max_bytes=len(jpeg)))
+        except ImageDecodeError as error:
+            self._drop('image_size_unknown', f'no intrinsics for a keyframe: {error}')
+            return None
+        info = self._camera_info
+        if info is not None:
+            if (info.width, info.height) == (width, height):
+                return info
+            self._drop(
+                'camera_info_size_mismatch',
+                f'camera info is for {info.width}x{info.height} images, the image is '
+                f'{width}x{height}',
+            )
+        if self.config.camera_hfov_deg:
+            return CameraModel.from_hfov(width, height, self.config.camera_hfov_deg)
+        return None
+
+    def _depth_for(self, stamp_ns: int, camera: CameraModel | None) -> DepthSamples | None:
+        """The depth grid stamped nearest the image within `depth_max_gap_s`, if its
+        depth image was of the same size as the colour image (when that is known)."""
+        if not self.config.pair_depth:
+            return None
+        nearest = min(self._depths, key=lambda depth: abs(depth[0] - stamp_ns), default=None)
+        if nearest is None or abs(nearest[0] - stamp_ns) > self._depth_max_gap_ns:
+            self.counts['keyframes_without_depth'] += 1
+            return None
+        _, size, samples = nearest
+        if camera is not None and size != (camera.width, camera.height):
+            self._drop(
+                'depth_size_mismatch',
+                f"depth image {size[0]}x{size[1]} is not the colour image's size "
+                f'{camera.width}x{camera.height} (not registered to it?)',
+            )
+            return None
+        self.counts['keyframes_with_depth'] += 1
+        return samples
 
     def _update_tracking(self) -> None:
         reason = self._status_lost or self._covariance_lost or self._image_lost

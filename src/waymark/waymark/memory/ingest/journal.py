@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from waymark.geometry import Pose
-from waymark.memory.entries import Keyframe, check_session_name
+from waymark.memory.entries import CameraModel, DepthSamples, Keyframe, check_session_name
 
 _HEADER = struct.Struct('>I')
 _SUFFIX = '.keyframe'
@@ -152,6 +152,8 @@ def _header(keyframe: Keyframe) -> dict:
         'map_epoch': keyframe.map_epoch,
         'image_format': keyframe.image_format,
         'frame_id': keyframe.frame_id,
+        'camera': None if keyframe.camera is None else vars(keyframe.camera),
+        'depth': None if keyframe.depth is None else vars(keyframe.depth),
     }
 
 
@@ -165,6 +167,8 @@ def _read(path: Path) -> Keyframe:
     position = tuple(float(value) for value in header['position'])
     orientation = tuple(float(value) for value in header['orientation'])
     Pose.checked(position, orientation)  # refuses what a valid keyframe never holds
+    # Files written before keyframes carried intrinsics and depth have neither.
+    camera, depth = header.get('camera'), header.get('depth')
     return Keyframe(
         session=check_session_name(header['session']),
         index=int(header['index']),
@@ -176,4 +180,14 @@ def _read(path: Path) -> Keyframe:
         image=image,
         image_format=str(header['image_format']),
         frame_id=str(header['frame_id']),
+        camera=None if camera is None else CameraModel(**camera),
+        depth=None
+        if depth is None
+        else DepthSamples(
+            int(depth['columns']), int(depth['rows']), tuple(map(float, depth['metres']))
+        ),
     )
+
+
+def _depth(data: dict) -> DepthSamples:
+    return DepthSamples(int(data['columns']), int(data['rows']), tuple(map(float, data['metres'])))
