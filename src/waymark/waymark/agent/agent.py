@@ -65,9 +65,11 @@ MEMORY_UNAVAILABLE = 'memory unavailable'
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """Limits and choices of the loop (defaults: RAVEN-QA's 3 searches, top-k 5)."""
+    """Limits and choices of the loop (defaults: BinTrack's 4 searches, RAVEN-QA's top-k 5)."""
 
-    max_steps: int = 3
+    # Searches per question: every reply that is not a final answer (a tool call, a bad
+    # call or text) spends one; BinTrack's budget is 4.
+    max_steps: int = 4
     top_k: int = 5
     level: str = FRAME
     deadline_s: float = 60.0
