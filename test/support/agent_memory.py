@@ -299,20 +299,44 @@ def answer_with_first_hit(kind: str = 'position', text_: str = 'Found it.') -> C
 TARGET = re.compile(r'looking for this: (".*?")\. ')
 
 
+# A check of several targets at once (Verifier.verify_each) numbers them.
+NUMBERED_TARGET = re.compile(r'target \d+: ("(?:[^"\\]|\\.)*")')
+
+
+def verification_targets(body: dict[str, Any]) -> list[str]:
+    """What a verification request asks to find: one target, or several in one call."""
+    first = body['messages'][0]['content'][0]['text']
+    single = TARGET.search(first)
+    if single is not None:
+        return [json.loads(single.group(1))]
+    return [json.loads(quoted) for quoted in NUMBERED_TARGET.findall(first)]
+
+
 def oracle_verifier(body: dict[str, Any]) -> Step:
     """A verifier that picks the candidates whose pictures show every word of the target
-    (stop words aside), in the order shown."""
+    (stop words aside), in the order shown; for a several-target request, per target."""
     content = body['messages'][0]['content']
-    target = json.loads(TARGET.search(content[0]['text']).group(1))
-    wanted = set(re.findall(r'[a-z]+', target.lower())) - {'the', 'a', 'an', 'sign'}
-    matches = []
-    pictures = [part for part in content if part['type'] == 'image_url']
-    for number, part in enumerate(pictures, start=1):
-        jpeg = _data_url_bytes(part['image_url']['url'])
-        seen = {w for word in words_in_picture(jpeg) for w in word.split()}
-        if wanted and wanted <= seen:
-            matches.append(number)
-    return text(json.dumps({'matches': matches, 'best': matches[0] if matches else None}))
+    pictures = [
+        {
+            w
+            for word in words_in_picture(_data_url_bytes(part['image_url']['url']))
+            for w in word.split()
+        }
+        for part in content
+        if part['type'] == 'image_url'
+    ]
+    answers = []
+    for target in verification_targets(body):
+        wanted = set(re.findall(r'[a-z]+', target.lower())) - {'the', 'a', 'an', 'sign'}
+        matches = [n for n, seen in enumerate(pictures, start=1) if wanted and wanted <= seen]
+        answers.append({'matches': matches, 'best': matches[0] if matches else None})
+    if TARGET.search(content[0]['text']):
+        return text(json.dumps(answers[0]))
+    return text(json.dumps({'targets': answers}))
+
+
+def _seen_words(url: str) -> set[str]:
+    return {w for word in words_in_picture(_data_url_bytes(url)) for w in word.split()}
 
 
 def _data_url_bytes(url: str) -> bytes:

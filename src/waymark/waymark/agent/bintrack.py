@@ -328,6 +328,19 @@ def secondary_anchor(question: str, place_nouns: Sequence[str] = DEFAULT_PLACE_N
     return min(found)[1] if found else None
 
 
+# Where a "Z near Y" phrase turns from the target to the place it is near.
+_TOWARDS_Y = re.compile(r'\s+(?:nearest|closest|near|next|close)\s+(?:to\s+)?', re.I)
+
+
+def primary_target(query: str, anchor: str | None) -> str:
+    """The Z of a "Z near Y" search, for the verifier to look for: the query up to where
+    it turns to Y ("red bin near the lobby" -> "red bin"); the whole query otherwise."""
+    if anchor is None:
+        return query
+    head = _TOWARDS_Y.split(query, maxsplit=1)[0].strip()
+    return head or query
+
+
 def lock_on_rerank(
     z_verified: Sequence[Hit], y_verified: Sequence[Hit], min_distinct_m: float = 1.0
 ) -> tuple[list[Hit], bool]:
