@@ -25,7 +25,6 @@ was shown, and a verifier that "looks" at the candidate pictures by decoding the
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import zlib
@@ -37,7 +36,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from support.scripted_llm import Policy, Step, http_error, text, tool_call
+from support.scripted_llm import Policy, Step, http_error, tool_call
+from support.scripted_vlm import verifier_policy
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
@@ -296,52 +296,9 @@ def answer_with_first_hit(kind: str = 'position', text_: str = 'Found it.') -> C
     return step
 
 
-TARGET = re.compile(r'looking for this: (".*?")\. ')
+def _words_in(jpeg: bytes) -> set[str]:
+    return {w for word in words_in_picture(jpeg) for w in word.split()}
 
 
-# A check of several targets at once (Verifier.verify_each) numbers them.
-NUMBERED_TARGET = re.compile(r'target \d+: ("(?:[^"\\]|\\.)*")')
-
-
-def verification_targets(body: dict[str, Any]) -> list[str]:
-    """What a verification request asks to find: one target, or several in one call."""
-    first = body['messages'][0]['content'][0]['text']
-    single = TARGET.search(first)
-    if single is not None:
-        return [json.loads(single.group(1))]
-    return [json.loads(quoted) for quoted in NUMBERED_TARGET.findall(first)]
-
-
-def oracle_verifier(body: dict[str, Any]) -> Step:
-    """A verifier that picks the candidates whose pictures show every word of the target
-    (stop words aside), in the order shown; for a several-target request, per target."""
-    content = body['messages'][0]['content']
-    pictures = [
-        {
-            w
-            for word in words_in_picture(_data_url_bytes(part['image_url']['url']))
-            for w in word.split()
-        }
-        for part in content
-        if part['type'] == 'image_url'
-    ]
-    answers = []
-    for target in verification_targets(body):
-        wanted = set(re.findall(r'[a-z]+', target.lower())) - {'the', 'a', 'an', 'sign'}
-        matches = [n for n, seen in enumerate(pictures, start=1) if wanted and wanted <= seen]
-        answers.append({'matches': matches, 'best': matches[0] if matches else None})
-    if TARGET.search(content[0]['text']):
-        return text(json.dumps(answers[0]))
-    return text(json.dumps({'targets': answers}))
-
-
-def _seen_words(url: str) -> set[str]:
-    return {w for word in words_in_picture(_data_url_bytes(url)) for w in word.split()}
-
-
-def _data_url_bytes(url: str) -> bytes:
-    import base64
-
-    prefix, data = url.split(',', 1)
-    assert prefix == 'data:image/jpeg;base64'
-    return base64.b64decode(data)
+# A verifier that picks the candidates whose pictures show every word of the target.
+oracle_verifier = verifier_policy(_words_in)

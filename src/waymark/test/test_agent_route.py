@@ -26,10 +26,10 @@ from support.agent_memory import (
     segment_centre,
     shown_hits,
     tool_results,
-    verification_targets,
     words_in_picture,
 )
 from support.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
+from support.scripted_vlm import verification_targets
 
 from waymark.agent.agent import Agent, AgentQuestion, Goal
 from waymark.agent.bintrack import BinTrackParams
