@@ -11,12 +11,15 @@ wrong as what the pictures hold.
 from __future__ import annotations
 
 import base64
+import bisect
+import hashlib
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from support.scripted_llm import Policy, Step, text
+from waymark.memory.entries import FRAME, SEGMENT
 
 # How a one-target request names its target, and how a several-target one numbers them.
 TARGET = re.compile(r'looking for this: (".*?")\. ')
@@ -56,3 +59,51 @@ def verifier_policy(words_of: Callable[[bytes], set[str]]) -> Policy:
         return text(json.dumps({'targets': answers}))
 
     return policy
+
+
+def ground_truth_words(memory: Any, truth: dict[str, Any]) -> Callable[[bytes], set[str]]:
+    """What each picture stored in `memory` (a MemoryService) shows, by a generated
+    world's ground truth: the words of the landmarks visible in the frames it covers (a
+    frame: the ground-truth image nearest its stamp; a segment: every image in its
+    window); label, category and colour, lower case. Pictures found nowhere show nothing.
+    """
+    landmarks = {item['id']: item for item in truth['landmarks']}
+    images = sorted(truth['images'], key=lambda image: image['stamp_ns'])
+    stamps = [image['stamp_ns'] for image in images]
+
+    def words_of_landmark(key: str) -> set[str]:
+        item = landmarks.get(key, {})
+        phrase = ' '.join(str(item.get(f) or '') for f in ('label', 'category', 'color'))
+        return set(re.findall(r'[a-z0-9]+', phrase.lower()))
+
+    def visible(first_ns: int, last_ns: int) -> set[str]:
+        low = bisect.bisect_left(stamps, first_ns)
+        high = bisect.bisect_right(stamps, last_ns)
+        if low == high:  # a frame between two images: the nearest one
+            nearest = min(
+                (i for i in (low - 1, low) if 0 <= i < len(stamps)),
+                key=lambda i: abs(stamps[i] - first_ns),
+                default=None,
+            )
+            chosen = [] if nearest is None else [images[nearest]]
+        else:
+            chosen = images[low:high]
+        return {key for image in chosen for key in image['visible']}
+
+    table: dict[str, set[str]] = {}
+    store = memory.store
+    for level in (FRAME, SEGMENT):
+        for session in store.sessions():
+            count = store.count(session, level=level)
+            if not count:
+                continue
+            for hit in memory.search_index_range(session, 0, 10**9, count, level):
+                record = hit.record
+                jpeg = memory.image_store.image_of(record)
+                if not jpeg:
+                    continue
+                end = record.end_ns or record.stamp_ns
+                seen = visible(record.stamp_ns, end)
+                words = set().union(*(words_of_landmark(key) for key in seen)) if seen else set()
+                table[hashlib.sha1(jpeg).hexdigest()] = words
+    return lambda jpeg: table.get(hashlib.sha1(jpeg).hexdigest(), set())
