@@ -304,7 +304,7 @@ def test_lock_on_y_answers_with_the_z_nearest_the_verified_ys(memory, tmp_path):
     assert [hit.record.id for hit in answer.evidence] == ['plaza/25']  # "KIOSK NEWS"
     assert answer.goal == goal_of(memory, 'plaza/25', 'frame')
     assert (answer.goal.x, answer.goal.y) == (112.5, 50.0)
-    [step] = [step for step in trace['steps'] if step['tool'] == 'verify']
+    step = trace['verification']
     assert step['lock_on_y'] is True and step['anchor'] == 'fountain'
     assert step['target'] == 'kiosk'
     assert step['z_verified'] == ['plaza/2', 'plaza/25']  # the far kiosk ranked first
@@ -332,7 +332,7 @@ def test_lock_on_y_reranks_the_models_own_answer_in_one_verifier_call(memory, tm
     # Not a fallback: the rerank moved the model's answer to the kiosk by the fountains.
     assert not answer.used_fallback and answer.goal == goal_of(memory, 'plaza/25', 'frame')
     assert answer.evidence[0].record.id == 'plaza/25'
-    [step] = [step for step in traces.read(answer.trace_id)['steps'] if step['tool'] == 'verify']
+    step = traces.read(answer.trace_id)['verification']
     assert step['lock_on_y'] is True
     assert len(requests) == 1 and targets(requests) == ['"kiosk"', '"fountain"']
     assert answer.verifier_calls == 1 and answer.retrievals == 1 + 1
@@ -362,7 +362,7 @@ def test_lock_on_y_is_not_applied_with_one_verified_y(memory, tmp_path):
         return text(json.dumps({'targets': answers}))
 
     answer, trace, requests = lock_on_run(memory, tmp_path, one_fountain)
-    [step] = [step for step in trace['steps'] if step['tool'] == 'verify']
+    step = trace['verification']
     assert step['lock_on_y'] is False and len(step['y_verified']) == 1
     assert len(requests) == 1 and answer.used_fallback
     # No rerank: the kiosk the verifier confirmed first (the search's order) answers.
@@ -372,14 +372,14 @@ def test_lock_on_y_is_not_applied_with_one_verified_y(memory, tmp_path):
 
 def test_lock_on_y_needs_a_verifier(memory, tmp_path):
     answer, trace, _ = lock_on_run(memory, tmp_path)
-    assert not [step for step in trace['steps'] if step['tool'] == 'verify']
+    assert trace['verification'] == {}
     assert answer.used_fallback and answer.verifier_calls == 0
     assert answer.retrievals == 4 + 1  # no search for Y, only the embedder-only one
 
 
 def test_lock_on_y_is_not_applied_when_the_verifier_is_away(memory, tmp_path):
     answer, trace, _ = lock_on_run(memory, tmp_path, vlm_url=closed_port_url())
-    [step] = [step for step in trace['steps'] if step['tool'] == 'verify']
+    step = trace['verification']
     assert 'lock_on_y' not in step and step['why'].startswith('the verifier could not be asked')
     assert answer.used_fallback and answer.verifier_calls == 0
     assert answer.evidence[0].record.session == 'plaza'  # the embedder-only answer

@@ -192,6 +192,8 @@ class _Run:
         # Whether the question's one verifier call was made (or tried: a failed call
         # is not retried).
         self.verifier_asked = False
+        # What the answer check asked and found (the trace's `verification`).
+        self.verification: dict[str, Any] = {}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -592,8 +594,7 @@ class Agent:
             return preferred
         anchor = secondary_anchor(run.question.question)
         target = primary_target(run.last_query or run.question.question, anchor)
-        step: dict[str, Any] = {'tool': 'verify', 'target': target, 'anchor': anchor}
-        run.steps.append(step)
+        step = run.verification = {'target': target, 'anchor': anchor}
         checks = [(target, self._pictures(z_pool))]
         y_pool: list[Hit] = []
         if anchor is not None:
@@ -645,6 +646,7 @@ class Agent:
             'config': asdict(self.config),
             'model': self.chat.config.model if self.chat else None,
             'steps': run.steps,
+            'verification': run.verification,
             'messages': redact_images(run.messages),
             'answer': {
                 'kind': answer.kind,
