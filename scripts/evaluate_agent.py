@@ -10,6 +10,10 @@ so the suite's own output is never written.
     source scripts/env.sh
     python scripts/evaluate_agent.py --worlds small-0 small-1 [--out eval_output/agent]
 
+With `--verifier`, the agent rows verify each answer once with a scripted VLM stand-in
+(test/support/scripted_vlm.py) that sees in each stored picture what the world's ground
+truth says is visible there; their rows are labelled `scripted-vlm`.
+
 With `--real`, the model is a real one instead (see test/support/local_llm.py: the server
 named by WAYMARK_LLM_URL, else SmolLM2 on llama.cpp, installed by `make test-llm`), its
 rows labelled with the model's name; the sweep is left to the scripted planner.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import shutil
 import statistics
@@ -34,7 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'test'))
 
 from support.local_llm import real_model  # noqa: E402
+from support.scripted_llm import ScriptedLLMServer  # noqa: E402
 from support.scripted_planner import planner_server  # noqa: E402
+from support.scripted_vlm import ground_truth_words, verifier_policy  # noqa: E402
 
 from waymark.agent.agent import AgentConfig  # noqa: E402
 from waymark.agent.bintrack import BinTrackParams  # noqa: E402
@@ -47,6 +54,7 @@ from waymark.evaluation.questions import Category, load_questions  # noqa: E402
 from waymark.evaluation.report import write_json_atomically  # noqa: E402
 
 LABEL = 'scripted'
+VERIFIED_LABEL = 'scripted-vlm'
 BASELINES = ('embedder-only', 'embedder-only/segment', 'random-entry')
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 K_LEAVES = (16, 4)
@@ -61,18 +69,37 @@ def prepare(suite: Path, out: Path, label: str) -> EvaluationConfig:
     if not (out / 'memory' / INGESTED).is_file():
         shutil.rmtree(out / 'memory', ignore_errors=True)
         shutil.copytree(source, out / 'memory')
-    if label == LABEL:  # the planner's rules may have changed, and its rows are cheap
+    if label in (LABEL, VERIFIED_LABEL):  # the planner's rules may have changed; rows are cheap
         for old in out.glob('predictions-agent*'):
             old.unlink()
     return EvaluationConfig(suite / 'bag', suite / 'questions.json', out, progress=False)
 
 
-def evaluate_world(config: EvaluationConfig, base_url: str, model: str, label: str) -> dict:
+def evaluate_world(
+    config: EvaluationConfig, base_url: str, model: str, label: str, verifier_url: str = ''
+) -> dict:
     rows = (*BASELINES, agent_name(True, label), agent_name(False, label))
     settings = dataclasses.replace(
-        config, answerers=rows, llm_url=base_url, llm_model=model, agent_label=label
+        config,
+        answerers=rows,
+        llm_url=base_url,
+        llm_model=model,
+        agent_label=label,
+        verifier_url=verifier_url,
     )
     return run(settings)
+
+
+def evaluate_verified(config: EvaluationConfig, base_url: str, model: str) -> dict:
+    """The agent rows with the ground-truth VLM stand-in verifying."""
+    truth = json.loads((config.bag / 'ground_truth.json').read_text())
+    memory = open_memory(config, config.out / 'memory')
+    try:
+        words = ground_truth_words(memory, truth)
+    finally:
+        memory.store.close()
+    with ScriptedLLMServer(verifier_policy(words), model='scripted/vlm') as vlm:
+        return evaluate_world(config, base_url, model, VERIFIED_LABEL, vlm.base_url)
 
 
 def sweep_world(config: EvaluationConfig, base_url: str, model: str) -> list[dict]:
@@ -185,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, help='default eval_output/agent[-real]')
     parser.add_argument('--no-sweep', action='store_true')
     parser.add_argument('--real', action='store_true', help='a real model (see above)')
+    parser.add_argument('--verifier', action='store_true', help='add rows verified by a stand-in')
     args = parser.parse_args(argv)
     out = args.out or Path('eval_output/agent-real' if args.real else 'eval_output/agent')
     reports, sweeps, walls = {}, {}, {}
@@ -196,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             config = prepare(args.suite / world, out / world, label)
             print(f'[{world}] evaluating...', flush=True)
             reports[world] = evaluate_world(config, server.base_url, server.model, label)
+            if args.verifier and not args.real:
+                print(f'[{world}] evaluating with the VLM stand-in verifying...', flush=True)
+                verified = evaluate_verified(config, server.base_url, server.model)
+                reports[world]['answerers'].update(
+                    {k: v for k, v in verified['answerers'].items() if k.startswith('agent')}
+                )
             if not (args.no_sweep or args.real):
                 print(f'[{world}] sweeping α, β and k_leaf on the route questions...', flush=True)
                 sweeps[world] = sweep_world(config, server.base_url, server.model)

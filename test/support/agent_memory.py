@@ -25,7 +25,6 @@ was shown, and a verifier that "looks" at the candidate pictures by decoding the
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import zlib
@@ -37,7 +36,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from support.scripted_llm import Policy, Step, http_error, text, tool_call
+from support.scripted_llm import Policy, Step, http_error, tool_call
+from support.scripted_vlm import verifier_policy
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
@@ -296,28 +296,9 @@ def answer_with_first_hit(kind: str = 'position', text_: str = 'Found it.') -> C
     return step
 
 
-TARGET = re.compile(r'looking for this: (".*?")\. ')
+def _words_in(jpeg: bytes) -> set[str]:
+    return {w for word in words_in_picture(jpeg) for w in word.split()}
 
 
-def oracle_verifier(body: dict[str, Any]) -> Step:
-    """A verifier that picks the candidates whose pictures show every word of the target
-    (stop words aside), in the order shown."""
-    content = body['messages'][0]['content']
-    target = json.loads(TARGET.search(content[0]['text']).group(1))
-    wanted = set(re.findall(r'[a-z]+', target.lower())) - {'the', 'a', 'an', 'sign'}
-    matches = []
-    pictures = [part for part in content if part['type'] == 'image_url']
-    for number, part in enumerate(pictures, start=1):
-        jpeg = _data_url_bytes(part['image_url']['url'])
-        seen = {w for word in words_in_picture(jpeg) for w in word.split()}
-        if wanted and wanted <= seen:
-            matches.append(number)
-    return text(json.dumps({'matches': matches, 'best': matches[0] if matches else None}))
-
-
-def _data_url_bytes(url: str) -> bytes:
-    import base64
-
-    prefix, data = url.split(',', 1)
-    assert prefix == 'data:image/jpeg;base64'
-    return base64.b64decode(data)
+# A verifier that picks the candidates whose pictures show every word of the target.
+oracle_verifier = verifier_policy(_words_in)

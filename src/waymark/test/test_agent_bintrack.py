@@ -24,6 +24,7 @@ from waymark.agent.bintrack import (
     resolve_anchor_by_position,
     secondary_anchor,
     segment_scores,
+    split_evidence,
 )
 from waymark.memory.entries import SEGMENT, FrameRecord, Hit
 
@@ -123,6 +124,32 @@ def test_evidence_matches_a_hand_computation():
 def test_segment_scores_take_the_best_view_per_segment():
     hits = [seg(3, 0.9, view='full'), seg(3, 0.1, view='detail'), seg(4, 0.5)]
     assert sorted(segment_scores(hits)) == [0.5, 0.9]
+
+
+def test_split_evidence_puts_each_view_on_its_own_scale():
+    # MiniLM-like text cosines sit near 0.55 and barely differ between the halves; the
+    # image view's cosines sit near 0.05, and the right half's one clearly stands out.
+    left = [seg(1, 0.55, view='text'), seg(2, 0.02, view='image'), seg(3, 0.03, view='image')]
+    right = [seg(8, 0.54, view='text'), seg(9, 0.545, view='text'), seg(10, 0.2, view='image')]
+    raw_left = evidence(segment_scores(left), 0.0, 1.0)
+    raw_right = evidence(segment_scores(right), 0.0, 1.0)
+    assert raw_left > raw_right  # mixing raw cosines, the text view decides
+    normalised_left, normalised_right = split_evidence(left, right, 0.0, 1.0)
+    assert normalised_right > normalised_left
+
+
+def test_a_view_with_higher_cosines_throughout_does_not_dominate():
+    rng = random.Random(7)
+    for _ in range(50):
+        views = ['text', 'image', *(rng.choice(['text', 'image', 'full']) for _ in range(10))]
+        hits = [seg(i, rng.uniform(0.0, 0.3), view=v) for i, v in enumerate(views)]
+        rng.shuffle(hits)
+        half = rng.randint(1, len(hits) - 1)
+        shift = rng.uniform(0.2, 0.7)  # one encoder's cosines run higher overall
+        shifted = [Hit(h.record, h.score + shift, h.view) if h.view == 'text' else h for h in hits]
+        assert split_evidence(hits[:half], hits[half:], 0.5, 0.5) == pytest.approx(
+            split_evidence(shifted[:half], shifted[half:], 0.5, 0.5)
+        )
 
 
 def test_equal_evidence_keeps_the_left_half():

@@ -192,7 +192,7 @@ def test_the_requests_carry_the_question_the_time_the_tools_and_the_hits(memory)
         ask(agent(server, memory), robot_pose=(1.0, 2.0, 0.0, 1.5707963))
         first, second = server.requests
     system, user = first['messages']
-    assert system['role'] == 'system' and 'at most 3 searches' in system['content']
+    assert system['role'] == 'system' and 'at most 4 searches' in system['content']
     assert user['role'] == 'user'
     assert 'Question: Where is the bakery?' in user['content']
     assert 'Now: 2025-06-15 17:06:40 UTC.' in user['content']
@@ -357,6 +357,7 @@ def test_steps_spent_on_bad_calls_also_end_the_searches(memory):
         tool_call('retrieve_everything', {}),
         text('Hmm.'),
         tool_call('retrieve_from_text', '{"query": '),
+        text('Still thinking.'),
         tool_call(
             'final_answer', {'kind': 'text', 'text': 'I could not find it.', 'confidence': 0.1}
         ),
@@ -364,13 +365,13 @@ def test_steps_spent_on_bad_calls_also_end_the_searches(memory):
     with ScriptedLLMServer(script) as server:
         answer, _ = ask(agent(server, memory))
         requests = server.requests
-    assert [offered(body) for body in requests] == [SEARCH_TOOLS] * 3 + [['final_answer']]
-    assert requests[3]['messages'][-1] == {'role': 'user', 'content': prompts.BUDGET_SPENT}
+    assert [offered(body) for body in requests] == [SEARCH_TOOLS] * 4 + [['final_answer']]
+    assert requests[4]['messages'][-1] == {'role': 'user', 'content': prompts.BUDGET_SPENT}
     assert requests[2]['messages'][-1] == {'role': 'user', 'content': prompts.NO_TOOL}
     # A text answer needs no evidence; it is taken as it is.
     assert (answer.kind, answer.text, answer.confidence) == ('text', 'I could not find it.', 0.1)
     assert not answer.used_fallback and answer.goal is None and answer.evidence == []
-    assert answer.retrievals == 0 and answer.llm_calls == 4
+    assert answer.retrievals == 0 and answer.llm_calls == 5
 
 
 def test_an_answer_before_any_search_is_sent_back_to_search(memory):
@@ -666,7 +667,7 @@ def test_every_question_writes_a_trace_named_by_its_id(memory, tmp_path):
     assert (trace['llm_calls'], trace['retrievals'], trace['verifier_calls']) == (2, 1, 0)
     assert trace['prompt_tokens'] == answer.prompt_tokens > 0
     assert trace['used_fallback'] is False and trace['fallback_reason'] == ''
-    assert trace['config']['max_steps'] == 3
+    assert trace['config']['max_steps'] == 4
 
 
 def test_a_fallback_is_traced_and_old_traces_are_pruned(memory, tmp_path):

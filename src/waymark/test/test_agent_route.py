@@ -18,7 +18,6 @@ from support.agent_memory import (
     RETURN_COFFEE_SEGMENT,
     ROUTE,
     STATION_SEGMENT,
-    TARGET,
     answer_with_first_hit,
     build_memory,
     image_loader,
@@ -30,6 +29,7 @@ from support.agent_memory import (
     words_in_picture,
 )
 from support.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
+from support.scripted_vlm import verification_targets
 
 from waymark.agent.agent import Agent, AgentQuestion, Goal
 from waymark.agent.bintrack import BinTrackParams
@@ -68,7 +68,7 @@ def verifier(base_url: str) -> Verifier:
 
 def targets(requests: list[dict]) -> list[str]:
     """What each verification request asked to find."""
-    return [TARGET.search(body['messages'][0]['content'][0]['text']).group(1) for body in requests]
+    return [json.dumps(target) for body in requests for target in verification_targets(body)]
 
 
 def pictures(body: dict) -> int:
@@ -147,29 +147,29 @@ def test_the_second_position_anchor_is_looked_up_after_the_first(memory):
     assert (result.chosen.record.x, result.chosen.record.y) == pytest.approx((14.0, 3.0))
 
 
-def test_a_verifier_is_asked_once_per_named_anchor_and_once_for_the_leaf(memory):
+def test_the_verifier_is_asked_once_for_the_leaf_and_never_for_the_anchors(memory):
     with ScriptedLLMServer(oracle_verifier) as vlm:
         route = RouteSearch(memory, image_loader(memory), verifier(vlm.base_url))
         named = route.run('coffee shop', 'office', 'station', None)
-        assert targets(vlm.requests) == ['"office"', '"station"', '"coffee shop"']
+        assert targets(vlm.requests) == ['"coffee shop"']
         by_position = route.run('coffee shop', OFFICE, STATION, None)
         requests = vlm.requests
-    assert named.verifier_calls == 3 and named.verified
+    assert named.anchors['from'].record.id == by_position.anchors['from'].record.id
+    assert named.verifier_calls == by_position.verifier_calls == 1
+    assert named.verified and by_position.verified
     assert named.chosen.record.id == by_position.chosen.record.id == seg(COFFEE_SEGMENT)
-    assert by_position.verifier_calls == 1 and by_position.verified
-    assert len(requests) == 4 and targets(requests[3:]) == ['"coffee shop"']
+    assert len(requests) == 2 and targets(requests[1:]) == ['"coffee shop"']
     # The leaf's pool is bounded by verifier_pool (12); the leaf has 9 segments.
-    assert pictures(requests[2]) == pictures(requests[3]) == 9
-    assert all(pictures(body) <= 12 for body in requests)
+    assert pictures(requests[0]) == pictures(requests[1]) == 9
 
 
-def test_an_anchor_the_verifier_rejects_ends_the_search_with_a_reason(memory):
+def test_with_its_verifier_call_spent_a_route_search_answers_unverified(memory):
     with ScriptedLLMServer(oracle_verifier) as vlm:
         route = RouteSearch(memory, image_loader(memory), verifier(vlm.base_url))
-        result = route.run('coffee shop', 'library', 'station', None)
-    assert result.chosen is None and result.anchors['from'] is None
-    assert result.message == 'could not find the start of the route (library)'
-    assert result.verifier_calls == 1 and result.track is None
+        result = route.run('coffee shop', 'office', 'station', None, may_verify=False)
+        assert vlm.requests == []
+    assert result.verifier_calls == 0 and not result.verified
+    assert result.chosen.record.id == seg(COFFEE_SEGMENT)  # the leaf's best ranked
 
 
 # -- through the agent ---------------------------------------------------------------------
@@ -220,9 +220,9 @@ def test_the_agent_reports_the_verifier_calls_of_search_between(memory):
             verifier=verifier(vlm.base_url),
         )
         answer = agent.ask(AgentQuestion(ON_THE_WAY, NOW))
-        assert len(vlm.requests) == 3
+        assert len(vlm.requests) == 1  # the leaf's; the answer is not verified again
     assert not answer.used_fallback and answer.goal == goal_of(memory, seg(COFFEE_SEGMENT))
-    assert (answer.verifier_calls, answer.retrievals) == (3, 6)
+    assert (answer.verifier_calls, answer.retrievals) == (1, 6)
 
 
 def test_an_unreachable_verifier_during_search_between_falls_back(memory):
@@ -299,58 +299,90 @@ def lock_on_run(memory, tmp_path, vlm_policy=None, vlm_url=None):
 def test_lock_on_y_answers_with_the_z_nearest_the_verified_ys(memory, tmp_path):
     answer, trace, requests = lock_on_run(memory, tmp_path, oracle_verifier)
     # The budget ran out: the fallback reranked the kiosks by distance to the fountains.
-    assert answer.used_fallback and answer.llm_calls == 6
-    assert answer.fallback_reason == 'no usable answer within 3 searches'
+    assert answer.used_fallback and answer.llm_calls == 7
+    assert answer.fallback_reason == 'no usable answer within 4 searches'
     assert [hit.record.id for hit in answer.evidence] == ['plaza/25']  # "KIOSK NEWS"
     assert answer.goal == goal_of(memory, 'plaza/25', 'frame')
     assert (answer.goal.x, answer.goal.y) == (112.5, 50.0)
-    [step] = [step for step in trace['steps'] if step['tool'] == 'lock_on_y']
-    assert step['applied'] is True and step['anchor'] == 'fountain'
+    step = trace['verification']
+    assert step['lock_on_y'] is True and step['anchor'] == 'fountain'
+    assert step['target'] == 'kiosk'
     assert step['z_verified'] == ['plaza/2', 'plaza/25']  # the far kiosk ranked first
     assert sorted(step['y_verified']) == ['plaza/23', 'plaza/28']
-    assert targets(requests) == ['"kiosk"', '"fountain"']
-    assert answer.verifier_calls == 2 and answer.retrievals == 3 + 1
+    # Z and Y were checked in one call.
+    assert len(requests) == 1 and targets(requests) == ['"kiosk"', '"fountain"']
+    assert answer.verifier_calls == 1 and answer.retrievals == 4 + 1
+
+
+def test_lock_on_y_reranks_the_models_own_answer_in_one_verifier_call(memory, tmp_path):
+    script = scripted(tool_call('retrieve_from_text', {'query': 'kiosk'}), answer_with_first_hit())
+    traces = TraceWriter(tmp_path / 'traces')
+    with ScriptedLLMServer(script) as server, ScriptedLLMServer(oracle_verifier) as vlm:
+        agent = Agent(
+            ChatClient(llm(server.base_url)),
+            memory,
+            image_loader(memory),
+            verifier=verifier(vlm.base_url),
+            traces=traces,
+        )
+        answer = agent.ask(AgentQuestion(KIOSK_NEAR_FOUNTAIN, NOW))
+        requests = vlm.requests
+    [first] = shown_hits(tool_results(server.requests[-1])[0])[:1]
+    assert first.id == 'plaza/2'  # the model answered with the far kiosk
+    # Not a fallback: the rerank moved the model's answer to the kiosk by the fountains.
+    assert not answer.used_fallback and answer.goal == goal_of(memory, 'plaza/25', 'frame')
+    assert answer.evidence[0].record.id == 'plaza/25'
+    step = traces.read(answer.trace_id)['verification']
+    assert step['lock_on_y'] is True
+    assert len(requests) == 1 and targets(requests) == ['"kiosk"', '"fountain"']
+    assert answer.verifier_calls == 1 and answer.retrievals == 1 + 1
+
+
+def test_a_plain_answer_is_checked_once_and_kept_when_confirmed(memory):
+    script = scripted(tool_call('retrieve_from_text', {'query': 'bakery'}), answer_with_first_hit())
+    with ScriptedLLMServer(script) as server, ScriptedLLMServer(oracle_verifier) as vlm:
+        agent = Agent(
+            ChatClient(llm(server.base_url)),
+            memory,
+            image_loader(memory),
+            verifier=verifier(vlm.base_url),
+        )
+        answer = agent.ask(AgentQuestion('Where is the bakery?', NOW))
+        requests = vlm.requests
+    [shown] = shown_hits(tool_results(server.requests[-1])[0])[:1]
+    assert answer.evidence[0].record.id == shown.id and not answer.used_fallback
+    assert len(requests) == 1 and targets(requests) == ['"bakery"']
+    assert answer.verifier_calls == 1
 
 
 def test_lock_on_y_is_not_applied_with_one_verified_y(memory, tmp_path):
     def one_fountain(body):
-        verdict = oracle_verifier(body)
-        if targets([body]) == ['"fountain"']:
-            matches = json.loads(verdict.content)['matches'][:1]
-            return text(json.dumps({'matches': matches, 'best': matches[0]}))
-        return verdict
+        answers = json.loads(oracle_verifier(body).content)['targets']
+        answers[1]['matches'] = answers[1]['matches'][:1]
+        return text(json.dumps({'targets': answers}))
 
     answer, trace, requests = lock_on_run(memory, tmp_path, one_fountain)
-    [step] = [step for step in trace['steps'] if step['tool'] == 'lock_on_y']
-    assert step['applied'] is False and len(step['y_verified']) == 1
-    assert len(requests) == 2 and answer.used_fallback
-    # The embedder-only answer instead: a top hit of a search for the question, which
-    # first looked for a "kiosk" near the fountains (only "KIOSK NEWS" is, a weaker match).
-    assert answer.evidence[0].record.session == 'plaza'
-    [fallback] = [step for step in trace['steps'] if step['tool'] == 'fallback_search']
-    assert fallback['anchor']['found'] == [] and fallback['anchor']['why']
-    assert answer.retrievals == 3 + 1 + fallback['anchor']['retrievals'] + 1
+    step = trace['verification']
+    assert step['lock_on_y'] is False and len(step['y_verified']) == 1
+    assert len(requests) == 1 and answer.used_fallback
+    # No rerank: the kiosk the verifier confirmed first (the search's order) answers.
+    assert [hit.record.id for hit in answer.evidence] == [step['z_verified'][0]]
+    assert answer.retrievals == 4 + 1
 
 
 def test_lock_on_y_needs_a_verifier(memory, tmp_path):
     answer, trace, _ = lock_on_run(memory, tmp_path)
-    [step] = [step for step in trace['steps'] if step['tool'] == 'lock_on_y']
-    assert step == {
-        'tool': 'lock_on_y',
-        'anchor': 'fountain',
-        'applied': False,
-        'why': 'no verifier',
-    }
+    assert trace['verification'] == {}
     assert answer.used_fallback and answer.verifier_calls == 0
     # No search for Y by lock-on-Y, only the fallback's for the question (anchor first).
     [fallback] = [step for step in trace['steps'] if step['tool'] == 'fallback_search']
-    assert answer.retrievals == 3 + fallback['anchor']['retrievals'] + 1
+    assert answer.retrievals == 4 + fallback['anchor']['retrievals'] + 1
 
 
 def test_lock_on_y_is_not_applied_when_the_verifier_is_away(memory, tmp_path):
     answer, trace, _ = lock_on_run(memory, tmp_path, vlm_url=closed_port_url())
-    [step] = [step for step in trace['steps'] if step['tool'] == 'lock_on_y']
-    assert step['applied'] is False and step['why'] == 'the verifier could not be asked'
+    step = trace['verification']
+    assert 'lock_on_y' not in step and step['why'].startswith('the verifier could not be asked')
     assert answer.used_fallback and answer.verifier_calls == 0
     assert answer.evidence[0].record.session == 'plaza'  # the embedder-only answer
 
@@ -359,7 +391,7 @@ def test_a_spent_budget_falls_back_to_the_candidate_the_verifier_confirmed(memor
     between = {'target': 'coffee shop', 'from_place': 'office', 'to_place': 'station'}
     script = scripted(
         tool_call('search_between', between),
-        *[tool_call('retrieve_from_text', {'query': 'coffee'})] * 5,
+        *[tool_call('retrieve_from_text', {'query': 'coffee'})] * 6,
     )
     with ScriptedLLMServer(script) as server, ScriptedLLMServer(oracle_verifier) as vlm:
         agent = Agent(
@@ -369,9 +401,9 @@ def test_a_spent_budget_falls_back_to_the_candidate_the_verifier_confirmed(memor
             verifier=verifier(vlm.base_url),
         )
         answer = agent.ask(AgentQuestion(ON_THE_WAY, NOW))
-        assert len(server.requests) == 6 and len(vlm.requests) == 3
-    assert answer.used_fallback and answer.fallback_reason == 'no usable answer within 3 searches'
+        assert len(server.requests) == 7 and len(vlm.requests) == 1
+    assert answer.used_fallback and answer.fallback_reason == 'no usable answer within 4 searches'
     # Not the embedder-only frame for the question: the segment Binary Tracking verified.
     assert [hit.record.id for hit in answer.evidence] == [seg(COFFEE_SEGMENT)]
     assert answer.goal == goal_of(memory, seg(COFFEE_SEGMENT))
-    assert answer.retrievals == 6 + 2 and answer.verifier_calls == 3
+    assert answer.retrievals == 6 + 3 and answer.verifier_calls == 1

@@ -172,3 +172,53 @@ def test_a_verifier_needs_a_model_that_sees_images():
     llm = LLMConfig(base_url='http://127.0.0.1:1/v1', model='m', accepts_images=True)
     with pytest.raises(ValueError):
         VerifierConfig(llm=llm, max_images=0)
+
+
+# -- several targets in one call -----------------------------------------------------------
+
+
+def test_several_targets_are_checked_in_one_request_over_shared_pictures():
+    z = CANDIDATES[:3]
+    y = [CANDIDATES[2], CANDIDATES[3]]  # s3 is a candidate of both
+    answer = {'targets': [{'matches': [1, 3], 'best': 1}, {'matches': [3, 2], 'best': None}]}
+    with ScriptedLLMServer([text(json.dumps(answer))]) as server:
+        verdicts = verifier(server.base_url).verify_each([('the kiosk', z), ('the fountain', y)])
+        [request] = server.requests
+    labels, pictures = sent_pictures(request)
+    # Taken in turn from each list, each picture once: s1 (Z), s3 (Y), s2 (Z), s4 (Y).
+    order = [CANDIDATES[0], CANDIDATES[2], CANDIDATES[1], CANDIDATES[3]]
+    assert pictures == [picture for _, picture in order] and len(labels) == 4
+    first = request['messages'][0]['content'][0]['text']
+    assert 'target 1: "the kiosk"' in first and 'target 2: "the fountain"' in first
+    kiosk, fountain = verdicts
+    assert kiosk.matches == ['walk/s1', 'walk/s2']
+    # Candidate 2 (s3) shows the fountain; candidate 3 (s2) is no fountain candidate.
+    assert fountain.matches == ['walk/s3']
+    assert (kiosk.calls, fountain.calls) == (1, 0) and kiosk.images == 4
+
+
+def test_the_cap_is_shared_so_every_target_keeps_its_best():
+    many = [(f'walk/s{index}', jpeg(10 * index)) for index in range(1, 9)]
+    answer = {'targets': [{'matches': [], 'best': None}, {'matches': [], 'best': None}]}
+    with ScriptedLLMServer([text(json.dumps(answer))]) as server:
+        verifier(server.base_url, max_images=4).verify_each([('a', many[:4]), ('b', many[4:])])
+        [request] = server.requests
+    _, pictures = sent_pictures(request)
+    assert pictures == [many[0][1], many[4][1], many[1][1], many[5][1]]
+
+
+@pytest.mark.parametrize(
+    'answer',
+    [
+        '{"targets": [{"matches": [1], "best": 1}]}',  # one target short
+        '{"matches": [1], "best": 1}',  # the single-target format
+        'candidate 1 for both',
+    ],
+)
+def test_a_several_target_answer_that_cannot_be_read_confirms_nothing(answer):
+    with ScriptedLLMServer([text(answer)]) as server:
+        verdicts = verifier(server.base_url).verify_each(
+            [('the kiosk', CANDIDATES[:2]), ('the fountain', CANDIDATES[2:])]
+        )
+    assert [v.matches for v in verdicts] == [[], []]
+    assert all(v.parse_error for v in verdicts) and verdicts[0].calls == 1

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from support.scripted_llm import ScriptedLLMServer
 from support.scripted_planner import ScriptedPlanner, parse_hits, plan, planner_server
+from support.scripted_vlm import verification_targets, verifier_policy
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.evidence import describe_hits
@@ -281,6 +282,38 @@ def test_spoken_questions_are_answered_through_the_tools_at_the_questions_now(me
     assert not (after.used_fallback or ago.used_fallback or passed.used_fallback)
 
 
+def grey_words(jpeg: bytes) -> set[str]:
+    """What the VLM stand-in sees in a picture: the word its grey level encodes."""
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    return {WORDS[round(float(image.mean()) / 40) - 1]}
+
+
+@pytest.mark.parametrize('bintrack', [True, False], ids=['bt', 'no-bt'])
+def test_with_a_verifier_each_position_question_costs_one_call(memory, bintrack):
+    questions = [
+        ask('Where did I see the bakery between the library and the museum?', category='route'),
+        ask('Where is the museum?'),
+        ask('Where is the station?'),
+    ]
+    with planner_server() as server, ScriptedLLMServer(verifier_policy(grey_words)) as vlm:
+        vlm_config = harness.verifier_config(
+            EvaluationConfig(None, None, None, verifier_url=vlm.base_url), llm(server)
+        )
+        answerer = AgentAnswerer(
+            memory, llm(server), AgentConfig(search_between=bintrack), 'x', verifier=vlm_config
+        )
+        predictions = [answerer.answer(question) for question in questions]
+        asked = [verification_targets(body) for body in vlm.requests]
+    assert [p.verifier_calls for p in predictions] == [1, 1, 1]
+    assert asked == [['bakery'], ['museum'], ['station']]
+    route, museum, station = predictions
+    # With Binary Tracking the route's leaf was verified: the second bakery pass.
+    if bintrack:
+        assert route.position == pytest.approx((10.0, 0.0, 0.5))
+    assert museum.position[0] in {12.0, 13.0, 14.0} and station.position[0] in {15.0, 16.0, 17.0}
+    assert answerer.settings['verifier'] == vlm.model
+
+
 def test_the_no_bt_row_is_never_offered_search_between(memory):
     route = ask('Where is the bakery on the way from the library to the museum?', category='route')
     with planner_server() as server:
@@ -474,6 +507,8 @@ def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip,
     assert 'alpha and beta are both 0' in capsys.readouterr().err
     assert harness.main([*common, '--time-zone', 'Mars/Olympus'], builders) == 2
     assert "--time-zone: 'Mars/Olympus' is not an IANA time zone" in capsys.readouterr().err
+    assert harness.main([*common, '--verifier-url', 'http://127.0.0.1:9/v1'], builders) == 2
+    assert '--verifier-url needs --llm-url' in capsys.readouterr().err
 
     with planner_server() as server:
         options = [

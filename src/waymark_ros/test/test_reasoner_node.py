@@ -33,7 +33,7 @@ from std_msgs.msg import Header, String
 from support.actions import connect
 from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
-from support.scripted_llm import ScriptedLLMServer, delay, tool_call
+from support.scripted_llm import ScriptedLLMServer, delay, text, tool_call
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -173,6 +173,8 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
                 goal={'x': BAKERY_POSE[0], 'y': BAKERY_POSE[1]},
                 confidence=0.9,
             ),
+            # The same model verifies the answer: candidate 1 is the model's own pick.
+            text('{"matches": [1], "best": 1}'),
         ]
     )
     node = start_reasoner(launch, tmp_path, memory, server, **{'robot.odom_topic': 'odom'})
@@ -211,7 +213,9 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     assert trace['used_fallback'] is False and trace['llm_calls'] == 2
     assert trace['answer']['goal']['map_epoch'] == 0
 
-    first, second = server.requests
+    first, second, check = server.requests
+    assert 'looking for this: "bakery sign"' in check['messages'][0]['content'][0]['text']
+    assert trace['verifier_calls'] == 1
     assert 'The robot is at x=1.50 y=-2.00' in first['messages'][1]['content']
     offered = {tool['function']['name'] for tool in first['tools']}
     assert {'retrieve_from_text', 'final_answer', 'search_between'} <= offered
@@ -250,7 +254,7 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     assert not empty.success and empty.message == 'empty question'
     assert empty.status == Query.Response.STATUS_REFUSED
     assert response.status == Query.Response.STATUS_ANSWERED and response.queue_length == 0
-    assert len(server.requests) == 2  # refused before the model
+    assert len(server.requests) == 3  # refused before the model
     assert f'verifier {server.model}' in node.log_tail()  # the LLM takes pictures: it verifies
 
 

@@ -37,7 +37,12 @@ from typing import Any
 import numpy as np
 
 from waymark.agent import prompts
-from waymark.agent.bintrack import BinTrackParams, lock_on_rerank, secondary_anchor
+from waymark.agent.bintrack import (
+    BinTrackParams,
+    lock_on_rerank,
+    primary_target,
+    secondary_anchor,
+)
 from waymark.agent.evidence import clock, describe_hits, parse_time, quote
 from waymark.agent.llm import ChatClient, ChatReply, LLMError, LLMUnavailableError, image_part
 from waymark.agent.memory_api import MemoryBackend, MemoryUnavailableError
@@ -70,6 +75,7 @@ from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.standoff import FreeSpace, standoff_goal
 from waymark.memory.entries import FRAME, LEVELS, Hit
+from waymark.memory.views.fusion import per_view_zscores
 
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
 # How fallback_reason starts when memory could not be searched.
@@ -78,9 +84,11 @@ MEMORY_UNAVAILABLE = 'memory unavailable'
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """Limits and choices of the loop (defaults: RAVEN-QA's 3 searches, top-k 5)."""
+    """Limits and choices of the loop (defaults: BinTrack's 4 searches, RAVEN-QA's top-k 5)."""
 
-    max_steps: int = 3
+    # Searches per question: every reply that is not a final answer (a tool call, a bad
+    # call or text) spends one; BinTrack's budget is 4.
+    max_steps: int = 4
     top_k: int = 5
     level: str = FRAME
     deadline_s: float = 60.0
@@ -207,6 +215,11 @@ class _Run:
         self.anchor_note: dict[str, Any] | None = None
         # When the sessions asked about started (their first memory), once looked up.
         self.session_start: int | None = None
+        # Whether the question's one verifier call was made (or tried: a failed call
+        # is not retried).
+        self.verifier_asked = False
+        # What the answer check asked and found (the trace's `verification`).
+        self.verification: dict[str, Any] = {}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -503,7 +516,16 @@ class Agent:
         run.last_query = arguments.target
         start = arguments.from_place or (arguments.from_position.x, arguments.from_position.y)
         end = arguments.to_place or (arguments.to_position.x, arguments.to_position.y)
-        result = self.route.run(arguments.target, start, end, sessions, run.deadline)
+        # The question's one verifier call: a second route search goes unverified.
+        may_verify = not run.verifier_asked
+        try:
+            result = self.route.run(
+                arguments.target, start, end, sessions, run.deadline, may_verify
+            )
+        except LLMError:  # the call was made, and failed: it is not made again
+            run.verifier_asked = True
+            raise
+        run.verifier_asked = run.verifier_asked or result.verifier_calls > 0
         run.answer.retrievals += result.retrievals
         run.answer.verifier_calls += result.verifier_calls
         if result.chosen is None:
@@ -563,7 +585,7 @@ class Agent:
         # the answer (a cancelled or failed run must not report half of it).
         goal, target, time_ns, yes = None, None, None, None
         if final.kind == POSITION:
-            source = self._goal(final, cited, list(run.shown.values()))
+            source = self._checked(run, self._goal(final, cited, list(run.shown.values())))
             goal, target = self._place(run, source, cited)
             if source.record.id not in final.evidence_ids:  # name the goal's memory too
                 cited = [source, *cited]
@@ -619,7 +641,7 @@ class Agent:
             **{key: getattr(run.answer, key) for key in _COUNTS},
         )
         run.answer = answer
-        best = run.verified[0] if run.verified else self._lock_on(run)
+        best = run.verified[0] if run.verified else self._checked(run, None)
         if best is None:
             hits = self._similar(run)
             best = next((hit for hit in hits if hit.record.pose_valid), None)
@@ -672,63 +694,68 @@ class Agent:
             run.anchor_note = None
         return hits
 
-    def _lock_on(self, run: _Run) -> Hit | None:
-        """Lock-on-Y for "Z near Y" questions: the candidates found for Z that the verifier
-        confirms, reordered by distance to the nearest verified Y, when the paper's
-        activation rule holds (at least two distinct Y poses pass, and the top-1 changes).
+    def _checked(self, run: _Run, preferred: Hit | None) -> Hit | None:
+        """The answer's memory after the question's one verifier call (None: no answer).
 
-        Z's candidates are the hits shown by similarity searches (a time or position hit's
-        score is no similarity), verified against what the model last searched for. Both
-        sides need the verifier: without it every retrieved look-alike would count as a Z
-        or a Y, and the rerank would follow noise, so it is not attempted.
+        With a verifier configured and not yet asked this question (Binary Tracking asks
+        it at its leaf), the candidates for the target Z (the model's pick `preferred`
+        first, then the hits its similarity searches showed, by per-view normalised score)
+        go to it in one call; for a "Z near Y" question Y's candidates go in the same
+        call. Lock-on-Y: when at least two distinct verified Y poses reorder the verified
+        Z candidates to a new top-1, that is the answer. Otherwise the model's pick stands
+        if the verifier confirms it, else the verifier's best; when it confirms nothing,
+        or cannot be asked, the pick stands. Without a verifier nothing is checked: every
+        retrieved look-alike would count as a Z or a Y, and the rerank would follow noise.
         """
-        anchor = secondary_anchor(run.question.question)
+        if self.verifier is None or run.verifier_asked:
+            return preferred
+        shown = [h for h in run.shown.values() if _similarity(h) and h.record.pose_valid]
+        order = np.argsort(-np.asarray(per_view_zscores(shown)), kind='stable')
+        ranked = [shown[i] for i in order]
+        if preferred is not None:
+            ranked = [preferred, *(h for h in ranked if h.record.id != preferred.record.id)]
         pool = self.config.bintrack.verifier_pool
-        z_ranked = sorted(
-            (hit for hit in run.shown.values() if _similarity(hit)), key=lambda h: -h.score
-        )[:pool]
-        if anchor is None or not z_ranked:
-            return None
-        step: dict[str, Any] = {'tool': 'lock_on_y', 'anchor': anchor, 'applied': False}
-        run.steps.append(step)
-        if self.verifier is None:
-            step['why'] = 'no verifier'
-            return None
-        sessions = list(run.question.sessions) or None
-        run.answer.retrievals += 1
+        z_pool = ranked[:pool]
+        if not z_pool:
+            return preferred
+        anchor = secondary_anchor(run.question.question)
+        target = primary_target(run.last_query or run.question.question, anchor)
+        step = run.verification = {'target': target, 'anchor': anchor}
+        checks = [(target, self._pictures(z_pool))]
+        y_pool: list[Hit] = []
+        if anchor is not None:
+            sessions = list(run.question.sessions) or None
+            run.answer.retrievals += 1
+            try:
+                found = self.memory.search_text(anchor, pool, sessions, self.config.level)
+                y_pool = [hit for hit in found if hit.record.pose_valid]
+            except ValueError as error:
+                step['why'] = f'no search for {anchor!r}: {error}'
+            if y_pool:
+                checks.append((anchor, self._pictures(y_pool)))
+        run.verifier_asked = True
         try:
-            y_hits = self.memory.search_text(anchor, pool, sessions, self.config.level)
-        except ValueError as error:
-            step['why'] = f'no search for {anchor!r}: {error}'
-            return None
-        target = run.last_query or run.question.question
-        z_confirmed = self._verified(run, target, z_ranked)
-        y_verified = self._verified(run, anchor, y_hits) if z_confirmed is not None else None
-        if z_confirmed is None or y_verified is None:
-            step['why'] = 'the verifier could not be asked'
-            return None
-        confirmed = {hit.record.id for hit in z_confirmed}
-        z_verified = [hit for hit in z_ranked if hit.record.id in confirmed]
+            verdicts = self.verifier.verify_each(checks, run.deadline)
+        except (LLMError, ValueError) as error:
+            step['why'] = f'the verifier could not be asked: {error}'
+            return preferred
+        run.answer.verifier_calls += sum(verdict.calls for verdict in verdicts)
+        z_verified = _confirmed(z_pool, verdicts[0].matches)
+        y_verified = _confirmed(y_pool, verdicts[1].matches) if len(verdicts) > 1 else []
         reranked, applied = lock_on_rerank(z_verified, y_verified)
         step.update(
-            target=target,
             z_verified=[hit.record.id for hit in z_verified],
             y_verified=[hit.record.id for hit in y_verified],
-            applied=applied,
+            lock_on_y=applied,
         )
-        return reranked[0] if applied else None
+        if applied:
+            return reranked[0]
+        if preferred is not None and any(h.record.id == preferred.record.id for h in z_verified):
+            return preferred
+        return z_verified[0] if z_verified else preferred
 
-    def _verified(self, run: _Run, target: str, hits: list[Hit]) -> list[Hit] | None:
-        """The hits the verifier confirms, best first; None when it cannot be asked."""
-        assert self.verifier is not None
-        pictures = [(hit.record.id, self.images(hit.record) or b'') for hit in hits]
-        try:
-            verdict = self.verifier.verify(target, pictures, run.deadline)
-        except (LLMError, ValueError):
-            return None
-        run.answer.verifier_calls += verdict.calls
-        by_id = {hit.record.id: hit for hit in hits}
-        return [by_id[key] for key in verdict.matches if key in by_id]
+    def _pictures(self, hits: Sequence[Hit]) -> list[tuple[str, bytes]]:
+        return [(hit.record.id, self.images(hit.record) or b'') for hit in hits]
 
     # -- traces --------------------------------------------------------------------------
 
@@ -745,6 +772,7 @@ class Agent:
             'config': asdict(self.config),
             'model': self.chat.config.model if self.chat else None,
             'steps': run.steps,
+            'verification': run.verification,
             'messages': redact_images(run.messages),
             'answer': {
                 'kind': answer.kind,
@@ -777,6 +805,12 @@ def _similarity(hit: Hit) -> bool:
 def _zone_name(zone: str) -> str:
     """' (Europe/Berlin)' after a local time; nothing after UTC, which says so itself."""
     return '' if zone == DEFAULT_ZONE else f' ({zone})'
+
+
+def _confirmed(hits: Sequence[Hit], matches: Sequence[str]) -> list[Hit]:
+    """The hits the verifier named, in its order (best first)."""
+    by_id = {hit.record.id: hit for hit in hits}
+    return [by_id[key] for key in matches if key in by_id]
 
 
 def _has_photo(run: _Run) -> bool:

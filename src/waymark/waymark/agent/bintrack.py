@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from waymark.memory.entries import Hit
+from waymark.memory.views.fusion import per_view_zscores
 from waymark.settings import setting
 
 # retrieve(first, last, k): segment hits of one session with first <= index <= last, best
@@ -117,14 +118,36 @@ def evidence(scores: Sequence[float], alpha: float, beta: float) -> float:
     return alpha * sum(scores) / len(scores) + beta * max(scores)
 
 
-def segment_scores(hits: Sequence[Hit]) -> list[float]:
+def segment_scores(hits: Sequence[Hit], scores: Sequence[float] | None = None) -> list[float]:
     """One score per segment, its best over views, so that a segment matched by several
-    caption views does not weigh more in the mean than one matched by a single view."""
+    caption views does not weigh more in the mean than one matched by a single view.
+    `scores` replaces the hits' own (the per-view normalised ones), in the same order."""
+    values = [hit.score for hit in hits] if scores is None else scores
     best: dict[str, float] = {}
-    for hit in hits:
+    for hit, score in zip(hits, values, strict=True):
         key = hit.record.id
-        best[key] = max(best.get(key, -math.inf), hit.score)
+        best[key] = max(best.get(key, -math.inf), score)
     return list(best.values())
+
+
+def split_evidence(
+    left: Sequence[Hit], right: Sequence[Hit], alpha: float, beta: float
+) -> tuple[float, float]:
+    """Evidence of the two halves of a split, each hit's score normalised within its view
+    over both halves together (`per_view_zscores`): raw cosines of different encoders
+    never meet, while the halves stay comparable. Within one view the normalisation is an
+    increasing affine map, which would not change which half wins, so hits that all come
+    from one view keep their cosines (the paper's evidence, readable in traces)."""
+    hits = [*left, *right]
+    if len({hit.view for hit in hits}) <= 1:
+        return (
+            evidence(segment_scores(left), alpha, beta),
+            evidence(segment_scores(right), alpha, beta),
+        )
+    normalised = per_view_zscores(hits)
+    left_scores = segment_scores(left, normalised[: len(left)])
+    right_scores = segment_scores(right, normalised[len(left) :])
+    return evidence(left_scores, alpha, beta), evidence(right_scores, alpha, beta)
 
 
 def nearest_index(positions: Sequence[tuple[float, float]], point: tuple[float, float]) -> int:
@@ -200,8 +223,12 @@ class BinaryTracker:
         result = TrackResult(chosen=None, leaf=None, intervals=[(first, last)])
         while last - first + 1 > p.k_leaf and result.iterations < p.max_iterations:
             mid = (first + last) // 2
-            left = evidence(segment_scores(self.retrieve(first, mid, p.top_k)), p.alpha, p.beta)
-            right = evidence(segment_scores(self.retrieve(mid + 1, last, p.top_k)), p.alpha, p.beta)
+            left, right = split_evidence(
+                self.retrieve(first, mid, p.top_k),
+                self.retrieve(mid + 1, last, p.top_k),
+                p.alpha,
+                p.beta,
+            )
             result.retrievals += 2
             if left >= right:
                 last, kept = mid, LEFT
@@ -299,6 +326,19 @@ def secondary_anchor(question: str, place_nouns: Sequence[str] = DEFAULT_PLACE_N
         if match:
             found.append((match.start(), noun))
     return min(found)[1] if found else None
+
+
+# Where a "Z near Y" phrase turns from the target to the place it is near.
+_TOWARDS_Y = re.compile(r'\s+(?:nearest|closest|near|next|close)\s+(?:to\s+)?', re.I)
+
+
+def primary_target(query: str, anchor: str | None) -> str:
+    """The Z of a "Z near Y" search, for the verifier to look for: the query up to where
+    it turns to Y ("red bin near the lobby" -> "red bin"); the whole query otherwise."""
+    if anchor is None:
+        return query
+    head = _TOWARDS_Y.split(query, maxsplit=1)[0].strip()
+    return head or query
 
 
 def lock_on_rerank(

@@ -1,9 +1,10 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """`search_between`: Binary Tracking bound to memory's segments and to the verifier.
 
-The anchors come as names or map positions. A name is found by retrieval over segments
-and, when a verifier is configured, confirmed by it (one call per named anchor); a
-position is the segment nearest to it. The second anchor is looked up in the first
+The anchors come as names or map positions. A name is the best segment retrieval finds
+for it, a position the segment nearest to it; neither is shown to the verifier, whose one
+call per question goes to the leaf (as in BinTrack, where the anchors' poses come from
+the query parser and VERIFY runs once). The second anchor is looked up in the first
 anchor's session and, for positions, on the pass after it, so that a round trip does not
 pair the outbound start with the return end. All retrievals stay within that session
 (BinTrack's per-recording partition).
@@ -67,15 +68,18 @@ class RouteSearch:
         end: str | tuple[float, float],
         sessions: Sequence[str] | None,
         deadline: float | None = None,
+        may_verify: bool = True,
     ) -> RouteResult:
+        """Binary Tracking between the anchors; with `may_verify` False (the question's
+        verifier call is spent) the leaf's best ranked candidate is the answer."""
         result = RouteResult()
-        first = self._anchor(start, sessions, None, deadline, result)
+        first = self._anchor(start, sessions, None, result)
         result.anchors['from'] = first
         if first is None:
             result.message = f'could not find the start of the route ({_name(start)})'
             return result
         session = first.record.session
-        second = self._anchor(end, [session], first.record.index, deadline, result)
+        second = self._anchor(end, [session], first.record.index, result)
         result.anchors['to'] = second
         if second is None:
             result.message = (
@@ -93,7 +97,7 @@ class RouteSearch:
             return sorted(window, key=lambda h: (h.record.x - x) ** 2 + (h.record.y - y) ** 2)[:k]
 
         def verify(candidates: list[Hit]) -> Hit | None:
-            picked, verified = self._verify(target, candidates, deadline, result)
+            picked, verified = self._verify(target, candidates, deadline, result, may_verify)
             verdicts.append(verified)
             return picked
 
@@ -115,21 +119,21 @@ class RouteSearch:
         anchor: str | tuple[float, float],
         sessions: Sequence[str] | None,
         after_index: int | None,
-        deadline: float | None,
         result: RouteResult,
     ) -> Hit | None:
-        """The segment standing for an anchor: by name (retrieval, then verification), or
-        by position (nearest segment, after `after_index` when given)."""
+        """The segment standing for an anchor: by name (the best retrieved with a pose,
+        preferring those after `after_index`), or by position (nearest segment, after
+        `after_index` when given)."""
         if isinstance(anchor, str):
             hits = self.memory.search_text(
                 anchor, self.params.verifier_pool, sessions, level=SEGMENT
             )
             result.retrievals += 1
+            hits = [hit for hit in hits if hit.record.pose_valid]
             if after_index is not None:
                 later = [hit for hit in hits if hit.record.index > after_index]
                 hits = later or hits
-            picked, _ = self._verify(anchor, hits, deadline, result)
-            return picked
+            return hits[0] if hits else None
         x, y = anchor
         hits = self.memory.search_position(
             x, y, 0.0, ANCHOR_POSITION_CANDIDATES, sessions, level=SEGMENT
@@ -148,13 +152,15 @@ class RouteSearch:
         candidates: Sequence[Hit],
         deadline: float | None,
         result: RouteResult,
+        may_verify: bool = True,
     ) -> tuple[Hit | None, bool]:
-        """The candidate the verifier picks (True), or without a verifier the best ranked
-        one (False). A verifier that sees none of them as the target gives None."""
+        """The candidate the verifier picks (True), or without a verifier (or with
+        `may_verify` False) the best ranked one (False). A verifier that sees none of them
+        as the target gives None."""
         candidates = [hit for hit in candidates if hit.record.pose_valid]
         if not candidates:
             return None, False
-        if self.verifier is None:
+        if self.verifier is None or not may_verify:
             return candidates[0], False
         pictures = [(hit.record.id, self.images(hit.record) or b'') for hit in candidates]
         if not any(jpeg for _, jpeg in pictures):

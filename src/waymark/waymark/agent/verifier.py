@@ -6,7 +6,8 @@ red door). Before the agent commits to an answer it shows the best candidates' p
 to a VLM and keeps those the model says show the target (BinTrack's VERIFY step).
 
 All candidates go in one request, each picture after its own "Candidate N:" label, so a
-verification costs one call however many candidates there are (up to `max_images`). The
+verification costs one call however many candidates there are (up to `max_images`), and
+checks of several targets (lock-on-Y's Z and Y) share one request too (`verify_each`). The
 model is asked for a small JSON object; its answer is untrusted text, so it is only
 searched for the first JSON object, validated strictly, and never evaluated. An answer
 that cannot be read is a verdict with no choice and a `parse_error`, not an exception:
@@ -136,6 +137,132 @@ class Verifier:
             **counts,
         )
 
+    def verify_each(
+        self,
+        checks: Sequence[tuple[str, Sequence[tuple[str, bytes]]]],
+        deadline: float | None = None,
+    ) -> list[Verdict]:
+        """One verdict per (target, candidates) check, all from ONE call: lock-on-Y asks
+        about the target Z and the place Y together, so a question costs one verification.
+
+        The candidates of all checks are shown once each (by id, at most `max_images`,
+        shared out in turn so every check keeps its best ranked), and the model answers
+        with one match list per target. Errors as in `verify`; every verdict of the call
+        reports the call once, in the first verdict's `calls`.
+        """
+        if not checks:
+            return []
+        if len(checks) == 1:
+            return [self.verify(*checks[0], deadline)]
+        quoted = [quote(target, MAX_TARGET_CHARS) for target, _ in checks]
+        if '""' in quoted:
+            raise ValueError('nothing to verify: a target is empty')
+        shown = _shared_pictures(
+            [[c for c in cands if c[1]] for _, cands in checks], self.config.max_images
+        )
+        if not shown:
+            return [Verdict(chosen=None) for _ in checks]
+        reply = self.chat.complete(
+            [{'role': 'user', 'content': _batch_content(quoted, [jpeg for _, jpeg in shown])}],
+            deadline=deadline,
+            max_tokens=self.config.max_tokens,
+        )
+        answers, parse_error = parse_batch_answer(reply.content, len(checks), len(shown))
+        verdicts = []
+        for position, ((_, candidates), (numbers, rejected)) in enumerate(
+            zip(checks, answers, strict=True)
+        ):
+            offered = {key for key, _ in candidates}
+            matches = [shown[n - 1][0] for n in numbers if shown[n - 1][0] in offered]
+            first = position == 0
+            verdicts.append(
+                Verdict(
+                    chosen=matches[0] if matches else None,
+                    matches=matches,
+                    rejected=rejected,
+                    parse_error=parse_error,
+                    calls=1 if first else 0,
+                    images=len(shown) if first else 0,
+                    prompt_tokens=reply.prompt_tokens if first else 0,
+                    completion_tokens=reply.completion_tokens if first else 0,
+                    latency_s=reply.latency_s if first else 0.0,
+                )
+            )
+        return verdicts
+
+
+def _shared_pictures(
+    lists: Sequence[Sequence[tuple[str, bytes]]], limit: int
+) -> list[tuple[str, bytes]]:
+    """Candidates of several checks, each id once, taken in turn from each list's best
+    ranked until `limit`."""
+    shown: dict[str, bytes] = {}
+    for rank in range(max((len(items) for items in lists), default=0)):
+        for items in lists:
+            if len(shown) == limit:
+                return list(shown.items())
+            if rank < len(items):
+                shown.setdefault(*items[rank])
+    return list(shown.items())
+
+
+def _batch_content(quoted: Sequence[str], pictures: list[bytes]) -> list[dict[str, Any]]:
+    """The user message of a several-target check: the numbered targets, each picture
+    after its label, then the answer format (one entry per target, in order)."""
+    targets = '; '.join(f'target {n}: {q}' for n, q in enumerate(quoted, start=1))
+    content: list[dict[str, Any]] = [
+        {
+            'type': 'text',
+            'text': (
+                f'A robot is looking for {len(quoted)} things ({targets}). Its memory '
+                f'returned the {len(pictures)} numbered photos below as candidates. Some may '
+                'show something only similar, or nothing relevant at all.'
+            ),
+        }
+    ]
+    for number, jpeg in enumerate(pictures, start=1):
+        content.append({'type': 'text', 'text': f'Candidate {number}:'})
+        content.append(image_part(jpeg))
+    content.append(
+        {
+            'type': 'text',
+            'text': (
+                'For each target in turn, which candidates clearly show it? Judge each photo '
+                'by itself, and do not count a look-alike of a different kind or with '
+                'different text. Answer with one JSON object and nothing else: {"targets": '
+                '[one {"matches": [numbers of the candidates that show it, surest first], '
+                '"best": the number of the clearest, or null} per target, in the order '
+                'given]}.'
+            ),
+        }
+    )
+    return content
+
+
+class _BatchAnswer(BaseModel):
+    model_config = ConfigDict(strict=True, extra='ignore')
+
+    targets: list[_Answer]
+
+
+def parse_batch_answer(
+    text: str, targets: int, count: int
+) -> tuple[list[tuple[list[int], int]], str]:
+    """Per target (numbers best first, out-of-range numbers dropped), and a parse error
+    or ''. A reply that cannot be read, or lists another number of targets, gives no
+    match for any target rather than matches assigned to the wrong one."""
+    nothing = [([], 0) for _ in range(targets)]
+    found = _first_json_object(text[:_MAX_ANSWER_CHARS])
+    if found is None:
+        return nothing, f'no JSON object in the answer: {_clip(text)!r}'
+    try:
+        answer = _BatchAnswer.model_validate(found)
+    except ValidationError as error:
+        return nothing, _clip(f'the answer does not fit the format: {error.errors()[0]["msg"]}')
+    if len(answer.targets) != targets:
+        return nothing, f'the answer lists {len(answer.targets)} targets, not {targets}'
+    return [_numbers(item, count) for item in answer.targets], ''
+
 
 def _request_content(quoted: str, pictures: list[bytes]) -> list[dict[str, Any]]:
     """The user message: the task (`quoted`, a JSON string literal), each picture after its
@@ -185,6 +312,13 @@ def parse_answer(text: str, count: int) -> tuple[list[int], int, str]:
             f'{".".join(map(str, e["loc"])) or "answer"}: {e["msg"]}' for e in error.errors()
         )
         return [], 0, _clip(f'the answer does not fit the format: {problems}')
+    numbers, rejected = _numbers(answer, count)
+    return numbers, rejected, ''
+
+
+def _numbers(answer: _Answer, count: int) -> tuple[list[int], int]:
+    """The answer's candidate numbers in 1..count, best first, without repeats, and how
+    many distinct out-of-range ones were dropped."""
     ordered = ([answer.best] if answer.best is not None else []) + answer.matches
     numbers: list[int] = []
     rejected: set[int] = set()
@@ -193,7 +327,7 @@ def parse_answer(text: str, count: int) -> tuple[list[int], int, str]:
             rejected.add(number)
         elif number not in numbers:
             numbers.append(number)
-    return numbers, len(rejected), ''
+    return numbers, len(rejected)
 
 
 def _first_json_object(text: str) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ import openai
 
 from waymark.agent.agent import NONE, Agent, AgentAnswer, AgentConfig, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
+from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.evaluation.answerers import agent_name
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Question
@@ -67,7 +68,8 @@ class AgentAnswerer:
     """Answers each question with `Agent` (see the module docstring).
 
     `llm` is the OpenAI-compatible server the agent plans with; `config.search_between`
-    decides the row (`agent` or `agent/no-bt`), `label` names the planner in the row name.
+    decides the row (`agent` or `agent/no-bt`), `label` names the planner in the row name;
+    `verifier`, when given, checks each answer once (as `Agent` does on the robot).
     `now_ns` defaults to `ASKED_AFTER_S` after the last entry in memory.
     """
 
@@ -78,6 +80,7 @@ class AgentAnswerer:
         config: AgentConfig | None = None,
         label: str = '',
         now_ns: int | None = None,
+        verifier: VerifierConfig | None = None,
     ) -> None:
         self.memory = memory
         self.config = config or AgentConfig()
@@ -86,7 +89,12 @@ class AgentAnswerer:
         self.chat = ChatClient(llm)
         self._trace = _LastTrace()
         self.agent = Agent(
-            self.chat, memory, memory.image_store.image_of, self.config, traces=self._trace
+            self.chat,
+            memory,
+            memory.image_store.image_of,
+            self.config,
+            verifier=Verifier.sharing(verifier, self.chat) if verifier else None,
+            traces=self._trace,
         )
         self.now_ns = now_ns if now_ns is not None else self._end_of_memory()
         # What a stored prediction must have been made with to be reused (harness); not
@@ -97,6 +105,7 @@ class AgentAnswerer:
             'temperature': llm.temperature,
             'accepts_images': llm.accepts_images,
             'agent': asdict(self.config),
+            'verifier': verifier.llm.model if verifier else None,
             'now_ns': self.now_ns,
         }
 

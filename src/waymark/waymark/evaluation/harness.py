@@ -4,7 +4,9 @@
 Memory holds frames and, unless `segment_window_s` is 0, segments (BinTrack windows);
 the standard answerers search each level with all its views and with each view alone.
 Given an OpenAI-compatible LLM server (`--llm-url`), the reasoning agent adds its rows:
-`agent` (Binary Tracking offered, when memory has segments) and `agent/no-bt`.
+`agent` (Binary Tracking offered, when memory has segments) and `agent/no-bt`. With
+`--verifier-url` (a server whose model takes images; `--verifier-url same` is the LLM's)
+the agent verifies its answer once per question, as on the robot.
 
 Runs are resumable: memory is built once (an interrupted build, or one made by another
 memory format or with other settings, is wiped and redone, never half used), each answer
@@ -35,7 +37,9 @@ from tqdm import tqdm
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
+from waymark.agent.llm import LLMConfig
 from waymark.agent.spoken_time import time_zone
+from waymark.agent.verifier import VerifierConfig
 from waymark.cli import (
     ArgumentParser,
     UsageError,
@@ -94,6 +98,8 @@ PRESET_DIR = Path('config/sensors')  # the robot's sensor presets, from the repo
 # is rebuilt, not opened. 2: frames and segments in the two-level store. 3: frames carry
 # sightings (camera model, text boxes) for target localisation.
 MEMORY_FORMAT = 3
+# --verifier-url naming the planner's own server (a VLM verifying for itself).
+VERIFIER_SAME_AS_LLM = 'same'
 
 # Builds memory from config.bag into a data directory; returns a summary of the build.
 MemoryBuilder = Callable[['EvaluationConfig', dict | None, Path], dict]
@@ -134,6 +140,9 @@ class EvaluationConfig:
     bt_beta: float = BinTrackParams.beta
     bt_k_leaf: int = BinTrackParams.k_leaf
     time_zone: str = AgentConfig.time_zone  # the recording's clock: "at ten" is read in it
+    # The verifier's OpenAI-compatible server ('' none; VERIFIER_SAME_AS_LLM: llm_url's).
+    verifier_url: str = ''
+    verifier_model: str = ''  # empty: the first model the server lists
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
@@ -249,6 +258,8 @@ def check_inputs(config: EvaluationConfig) -> None:
     if config.llm_url:
         agent_config(config, search_between=True)
         agent_name(label=config.agent_label)
+    elif config.verifier_url:
+        raise UsageError('--verifier-url needs --llm-url: only the agent verifies')
 
 
 def check_bag(bag: Path) -> None:
@@ -453,15 +464,31 @@ def _answerer(name: str, memory: MemoryService, config: EvaluationConfig) -> Ans
         return RandomEntryAnswerer(memory, seed=config.seed)
     agent = parse_agent_name(name)
     if agent is not None:
-        from waymark.agent.llm import LLMConfig
         from waymark.evaluation.agent_answerer import AgentAnswerer, served_model
 
         bintrack, label = agent
         model = config.llm_model or served_model(config.llm_url)
         llm = LLMConfig(base_url=config.llm_url, model=model, timeout_s=config.llm_timeout_s)
-        return AgentAnswerer(memory, llm, agent_config(config, bintrack), label)
+        verifier = verifier_config(config, llm)
+        return AgentAnswerer(memory, llm, agent_config(config, bintrack), label, verifier=verifier)
     level, views = parse_embedder_name(name)
     return EmbedderOnlyAnswerer(memory, top_k=config.top_k, level=level, views=views)
+
+
+def verifier_config(config: EvaluationConfig, llm: LLMConfig) -> VerifierConfig | None:
+    """The verifier of the agent's rows: None without `verifier_url`; the planner's own
+    server and model for VERIFIER_SAME_AS_LLM, taken to accept images."""
+    if not config.verifier_url:
+        return None
+    from waymark.evaluation.agent_answerer import served_model
+
+    if config.verifier_url == VERIFIER_SAME_AS_LLM:
+        url, model = llm.base_url, config.verifier_model or llm.model
+    else:
+        url = config.verifier_url
+        model = config.verifier_model or served_model(url)
+    vlm = LLMConfig(base_url=url, model=model, timeout_s=config.llm_timeout_s, accepts_images=True)
+    return VerifierConfig(llm=vlm, max_images=BinTrackParams.verifier_pool)
 
 
 def _answer_all(
@@ -542,6 +569,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         '--time-zone', default=AgentConfig.time_zone, help="IANA zone of the recording's clock"
     )
+    group.add_argument(
+        '--verifier-url',
+        default='',
+        help=f'VLM server that verifies answers, .../v1 ({VERIFIER_SAME_AS_LLM!r}: the LLM)',
+    )
+    group.add_argument('--verifier-model', default='', help='default: the first served')
 
 
 def agent_options(args: argparse.Namespace) -> dict:
@@ -556,6 +589,8 @@ def agent_options(args: argparse.Namespace) -> dict:
         'bt_beta': args.bt_beta,
         'bt_k_leaf': args.bt_k_leaf,
         'time_zone': args.time_zone,
+        'verifier_url': args.verifier_url,
+        'verifier_model': args.verifier_model,
     }
 
 

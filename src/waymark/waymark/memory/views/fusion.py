@@ -4,12 +4,16 @@
 Views embedded by one model (OCR text and the three caption views all go through the
 sentence embedder) share a cosine scale, so they merge by each entry's best cosine, as
 BinTrack ranks its caption views jointly. Views from different models (the image view)
-do not, so the merged rankings are fused by reciprocal rank.
+do not, so the merged rankings are fused by reciprocal rank. A fused hit keeps the raw
+cosine of the view it ranked best in: scores of hits from different views are not on one
+scale, and whoever compares them must first put them on one (`per_view_zscores`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 from waymark.memory.entries import Hit
 
@@ -51,3 +55,25 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
                 best[key] = (rank, hit)
     order = sorted(fused, key=lambda key: (-fused[key], -best[key][1].score, key))
     return [best[key][1] for key in order]
+
+
+def per_view_zscores(hits: Sequence[Hit]) -> list[float]:
+    """Each hit's score as a z-score among the hits of its own view, in the given order.
+
+    Cosines of different encoders live on different scales (SigLIP's text-to-image cosines
+    sit near 0.1, MiniLM's text cosines near 0.5), so a raw max or mean over a mixed list
+    follows the encoder, not the match. A z-score says how far a hit stands out among what
+    its own view returned for the same query; unlike min-max it keeps the gap between a
+    view's best and its runner-up, and unlike ranks it keeps how close two hits are. Scores
+    are comparable only within one call: pass every list that will be compared (both
+    halves of a split) together. A view with one hit, or with all hits equal, gives 0.
+    """
+    scores = np.array([hit.score for hit in hits], dtype=np.float64)
+    views = np.array([hit.view for hit in hits], dtype=object)
+    normalised = np.zeros(len(hits))
+    for view in set(views.tolist()):
+        mask = views == view
+        spread = scores[mask].std()
+        if spread > 1e-9:
+            normalised[mask] = (scores[mask] - scores[mask].mean()) / spread
+    return normalised.tolist()
