@@ -239,7 +239,12 @@ def lookalike_world(seed: int, size: str) -> World:
         for room in side
     ]
     colors = {r.name: room_color(rng) for r in side} | {corridor.name: HALL_COLOR}
-    spots = _sign_spots_for(rng, [corridor, *side], doorways)
+    # The stair hall's door on the corridor's west end is there on every floor: keep the
+    # corridor's sign off it.
+    stair_door = make_doorway(
+        ('stairs', corridor.name), (0.0, corridor.centre[1]), horizontal=False
+    )
+    spots = _sign_spots_for(rng, [corridor, *side], [*doorways, stair_door])
     template_signs = [place_sign(rng, '', room, line, yaw) for room, (line, yaw) in spots.items()]
     template_objects = furnish(rng, 1, spec.objects_per_room, side, doorways, template_signs)
     texts = iter(sign_texts(rng, spec.floors * (1 + len(side)) + 1))
