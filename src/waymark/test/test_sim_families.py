@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from support.worlds import distance_to_walls, reachable_rooms
 
+from waymark.evaluation.suite import case_name, family_table, recording_options
+from waymark.sim.bag import GENERATED_CAMERA_RATE_HZ
 from waymark.sim.generate import FAMILIES, generate_world
 from waymark.sim.landmarks import landmarks
 from waymark.sim.shapes import SHAPES, sensor_shape
@@ -138,3 +140,30 @@ def test_sensor_shapes_cover_the_presets_kinds_across_the_suite():
     assert {s.image_format for s in SHAPES} == {'jpeg', 'raw'}
     assert {s.pose_type for s in SHAPES} == {'odometry', 'pose_stamped', 'pose_with_covariance'}
     assert sensor_shape(0, 'small', 0) == sensor_shape(0, 'small', 0)
+
+
+def test_suite_names_old_worlds_as_before_and_records_new_ones_in_their_shape():
+    assert case_name('rooms', 'small', 0) == 'small-0'
+    assert case_name('corridor', 'small', 0) == 'corridor-small-0'
+    assert recording_options('rooms', 'large', 1) == {
+        'camera_rate_hz': GENERATED_CAMERA_RATE_HZ,
+        'width': 320,
+        'height': 240,
+    }
+    options = recording_options('open', 'small', 0)
+    shape = sensor_shape(FAMILIES.index('open') - 1, 'small', 0)
+    assert options == shape.bag_options() | {'width': 320, 'height': 240}
+
+
+def test_family_table_weights_worlds_by_their_questions():
+    def result(questions: int, success: float) -> dict:
+        overall = {'questions': questions, 'success_at': {'2': success}}
+        return {'report': {'answerers': {'embedder-only': {'overall': overall}}}}
+
+    results = {'small-0': result(10, 1.0), 'corridor-small-0': result(30, 0.0)}
+    results['corridor-small-1'] = result(10, 1.0)
+    families = {'small-0': 'rooms', 'corridor-small-0': 'corridor', 'corridor-small-1': 'corridor'}
+    rows = family_table(results, families).splitlines()[2:]
+    assert rows[0].startswith('| rooms | embedder-only | 1 | 10 | ')
+    assert rows[1].startswith('| corridor | embedder-only | 2 | 40 | ')
+    assert '| 25% |' in rows[1]

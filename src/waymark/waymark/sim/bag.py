@@ -43,9 +43,10 @@ from waymark.cli import (
     fail,
 )
 from waymark.geometry import Pose
-from waymark.sim.generate import SIZES, generate_world
+from waymark.sim.generate import FAMILIES, SIZES, generate_world
 from waymark.sim.landmarks import landmarks, visible_landmarks
 from waymark.sim.render import render
+from waymark.sim.shapes import SHAPES
 from waymark.sim.trajectory import Tour, plan_tour
 from waymark.sim.world import World, build_demo_world, occupancy_grid
 
@@ -434,6 +435,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--overwrite', action='store_true', help='replace a bag at OUT_DIR')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--size', choices=['demo', *SIZES], default='demo')
+    parser.add_argument('--family', choices=FAMILIES, default='rooms', help='generated layout')
+    parser.add_argument(
+        '--shape',
+        choices=[s.name for s in SHAPES],
+        default=None,
+        help='record as these drivers do (topics, messages, rates); overrides --rate, '
+        '--odom-rate and --format',
+    )
     parser.add_argument(
         '--rate',
         '--camera-rate',
@@ -468,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
             check_positive(name, value)
         check_positive('--odom-noise', args.odom_noise, zero_ok=True)
         check_positive('--odom-drift', args.odom_drift, zero_ok=True)
+        if args.family != 'rooms' and args.size == 'demo':
+            raise UsageError('--family needs a generated --size')
         check_output_dir(args.out_dir, _is_bag, 'bag', resume=False, overwrite=args.overwrite)
     except UsageError as error:
         return fail(parser.prog, error)
@@ -475,14 +486,14 @@ def main(argv: list[str] | None = None) -> int:
     generated = args.size != 'demo'
     small_frames = args.size == 'large'
     rate = args.camera_rate or (GENERATED_CAMERA_RATE_HZ if generated else DEMO_CAMERA_RATE_HZ)
+    shape = next((s.bag_options() for s in SHAPES if s.name == args.shape), {})
+    options = {'camera_rate_hz': rate, 'odom_rate_hz': args.odom_rate, 'image_format': args.format}
     info = write_bag(
-        load_world(args.size, args.seed),
+        load_world(args.size, args.seed, args.family),
         args.out_dir,
-        camera_rate_hz=rate,
-        odom_rate_hz=args.odom_rate,
         width=args.width or (320 if small_frames else 640),
         height=args.height or (240 if small_frames else 480),
-        image_format=args.format,
+        **(options | shape),
         odom_noise=args.odom_noise,
         odom_drift=args.odom_drift,
         map_resolution=args.map_resolution,
