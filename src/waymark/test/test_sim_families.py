@@ -137,6 +137,8 @@ def test_sensor_shapes_cover_the_presets_kinds_across_the_suite():
         for seed in (0, 1)
     }
     assert chosen == set(SHAPES)
+    large = {sensor_shape(i, 'large', seed) for i in range(3) for seed in (0, 1)}
+    assert {s.image_format for s in large} == {'jpeg'}  # raw large bags would be gigabytes
     assert {s.image_format for s in SHAPES} == {'jpeg', 'raw'}
     assert {s.pose_type for s in SHAPES} == {'odometry', 'pose_stamped', 'pose_with_covariance'}
     assert sensor_shape(0, 'small', 0) == sensor_shape(0, 'small', 0)
