@@ -42,7 +42,8 @@ EVAL_LLM_ARGS ?= --worlds small-0
 eval-llm: llm-tier
 	$(ENV) && python scripts/evaluate_agent.py --real $(EVAL_LLM_ARGS)
 
-# The standard benchmark suite (3 world sizes x 2 seeds); SUITE_ARGS="--sizes small" etc.
+# The standard benchmark suite (4 layout families x 3 world sizes x 2 seeds);
+# SUITE_ARGS="--sizes small --families rooms corridor" etc.
 suite: bootstrap
 	$(ENV) && python -m waymark suite --resume $(SUITE_ARGS)
 

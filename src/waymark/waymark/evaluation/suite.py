@@ -4,7 +4,12 @@ questioned and evaluated, with one table across them all (a row per world and an
 and a compact one of the embedder-only rows by memory level and view.
 
     python -m waymark suite --out suite_output [--sizes small medium large] [--seeds 0 1]
+        [--families rooms corridor open lookalike]
         [--llm-url URL [--llm-model M] [--bt-alpha A --bt-beta B]]
+
+Worlds of the `rooms` family keep their old folder names (`small-0`); the other layout
+families are named `corridor-small-0` and are recorded in one of the sensor shapes the
+presets accept (sim.shapes), chosen from (family, size, seed), at 320x240.
 
 With an LLM server the reasoning agent's rows (`agent`, `agent/no-bt`) join each world's.
 Every step is skipped when its output is already complete, so an interrupted suite
@@ -41,14 +46,34 @@ from waymark.evaluation.questions import save_questions
 from waymark.evaluation.report import write_json_atomically
 from waymark.geometry import Pose
 from waymark.sim.bag import GENERATED_CAMERA_RATE_HZ, load_world, write_bag
-from waymark.sim.generate import SIZES
+from waymark.sim.generate import FAMILIES, SIZES
 from waymark.sim.render import render
+from waymark.sim.shapes import sensor_shape
 from waymark.sim.trajectory import plan_tour
 
 STANDARD_SIZES = ('small', 'medium', 'large')
 STANDARD_SEEDS = (0, 1)
-# Large tours are long: smaller frames keep the bag and the OCR time in bounds.
+# Large tours are long: smaller frames keep the bag and the OCR time in bounds. The new
+# families record at their drivers' rates (up to 30 Hz), so they get small frames too.
 RESOLUTION = {'large': (320, 240)}
+SMALL_FRAMES = (320, 240)
+
+
+def case_name(family: str, size: str, seed: int) -> str:
+    """A world's folder: `small-0` for the rooms family (as before families), else
+    `corridor-small-0`."""
+    return f'{size}-{seed}' if family == 'rooms' else f'{family}-{size}-{seed}'
+
+
+def recording_options(family: str, size: str, seed: int) -> dict:
+    """write_bag's options for a world: the rooms family as before families existed, the
+    others in their sensor shape."""
+    if family == 'rooms':
+        width, height = RESOLUTION.get(size, (640, 480))
+        return {'camera_rate_hz': GENERATED_CAMERA_RATE_HZ, 'width': width, 'height': height}
+    width, height = SMALL_FRAMES
+    shape = sensor_shape(FAMILIES.index(family) - 1, size, seed)
+    return shape.bag_options() | {'width': width, 'height': height}
 
 
 def run_case(
@@ -59,6 +84,7 @@ def run_case(
     max_duration_s: float | None,
     agent: dict | None = None,
     say: Callable[[str], None] = lambda stage: None,
+    family: str = 'rooms',
 ) -> tuple[dict, bool]:
     """One world: bag, questions (with photos for image questions), evaluation; `agent`
     holds EvaluationConfig's agent fields (see harness.agent_options), `say` hears each
@@ -68,31 +94,30 @@ def run_case(
     if recorded:
         say('recording')
         shutil.rmtree(bag, ignore_errors=True)  # a half-written bag: record it again
-        width, height = RESOLUTION.get(size, (640, 480))
         write_bag(
-            load_world(size, seed),
+            load_world(size, seed, family),
             bag,
-            camera_rate_hz=GENERATED_CAMERA_RATE_HZ,
-            width=width,
-            height=height,
             seed=seed,
             max_duration_s=max_duration_s,
+            **recording_options(family, size, seed),
         )
     questions = out / 'questions.json'
     if not questions.is_file():
         say('questions')
         truth = json.loads((bag / 'ground_truth.json').read_text())
         question_set = generate_questions(truth, seed=seed, per_category=per_category)
-        _render_photos(out, question_set, truth, size, seed)
+        _render_photos(out, question_set, truth, load_world(size, seed, family))
         save_questions(question_set, questions)
     say('evaluating')
     config = EvaluationConfig(bag, questions, out / 'eval', progress=False, **(agent or {}))
     return run(config), recorded
 
 
-def tour_seconds(size: str, seed: int, max_duration_s: float | None) -> float:
+def tour_seconds(
+    size: str, seed: int, max_duration_s: float | None, family: str = 'rooms'
+) -> float:
     """Length of the tour a world's bag records: what its work grows with."""
-    tour = plan_tour(load_world(size, seed), seed=seed)
+    tour = plan_tour(load_world(size, seed, family), seed=seed)
     length = (tour.end_ns - tour.start_ns) / 1e9
     return length if max_duration_s is None else min(length, max_duration_s)
 
@@ -104,8 +129,7 @@ def is_suite(folder: Path) -> bool:
     )
 
 
-def _render_photos(out: Path, question_set, truth: dict, size: str, seed: int) -> None:
-    world = load_world(size, seed)
+def _render_photos(out: Path, question_set, truth: dict, world) -> None:
     camera = truth['camera']
     height = truth['images'][0]['z'] if truth['images'] else 0.45
     for question_id, (x, y, yaw) in render_jobs(question_set, truth):
@@ -154,6 +178,31 @@ def table(results: dict[str, dict]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def family_table(results: dict[str, dict], families: dict[str, str]) -> str:
+    """One row per layout family and answerer: success over all its worlds' questions."""
+    taus = [f'{t:g}' for t in THRESHOLDS_M]
+    header = (
+        '| family | answerer | worlds | questions | ' + ' | '.join(f'SR@{t} m' for t in taus) + ' |'
+    )
+    lines = [header, '|' + '---|' * (header.count('|') - 1)]
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for case, result in results.items():
+        for name, answerer in result['report']['answerers'].items():
+            rows.setdefault((families[case], name), []).append(answerer['overall'])
+    for (family, name), overalls in rows.items():
+        count = sum(o['questions'] for o in overalls)
+        rates = [
+            sum(o['success_at'].get(t, 0.0) * o['questions'] for o in overalls) / max(count, 1)
+            for t in taus
+        ]
+        lines.append(
+            f'| {family} | {name} | {len(overalls)} | {count} | '
+            + ' | '.join(f'{100 * r:.0f}%' for r in rates)
+            + ' |'
+        )
+    return '\n'.join(lines) + '\n'
+
+
 def view_table(results: dict[str, dict]) -> str:
     """The embedder-only rows by memory level and view: success at each threshold."""
     taus = [f'{t:g}' for t in THRESHOLDS_M]
@@ -195,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_output_flags(parser)
     parser.add_argument('--sizes', nargs='+', default=list(STANDARD_SIZES), choices=list(SIZES))
     parser.add_argument('--seeds', nargs='+', type=int, default=list(STANDARD_SEEDS))
+    parser.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument('--per-category', type=int, default=5)
     parser.add_argument('--max-duration', type=float, default=None, help='cut tours (smoke runs)')
     parser.add_argument('--quiet', action='store_true', help='no progress lines on stderr')
@@ -211,14 +261,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.overwrite:
         clear_output_dir(args.out)
     cases = {
-        f'{size}-{seed}': (size, seed, tour_seconds(size, seed, args.max_duration))
+        case_name(family, size, seed): (
+            family,
+            size,
+            seed,
+            tour_seconds(size, seed, args.max_duration, family),
+        )
+        for family in dict.fromkeys(args.families)
         for size in dict.fromkeys(args.sizes)
         for seed in dict.fromkeys(args.seeds)
     }
     results, finished = {}, []
-    for index, (case, (size, seed, tour_s)) in enumerate(cases.items(), start=1):
+    for index, (case, (family, size, seed, tour_s)) in enumerate(cases.items(), start=1):
         started = time.monotonic()
-        todo_s = sum(t for _, _, t in list(cases.values())[index:])
+        todo_s = sum(t for *_, t in list(cases.values())[index:])
 
         def say(stage: str, index=index, case=case, tour_s=tour_s, started=started, todo_s=todo_s):
             if not args.quiet:
@@ -235,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.max_duration,
                 agent_options(args),
                 say,
+                family,
             )
         except (UsageError, AnswererError) as error:
             return fail(parser.prog, error)
@@ -242,7 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if recorded:  # a world resumed from its bag took less than its work: not a measure
             finished.append(Finished(tour_s, wall_s))
         results[case] = {'report': report, 'wall_s': wall_s}
-    summary = table(results) + '\n## Per view and level (embedder-only)\n\n' + view_table(results)
+    families = {case: family for case, (family, *_) in cases.items()}
+    summary = (
+        table(results)
+        + '\n## Per layout family\n\n'
+        + family_table(results, families)
+        + '\n## Per view and level (embedder-only)\n\n'
+        + view_table(results)
+    )
     (args.out / 'suite_report.md').write_text('# waymark standard suite\n\n' + summary)
     write_json_atomically(
         args.out / 'suite_report.json',

@@ -45,9 +45,10 @@ from waymark.cli import (
     fail,
 )
 from waymark.geometry import Pose
-from waymark.sim.generate import SIZES, generate_world
+from waymark.sim.generate import FAMILIES, SIZES, generate_world
 from waymark.sim.landmarks import landmarks, visible_landmarks
 from waymark.sim.render import render, render_with_depth
+from waymark.sim.shapes import SHAPES
 from waymark.sim.trajectory import Tour, plan_tour
 from waymark.sim.world import World, build_demo_world, occupancy_grid
 
@@ -58,6 +59,11 @@ IMAGE_TOPICS = {
 ODOM_TOPIC = ('/odom', 'nav_msgs/msg/Odometry')
 DEPTH_TOPIC = ('/camera/depth/image_raw', 'sensor_msgs/msg/Image')
 CAMERA_INFO_TOPIC = ('/camera/camera_info', 'sensor_msgs/msg/CameraInfo')
+POSE_TYPES = {
+    'odometry': 'nav_msgs/msg/Odometry',
+    'pose_stamped': 'geometry_msgs/msg/PoseStamped',
+    'pose_with_covariance': 'geometry_msgs/msg/PoseWithCovarianceStamped',
+}
 TF_STATIC_TOPIC = ('/tf_static', 'tf2_msgs/msg/TFMessage')
 MAP_TOPIC = ('/map', 'nav_msgs/msg/OccupancyGrid')
 _FOREVER = QosTime(sec=2_147_483_647, nsec=4_294_967_295)  # rmw's "infinite" duration
@@ -114,6 +120,9 @@ def write_bag(
     height: int = 480,
     hfov_deg: float = 90.0,
     image_format: Literal['jpeg', 'raw'] = 'jpeg',
+    image_topic: str | None = None,
+    pose_type: Literal['odometry', 'pose_stamped', 'pose_with_covariance'] = 'odometry',
+    pose_topic: str = ODOM_TOPIC[0],
     jpeg_quality: int = 90,
     camera_extrinsic: Pose = DEFAULT_EXTRINSIC,
     odom_noise: float = 0.0,
@@ -133,13 +142,16 @@ def write_bag(
     Images and ground truth always use the true pose. `static_topics` adds /tf_static and
     /map; by default only generated worlds get them, because the demo and system test replay
     every topic of the demo bag and not every ROS install has tf2_msgs. `max_duration_s`
-    cuts the tour short (for quick tests). `depth_camera` adds a depth image and a
-    CameraInfo per image.
+    cuts the tour short (for quick tests). `image_topic` (default by format), `pose_type`
+    and `pose_topic` shape the bag as a robot's drivers record it (see sim.shapes).
+    `depth_camera` adds a depth image and a CameraInfo per image.
     """
     if static_topics is None:
         static_topics = world.size != 'demo'
     if image_format not in IMAGE_TOPICS:
         raise ValueError(f'image_format must be one of {sorted(IMAGE_TOPICS)}')
+    if pose_type not in POSE_TYPES:
+        raise ValueError(f'pose_type must be one of {sorted(POSE_TYPES)}')
     out_dir = Path(out_dir)
     tour = plan_tour(world, seed=seed)
     end_ns = tour.end_ns
@@ -147,7 +159,9 @@ def write_bag(
         end_ns = min(end_ns, tour.start_ns + round(max_duration_s * 1e9))
     clock = _clocks(tour, end_ns, camera_rate_hz, odom_rate_hz, odom_noise, odom_drift, seed)
     camera_poses = [tour.pose_at(int(s)).compose(camera_extrinsic) for s in clock.image_stamps]
-    image_topic, image_type = IMAGE_TOPICS[image_format]
+    image_type = IMAGE_TOPICS[image_format][1]
+    image_topic = image_topic or IMAGE_TOPICS[image_format][0]
+    pose_msgtype = POSE_TYPES[pose_type]
 
     typestore = get_typestore(Stores.ROS2_JAZZY)
     events = sorted(
@@ -159,15 +173,15 @@ def write_bag(
     with Writer(out_dir, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP) as writer:
         if static_topics:
             _write_static(writer, typestore, first, world, camera_extrinsic, map_resolution)
-        odom_conn = writer.add_connection(ODOM_TOPIC[0], ODOM_TOPIC[1], typestore=typestore)
+        odom_conn = writer.add_connection(pose_topic, pose_msgtype, typestore=typestore)
         image_conn = writer.add_connection(image_topic, image_type, typestore=typestore)
         if depth_camera:
             depth_conn = writer.add_connection(*DEPTH_TOPIC, typestore=typestore)
             info_conn = writer.add_connection(*CAMERA_INFO_TOPIC, typestore=typestore)
         for stamp, kind, i in events:
             if kind == 0:
-                msg = _odometry(typestore, stamp, *clock.odom_published[i])
-                writer.write(odom_conn, stamp, typestore.serialize_cdr(msg, ODOM_TOPIC[1]))
+                msg = _pose_message(typestore, pose_type, stamp, *clock.odom_published[i])
+                writer.write(odom_conn, stamp, typestore.serialize_cdr(msg, pose_msgtype))
                 continue
             if depth_camera:
                 pixels, depth = render_with_depth(world, camera_poses[i], width, height, hfov_deg)
@@ -183,6 +197,7 @@ def write_bag(
     truth = {
         'world_name': world.name,
         'size': world.size,
+        **({} if world.family == 'rooms' else {'family': world.family}),
         'world': world.to_dict(),
         'rooms': [{'name': r.name, 'polygon': [list(p) for p in r.polygon]} for r in world.rooms],
         'landmarks': [m.to_dict() for m in landmarks(world)],
@@ -200,11 +215,12 @@ def write_bag(
             'extrinsic': [*camera_extrinsic.position, *camera_extrinsic.orientation],
         },
         'odometry': {
-            'topic': ODOM_TOPIC[0],
+            'topic': pose_topic,
             'rate_hz': odom_rate_hz,
             'noise_std': odom_noise,
             'drift': odom_drift,
-        },
+        }
+        | ({} if pose_type == 'odometry' else {'type': pose_type}),
         'map': {'topic': MAP_TOPIC[0] if static_topics else None, 'resolution': map_resolution},
         'trajectory': [
             _state_dict(int(s), *state)
@@ -225,13 +241,13 @@ def write_bag(
     ground_truth = out_dir / GROUND_TRUTH_FILE
     ground_truth.write_text(json.dumps(truth, indent=1, sort_keys=True) + '\n', encoding='utf-8')
     last = int(max(clock.odom_stamps[-1], clock.image_stamps[-1]))
-    streams = [ODOM_TOPIC, (image_topic, image_type)]
+    streams = [(image_topic, image_type)]
     streams += [DEPTH_TOPIC, CAMERA_INFO_TOPIC] if depth_camera else []
     counts = {topic: len(clock.image_stamps) for topic, _ in streams}
     return BagInfo(
         path=out_dir,
-        topics=dict(streams),
-        message_counts=counts | {ODOM_TOPIC[0]: len(clock.odom_stamps)},
+        topics={pose_topic: pose_msgtype, **dict(streams)},
+        message_counts={pose_topic: len(clock.odom_stamps), **counts},
         start_ns=first,
         duration_ns=last - first,
         ground_truth=ground_truth,
@@ -308,6 +324,19 @@ def _header(typestore: Typestore, stamp_ns: int, frame_id: str):
     sec, nanosec = divmod(stamp_ns, 1_000_000_000)
     time = typestore.types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec)
     return typestore.types['std_msgs/msg/Header'](stamp=time, frame_id=frame_id)
+
+
+def _pose_message(
+    typestore: Typestore, pose_type: str, stamp_ns: int, x: float, y: float, yaw: float
+):
+    """The pose as `pose_type`: Odometry, PoseStamped or PoseWithCovarianceStamped."""
+    odometry = _odometry(typestore, stamp_ns, x, y, yaw)
+    t = typestore.types
+    if pose_type == 'pose_stamped':
+        return t[POSE_TYPES[pose_type]](header=odometry.header, pose=odometry.pose.pose)
+    if pose_type == 'pose_with_covariance':
+        return t[POSE_TYPES[pose_type]](header=odometry.header, pose=odometry.pose)
+    return odometry
 
 
 def _odometry(typestore: Typestore, stamp_ns: int, x: float, y: float, yaw: float):
@@ -442,9 +471,9 @@ def _camera_info(typestore: Typestore, stamp_ns: int, width: int, height: int, h
     )
 
 
-def load_world(size: str, seed: int) -> World:
-    """The demo world or a generated one, by size name."""
-    return build_demo_world(seed) if size == 'demo' else generate_world(seed, size)
+def load_world(size: str, seed: int, family: str = 'rooms') -> World:
+    """The demo world or a generated one, by size (and layout family) name."""
+    return build_demo_world(seed) if size == 'demo' else generate_world(seed, size, family)
 
 
 def _is_bag(folder: Path) -> bool:
@@ -459,6 +488,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--overwrite', action='store_true', help='replace a bag at OUT_DIR')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--size', choices=['demo', *SIZES], default='demo')
+    parser.add_argument('--family', choices=FAMILIES, default='rooms', help='generated layout')
+    parser.add_argument(
+        '--shape',
+        choices=[s.name for s in SHAPES],
+        default=None,
+        help='record as these drivers do (topics, messages, rates); overrides --rate, '
+        '--odom-rate and --format',
+    )
     parser.add_argument(
         '--rate',
         '--camera-rate',
@@ -493,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
             check_positive(name, value)
         check_positive('--odom-noise', args.odom_noise, zero_ok=True)
         check_positive('--odom-drift', args.odom_drift, zero_ok=True)
+        if args.family != 'rooms' and args.size == 'demo':
+            raise UsageError('--family needs a generated --size')
         check_output_dir(args.out_dir, _is_bag, 'bag', resume=False, overwrite=args.overwrite)
     except UsageError as error:
         return fail(parser.prog, error)
@@ -500,14 +539,14 @@ def main(argv: list[str] | None = None) -> int:
     generated = args.size != 'demo'
     small_frames = args.size == 'large'
     rate = args.camera_rate or (GENERATED_CAMERA_RATE_HZ if generated else DEMO_CAMERA_RATE_HZ)
+    shape = next((s.bag_options() for s in SHAPES if s.name == args.shape), {})
+    options = {'camera_rate_hz': rate, 'odom_rate_hz': args.odom_rate, 'image_format': args.format}
     info = write_bag(
-        load_world(args.size, args.seed),
+        load_world(args.size, args.seed, args.family),
         args.out_dir,
-        camera_rate_hz=rate,
-        odom_rate_hz=args.odom_rate,
         width=args.width or (320 if small_frames else 640),
         height=args.height or (240 if small_frames else 480),
-        image_format=args.format,
+        **(options | shape),
         odom_noise=args.odom_noise,
         odom_drift=args.odom_drift,
         map_resolution=args.map_resolution,

@@ -29,6 +29,10 @@ VIEW_DISTANCE = (2.4, 3.2)  # base to sign; the camera, 0.25 m ahead, stays with
 OBJECT_VIEW_GAP = 0.9  # base stops this far from an object's footprint to look at it
 OBJECT_MARGIN = CLEARANCE + 0.05  # planned clearance from footprints, a little over the minimum
 GRID_STEP = 0.5  # spacing of detour waypoints inside a furnished room
+# Revisits by layout family: (fraction of signs revisited, in a seeded shuffled order rather
+# than nearest first). Families other than `rooms` walk back and forth across the building.
+REVISITS = {'rooms': (0.25, False)}
+LONG_REVISITS = (0.5, True)
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,8 @@ def plan_tour(
     angular_speed: float = 0.8,
     dwell_s: float = 2.0,
     object_dwell_s: float = 1.0,
-    revisit_fraction: float = 0.25,
+    revisit_fraction: float | None = None,
+    shuffled_revisits: bool | None = None,
     seed: int = 0,
     start_ns: int = START_NS,
 ) -> Tour:
@@ -122,7 +127,9 @@ def plan_tour(
     The demo world keeps its fixed order (west to east, then back to the first sign outside
     the start room). Generated worlds go next to the sign fewest doorways away (then
     nearest), stop to look at each object of a room after its sign, and end by revisiting
-    `revisit_fraction` of the signs, picked by the seed.
+    `revisit_fraction` of the signs, picked by the seed, nearest first or, with
+    `shuffled_revisits`, in an order the seed shuffles (long return trips); both default to
+    the world's family (REVISITS).
 
     Within a room every waypoint lies inside the room inset by `WAYPOINT_MARGIN`, so straight
     legs keep clear of the walls (rooms are convex); legs that would pass an object detour
@@ -175,11 +182,16 @@ def plan_tour(
         sign = _nearest(world, room, motion.states[-1][:2], pending)
         pending.remove(sign)
         visit(sign, look_around=True)
+    fraction, shuffled = REVISITS.get(world.family, LONG_REVISITS)
+    fraction = fraction if revisit_fraction is None else revisit_fraction
+    shuffled = shuffled if shuffled_revisits is None else shuffled_revisits
     others = [s for s in world.signs if s.room != first.name]
-    count = min(len(others), max(1, round(revisit_fraction * len(world.signs))))
+    count = min(len(others), max(1, round(fraction * len(world.signs))))
     pending = [others[i] for i in sorted(rng.choice(len(others), size=count, replace=False))]
+    if shuffled:
+        pending = [pending[i] for i in rng.permutation(len(pending))]
     while pending:
-        sign = _nearest(world, room, motion.states[-1][:2], pending)
+        sign = pending[0] if shuffled else _nearest(world, room, motion.states[-1][:2], pending)
         pending.remove(sign)
         visit(sign, look_around=False)
     return Tour(start_ns, np.array(motion.times), np.array(motion.states), tuple(views))

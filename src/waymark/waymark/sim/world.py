@@ -139,6 +139,7 @@ class World:
     signs: tuple[Sign, ...]
     objects: tuple[SceneObject, ...] = ()
     size: str = 'demo'  # demo, or the size a generated world was asked for
+    family: str = 'rooms'  # the layout family of a generated world (sim.generate.FAMILIES)
 
     def room(self, name: str) -> Room:
         return next(r for r in self.rooms if r.name == name)
@@ -147,8 +148,11 @@ class World:
         return next((r for r in self.rooms if r.contains(x, y)), None)
 
     def to_dict(self) -> dict:
-        """Ground truth as plain JSON types; rooms also carry their polygon."""
+        """Ground truth as plain JSON types; rooms also carry their polygon. The family is
+        left out for `rooms`, so the worlds made before families existed read the same."""
         data = asdict(self)
+        if self.family == 'rooms':
+            del data['family']
         for room, entry in zip(self.rooms, data['rooms'], strict=True):
             entry['polygon'] = [list(p) for p in room.polygon]
         return data
