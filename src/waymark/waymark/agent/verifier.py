@@ -220,9 +220,7 @@ def _batch_content(quoted: Sequence[str], pictures: list[bytes]) -> list[dict[st
             ),
         }
     ]
-    for number, jpeg in enumerate(pictures, start=1):
-        content.append({'type': 'text', 'text': f'Candidate {number}:'})
-        content.append(image_part(jpeg))
+    content += _numbered(pictures)
     content.append(
         {
             'type': 'text',
@@ -277,9 +275,7 @@ def _request_content(quoted: str, pictures: list[bytes]) -> list[dict[str, Any]]
             ),
         }
     ]
-    for number, jpeg in enumerate(pictures, start=1):
-        content.append({'type': 'text', 'text': f'Candidate {number}:'})
-        content.append(image_part(jpeg))
+    content += _numbered(pictures)
     content.append(
         {
             'type': 'text',
@@ -346,3 +342,12 @@ def _first_json_object(text: str) -> dict[str, Any] | None:
 
 def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + '...'
+
+
+def _numbered(pictures: list[bytes]) -> list[dict[str, Any]]:
+    """Each picture after its label, numbered from 1 as the answer refers to them."""
+    content: list[dict[str, Any]] = []
+    for number, jpeg in enumerate(pictures, start=1):
+        content.append({'type': 'text', 'text': f'Candidate {number}:'})
+        content.append(image_part(jpeg))
+    return content

@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from rosbags.highlevel import AnyReader
@@ -22,7 +23,7 @@ from waymark.evaluation.sensors import Intrinsics
 from waymark.memory.entries import CameraModel, Keyframe
 from waymark.memory.ingest.admission import RefusedError
 from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
-from waymark.memory.ingest.depth import depth_image
+from waymark.memory.ingest.depth import depth_of_message
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import (
     ImageLimits,
@@ -147,7 +148,7 @@ def ingest_bag(
                     covariance,
                 )
             elif connection.topic == topics.depth:
-                done = builder.add_depth(_ns(msg.header.stamp), _depth_decoder(msg))
+                done = builder.add_depth(_ns(msg.header.stamp), partial(depth_of_message, msg))
             else:
                 done = builder.add_image(
                     _ns(msg.header.stamp), len(msg.data), _encoder(msg, topics, jpeg_quality)
@@ -186,17 +187,6 @@ class _Cameras:
         if size not in self._models:
             self._models[size] = self.intrinsics.camera_model(*size)
         return dataclasses.replace(keyframe, camera=self._models[size])
-
-
-def _depth_decoder(msg):
-    return lambda: depth_image(
-        msg.encoding,
-        msg.width,
-        msg.height,
-        msg.step,
-        bytes(msg.data),
-        big_endian=bool(msg.is_bigendian),
-    )
 
 
 def _store(

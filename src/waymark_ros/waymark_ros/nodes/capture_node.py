@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ from std_msgs.msg import Bool, Empty, String
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
 from waymark.memory.ingest.capture import KeyframeBuilder
-from waymark.memory.ingest.depth import depth_image
+from waymark.memory.ingest.depth import depth_of_message
 from waymark.memory.ingest.outbox import CaptureState, KeyframeOutbox
 from waymark.memory.storage.image_codec import (
     compressed_thumbnail,
@@ -222,16 +223,7 @@ class CaptureNode(Node):
         self._builder.set_camera_info(msg.width, msg.height, list(msg.k))
 
     def _on_depth(self, msg: Image) -> None:
-        def decode() -> tuple[np.ndarray, float]:
-            return depth_image(
-                msg.encoding,
-                msg.width,
-                msg.height,
-                msg.step,
-                bytes(msg.data),
-                big_endian=bool(msg.is_bigendian),
-            )
-
+        decode = partial(depth_of_message, msg)
         self._publish(self._builder.add_depth(stamp_to_ns(msg.header.stamp), decode))
 
     # Output --------------------------------------------------------------------------

@@ -88,6 +88,19 @@ class DepthGrid:
         return DepthSamples(self.columns, self.rows, tuple(float(v) for v in medians))
 
 
+def depth_of_message(msg) -> tuple[np.ndarray, float]:
+    """depth_image of a sensor_msgs/Image as rclpy or rosbags hands it over (both have
+    the same fields)."""
+    return depth_image(
+        msg.encoding,
+        msg.width,
+        msg.height,
+        msg.step,
+        bytes(msg.data),
+        big_endian=bool(msg.is_bigendian),
+    )
+
+
 def depth_image(
     encoding: str, width: int, height: int, step: int, data: bytes, big_endian: bool = False
 ) -> tuple[np.ndarray, float]:
