@@ -73,7 +73,8 @@ from waymark.agent.verifier import Verifier
 from waymark.localisation.estimate import TargetEstimate
 from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
-from waymark.localisation.standoff import FreeSpace, standoff_goal
+from waymark.localisation.place import place
+from waymark.localisation.standoff import FreeSpace
 from waymark.memory.entries import FRAME, LEVELS, Hit
 from waymark.memory.views.fusion import per_view_zscores
 
@@ -671,8 +672,7 @@ class Agent:
         record, params = source.record, self.config.localisation
         query = f'{run.question.question} {run.last_query}'
         others = [hit.record for hit in (*cited, *run.shown.values())]
-        target = locate(record, query, others, params)
-        pose = standoff_goal(target, (record.x, record.y), params, self.free_space, record.yaw)
+        target, pose = place(record, query, others, params, self.free_space)
         goal = Goal(pose.x, pose.y, record.z, pose.yaw, record.map_epoch, record.session)
         run.localised = {'source': record.id, 'target': asdict(target), 'goal': asdict(goal)}
         return goal, target

@@ -32,9 +32,8 @@ import numpy as np
 
 from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import AnswerType, Category, Question
-from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
-from waymark.localisation.standoff import standoff_goal
+from waymark.localisation.place import place
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
 from waymark.memory.service import MemoryService
 
@@ -249,8 +248,7 @@ def _from_record(
     is the middle of its window, its position the target located from it."""
     if question.answer_type == AnswerType.YES_NO:
         return Prediction(answered=True, yes=hit.score >= yes_threshold, **common)
-    target = locate(record, question.question, others, params)
-    goal = standoff_goal(target, (record.x, record.y), params, viewpoint_yaw=record.yaw)
+    target, goal = place(record, question.question, others, params)
     return Prediction(
         answered=True,
         position=(goal.x, goal.y, record.z),

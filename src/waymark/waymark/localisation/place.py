@@ -1,0 +1,27 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""An answer's two places from its memory entry: the target, and the pose to drive to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from waymark.localisation.estimate import TargetEstimate
+from waymark.localisation.locate import locate
+from waymark.localisation.params import LocalisationParams
+from waymark.localisation.standoff import FreeSpace, StandoffPose, standoff_goal
+from waymark.memory.entries import FrameRecord
+
+
+def place(
+    record: FrameRecord,
+    query: str,
+    others: Iterable[FrameRecord] = (),
+    params: LocalisationParams | None = None,
+    is_free: FreeSpace | None = None,
+) -> tuple[TargetEstimate, StandoffPose]:
+    """The target `record` shows for `query` (see locate) and the standoff pose facing it,
+    on the side the record's camera saw it from; the agent and the baselines share it so
+    that they are scored on the same placement."""
+    target = locate(record, query, others, params)
+    pose = standoff_goal(target, (record.x, record.y), params, is_free, record.yaw)
+    return target, pose
