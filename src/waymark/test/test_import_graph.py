@@ -29,6 +29,7 @@ CORE_RANKS = {
     'agent': 2,
     'evaluation': 3,
     'parameters': 3,
+    'tasks': 3,
     'benchmarks': 4,
     '__main__': 5,
 }
