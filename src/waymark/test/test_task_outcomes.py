@@ -52,3 +52,8 @@ def test_the_first_exhausted_budget_ends_the_task():
         Budget(time_s=0.0)
     with pytest.raises(ValueError):
         Budget(agent_steps=0)
+
+
+def test_words_read_as_their_values_in_text():
+    assert str(LedgerStatus.NOT_DONE) == 'NOT DONE' and f'{Claim.COMPLETE:>9}' == ' complete'
+    assert LedgerStatus('CERTIFIED') is LedgerStatus.CERTIFIED

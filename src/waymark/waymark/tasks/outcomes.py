@@ -6,17 +6,28 @@ saw; only the verdict may turn a claim into a success."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import Enum, IntEnum
 
 
-class Claim(StrEnum):
+class _Word(str, Enum):
+    """A word that is its own value in text and JSON (enum.StrEnum needs Python 3.11; ROS 2
+    Humble runs 3.10)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Claim(_Word):
     """What the runner claims when it closes a task."""
 
     COMPLETE = 'complete'
     INCOMPLETE = 'incomplete'
 
 
-class VerdictKind(StrEnum):
+class VerdictKind(_Word):
     """A judge's reading of the stop evidence; UNKNOWN stands for every failure to judge."""
 
     COMPLETE = 'complete'
@@ -47,7 +58,7 @@ class JudgeVerdict:
         return cls(VerdictKind.UNKNOWN, source=source, error=error, steps=steps)
 
 
-class LedgerStatus(StrEnum):
+class LedgerStatus(_Word):
     """How a task is recorded. CLAIMED is unchecked and never counts as a success; STOPPED
     is a task that ended without a closing claim (budget, cancel, a node died)."""
 
@@ -58,7 +69,7 @@ class LedgerStatus(StrEnum):
     STOPPED = 'STOPPED'
 
 
-class TerminationReason(StrEnum):
+class TerminationReason(_Word):
     """Why a task ended."""
 
     CLOSED = 'closed'  # the runner closed it with a claim
@@ -100,7 +111,7 @@ class Scope(IntEnum):
     HOUSE = 4  # as FLOOR, with the whole place graph
 
 
-class Phase(StrEnum):
+class Phase(_Word):
     """Where a running task is, as its feedback says."""
 
     RECALL = 'recall'
