@@ -1,6 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 import inspect
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -94,6 +99,61 @@ def test_a_runner_killed_mid_task_leaves_a_task_that_the_next_start_records_as_i
     assert ledger.open_task(next_id).sequence == 2
 
 
+def test_a_runner_killed_by_sigkill_after_begin_loses_no_task(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from waymark.tasks.ledger import TaskLedger
+        from waymark.tasks.records import GoalModality, TaskGoal
+        ledger = TaskLedger({str(tmp_path)!r})
+        print(ledger.begin(TaskGoal(GoalModality.PLACE, 'charging spot')), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    environment = {**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}
+    child = subprocess.run(
+        [sys.executable, '-c', script], capture_output=True, text=True, env=environment
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    task_id = child.stdout.strip()
+    ledger = TaskLedger(tmp_path)
+    assert ledger.recover_interrupted().stopped == (task_id,)
+    assert ledger.record(task_id).termination is TerminationReason.INTERRUPTED
+
+
+def test_a_write_that_fails_midway_leaves_the_task_open_and_no_temporary_file(
+    tmp_path, monkeypatch
+):
+    ledger = TaskLedger(tmp_path)
+    task_id = ledger.begin(MUG)
+
+    def refuse(source, target):
+        raise OSError('disk gone')
+
+    monkeypatch.setattr(os, 'replace', refuse)
+    with pytest.raises(OSError, match='disk gone'):
+        _close(ledger, task_id)
+    monkeypatch.undo()
+    assert [task.task_id for task in ledger.open_tasks()] == [task_id]
+    assert list(tmp_path.rglob('*.tmp')) == [] and ledger.records().records == ()
+    _close(ledger, task_id)
+    assert ledger.record(task_id).status is LedgerStatus.CLAIMED
+
+
+def test_a_record_that_could_not_be_read_back_is_refused_before_it_is_written(tmp_path):
+    ledger = TaskLedger(tmp_path)
+    task_id = ledger.begin(MUG)
+    for verdict in (
+        JudgeVerdict(VerdictKind.COMPLETE, confidence=2.0),
+        JudgeVerdict(VerdictKind.COMPLETE, confidence=float('nan')),
+        JudgeVerdict(VerdictKind.COMPLETE, evidence='x' * 9_000),
+    ):
+        with pytest.raises(RecordFormatError, match='certificate'):
+            _close(ledger, task_id, certificate=verdict)
+    assert [task.task_id for task in ledger.open_tasks()] == [task_id]
+    assert ledger.records().records == ()
+
+
 def test_a_close_cut_short_after_the_record_is_finished_at_the_next_start(tmp_path):
     ledger = TaskLedger(tmp_path)
     cut_before_marker_removal = ledger.begin(MUG)
@@ -174,7 +234,7 @@ def test_the_index_read_is_a_bounded_prefix_with_truncation_reported(tmp_path):
         _close(ledger, ledger.begin(MUG))
     full = (tmp_path / INDEX_FILE).read_text()
     cut = ledger.index_text(max_chars=40)
-    assert (cut.text, cut.truncated, cut.total_chars) == (full[:40], True, len(full))
+    assert (cut.text, cut.truncated, cut.total_bytes) == (full[:40], True, len(full.encode()))
     assert ledger.index_text().text == full[:100]
     with pytest.raises(ValueError, match='max_chars'):
         ledger.index_text(max_chars=101)

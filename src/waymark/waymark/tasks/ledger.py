@@ -44,13 +44,14 @@ from waymark.tasks.records import (
 
 _LOG = logging.getLogger(__name__)
 TASK_ID = re.compile(r't(\d{6,})-[0-9a-f]{8}')
-_INDEXED_ID = re.compile(r'^- (t\d{6,}-[0-9a-f]{8}) \|', re.MULTILINE)
+_INDEXED_ID = re.compile(r'- (t\d{6,}-[0-9a-f]{8}) \|')
 _OPEN = 'open'
 _RECORDS = 'records'
 INDEX_FILE = 'ledger.md'
 _TEMP_SUFFIX = '.tmp'
 _INDEX_GOAL_CHARS = 60
 _INDEX_PLACES = 3
+_INDEX_PLACE_CHARS = 32
 
 
 class UnknownTaskError(LookupError):
@@ -94,7 +95,7 @@ class IndexText:
 
     text: str
     truncated: bool
-    total_chars: int
+    total_bytes: int
 
 
 @dataclass(frozen=True)
@@ -153,10 +154,12 @@ class LedgerReader:
         if not 1 <= limit <= self.limits.max_index_chars:
             raise ValueError(f'max_chars must be in [1, {self.limits.max_index_chars}]')
         try:
-            text = (self.root / INDEX_FILE).read_text(encoding='utf-8', errors='replace')
+            with open(self.root / INDEX_FILE, encoding='utf-8', errors='replace') as stream:
+                text = stream.read(limit + 1)
+                total_bytes = os.fstat(stream.fileno()).st_size
         except FileNotFoundError:
-            text = ''
-        return IndexText(text[:limit], len(text) > limit, len(text))
+            return IndexText('', False, 0)
+        return IndexText(text[:limit], len(text) > limit, total_bytes)
 
     def _read_record(self, path: Path) -> TaskRecord:
         record = TaskRecord.from_json(self._read_text(path))
@@ -228,7 +231,9 @@ class TaskLedger(LedgerReader):
                 goal,
                 time.time_ns() if now_ns is None else now_ns,
             )
-            self._write(self._path(_OPEN, task.task_id), open_task_to_json(task))
+            text = open_task_to_json(task)
+            open_task_from_json(text)  # what cannot be read back is refused, not written
+            self._write(self._path(_OPEN, task.task_id), text)
         return task.task_id
 
     def close(self, record: TaskRecord) -> SanitizedHandover:
@@ -239,6 +244,7 @@ class TaskLedger(LedgerReader):
         handover = sanitize_handover(record.handover)
         record = replace(record, handover=handover.text)
         text = record.to_json()
+        TaskRecord.from_json(text)  # what cannot be read back is refused, not written
         if len(text) > self.limits.max_record_chars:
             raise ValueError(
                 f'record of {record.task_id} has {len(text)} characters, more than '
@@ -312,10 +318,10 @@ class TaskLedger(LedgerReader):
 
     def _indexed(self) -> set[str]:
         try:
-            text = (self.root / INDEX_FILE).read_text(encoding='utf-8', errors='replace')
+            with open(self.root / INDEX_FILE, encoding='utf-8', errors='replace') as stream:
+                return {match.group(1) for line in stream if (match := _INDEXED_ID.match(line))}
         except FileNotFoundError:
             return set()
-        return set(_INDEXED_ID.findall(text))
 
     def _remove_temporary(self) -> int:
         removed = 0
@@ -361,18 +367,23 @@ def index_line(record: TaskRecord) -> str:
     else:
         summary = goal.text
     summary = _cell(summary)
-    if len(summary) > _INDEX_GOAL_CHARS:
-        summary = summary[: _INDEX_GOAL_CHARS - 1] + '…'
+    summary = _abbreviated(summary, _INDEX_GOAL_CHARS)
     status = str(record.status)
     if record.termination is not TerminationReason.CLOSED:
         status += f' ({record.termination})'
-    places = ', '.join(_cell(place) for place in record.places[:_INDEX_PLACES])
+    places = ', '.join(
+        _abbreviated(_cell(place), _INDEX_PLACE_CHARS) for place in record.places[:_INDEX_PLACES]
+    )
     return f'- {record.task_id} | {status} | {summary} | places: {places or "-"}'
 
 
 def _cell(text: str) -> str:
     """Text as one index cell: one line, and no column separator to misread."""
     return ' '.join(text.replace('|', '/').split())
+
+
+def _abbreviated(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1] + '…'
 
 
 def _order(task_id: str) -> int:

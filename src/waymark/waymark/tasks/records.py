@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -249,22 +249,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra='forbid', frozen=True, allow_inf_nan=False)
 
 
-_Text = Field(default='', max_length=_MAX_TEXT)
+_Text = Annotated[str, Field(max_length=_MAX_TEXT)]
 
 
 class _GoalFile(_Strict):
     modality: GoalModality
-    text: str = _Text
+    text: _Text = ''
     photo_ref: str = Field(default='', max_length=512)
 
 
 class _VerdictFile(_Strict):
     verdict: VerdictKind
-    evidence: str = _Text
+    evidence: _Text = ''
     places_searched: list[str] = Field(default=[], max_length=_MAX_ITEMS)
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     source: str = Field(default='', max_length=64)
-    error: str = _Text
+    error: _Text = ''
     steps: int = Field(default=0, ge=0)
 
 
@@ -305,12 +305,12 @@ class _RecordFile(_Strict):
     sequence: int = Field(ge=1)
     goal: _GoalFile
     claim: Claim | None
-    claim_evidence: str = _Text
+    claim_evidence: _Text = ''
     pre_stop: _VerdictFile | None
     certificate: _VerdictFile | None
     status: LedgerStatus
     termination: TerminationReason
-    handover: str = _Text
+    handover: _Text = ''
     places: list[str] = Field(max_length=_MAX_ITEMS)
     spent: _SpentFile
     recovery_notes: list[str] = Field(max_length=_MAX_ITEMS)
