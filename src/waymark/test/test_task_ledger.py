@@ -193,6 +193,10 @@ def test_a_corrupt_record_is_reported_and_does_not_hide_the_others(tmp_path):
     assert [record.task_id for record in page.records] == [ids[2], ids[0]]
     assert [problem.name for problem in page.unreadable] == [f'{ids[1]}.json']
     assert 'not JSON' in page.unreadable[0].reason
+    (tmp_path / 'records' / f'{ids[0]}.json').write_bytes(b'\xff\xfe\x00garbage')
+    page = ledger.reader().records()
+    assert [record.task_id for record in page.records] == [ids[2]]
+    assert 'not UTF-8' in page.unreadable[1].reason
     with pytest.raises(RecordFormatError, match='not JSON'):
         ledger.record(ids[1])
     assert ledger.record(ids[2]).task_id == ids[2]

@@ -143,7 +143,8 @@ class LedgerReader:
         `recover_interrupted` reports them)."""
         tasks = []
         for path in self._files(_OPEN):
-            with contextlib.suppress(RecordFormatError, OSError):
+            # A marker may also vanish here: its task closed while the folder was read.
+            with contextlib.suppress(RecordFormatError, UnknownTaskError, OSError):
                 tasks.append(open_task_from_json(self._read_text(path)))
         return tuple(tasks)
 
@@ -174,7 +175,10 @@ class LedgerReader:
             raise UnknownTaskError(f'no task {path.stem} in {path.parent.name}/') from None
         if size > self.limits.max_record_chars * 4:  # UTF-8: at most 4 bytes a character
             raise RecordFormatError(f'{path.name} is {size} bytes, too large for a record')
-        text = path.read_text(encoding='utf-8', errors='strict')
+        try:
+            text = path.read_text(encoding='utf-8', errors='strict')
+        except UnicodeDecodeError as error:
+            raise RecordFormatError(f'{path.name} is not UTF-8 text: {error}') from None
         if len(text) > self.limits.max_record_chars:
             raise RecordFormatError(
                 f'{path.name} has {len(text)} characters, more than max_record_chars='
