@@ -10,8 +10,9 @@ says, as data, what the next attempt does differently in waymark's terms.
 Turns in waymark: the digest counts model turns of a step-by-step navigator. waymark's
 agent counts steps (one model reply with its tool calls), the unit `Budget.agent_steps`
 limits, so the fallback threshold and the earliest request are counted in agent steps of
-the current attempt. The defaults keep the digest's proportions (80 and 12 of 200 turns)
-against the default budget of 16 steps.
+the current attempt. The fallback keeps the digest's proportion (80 of 200 turns: 6 of the
+default 16 steps); the earliest request is step 2, so the agent has read at least one
+memory answer before it may ask to start over.
 """
 
 from __future__ import annotations
