@@ -173,6 +173,8 @@ def test_bad_poses_views_and_epochs_are_refused(book):
         PlacePose(math.nan, 0.0, 0.0)
     with pytest.raises(ValueError, match='image reference'):
         PlaceView('', 0.0, PlacePose(0, 0, 0), 1)
+    with pytest.raises(TypeError, match='PlacePose'):
+        PlaceView('img/1', 0.0, {'x': 0, 'y': 0, 'yaw': 0}, 1)
     with pytest.raises(ValueError, match='session name'):
         mark(book, 'hall', epoch=('../x', 0))
     with pytest.raises(ValueError, match='map epoch'):

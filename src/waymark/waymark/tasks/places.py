@@ -129,6 +129,8 @@ class PlaceView:
             )
         if not _finite(self.heading):
             raise ValueError(f'a view heading must be finite, got {self.heading!r}')
+        if not isinstance(self.pose, PlacePose):
+            raise TypeError(f'a view pose must be a PlacePose, got {type(self.pose).__name__}')
         if type(self.stamp_ns) is not int or self.stamp_ns < 0:
             raise ValueError(f'a view stamp must be a non-negative integer, got {self.stamp_ns!r}')
 
