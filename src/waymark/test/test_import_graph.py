@@ -19,6 +19,7 @@ CORE_RANKS = {
     'input_watch': 0,
     'cli': 0,
     'llm_client': 0,
+    'model_text': 0,
     'settings': 0,
     'memory': 1,
     'navigation': 1,

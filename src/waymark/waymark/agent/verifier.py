@@ -16,7 +16,6 @@ the agent can go on without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from waymark.agent.evidence import quote
 from waymark.agent.llm import ChatClient, LLMConfig, image_part
+from waymark.model_text import first_json_object
 
 # Enough for any description of a thing to look for; longer targets are cut.
 MAX_TARGET_CHARS = 300
@@ -250,7 +250,7 @@ def parse_batch_answer(
     or ''. A reply that cannot be read, or lists another number of targets, gives no
     match for any target rather than matches assigned to the wrong one."""
     nothing = [([], 0) for _ in range(targets)]
-    found = _first_json_object(text[:_MAX_ANSWER_CHARS])
+    found = first_json_object(text[:_MAX_ANSWER_CHARS])
     if found is None:
         return nothing, f'no JSON object in the answer: {_clip(text)!r}'
     try:
@@ -298,7 +298,7 @@ def parse_answer(text: str, count: int) -> tuple[list[int], int, str]:
     ''). The first JSON object in the text is used, so a code fence or prose around it
     does no harm.
     """
-    found = _first_json_object(text[:_MAX_ANSWER_CHARS])
+    found = first_json_object(text[:_MAX_ANSWER_CHARS])
     if found is None:
         return [], 0, f'no JSON object in the answer: {_clip(text)!r}'
     try:
@@ -324,20 +324,6 @@ def _numbers(answer: _Answer, count: int) -> tuple[list[int], int]:
         elif number not in numbers:
             numbers.append(number)
     return numbers, len(rejected)
-
-
-def _first_json_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    start = text.find('{')
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find('{', start + 1)
-    return None
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -15,7 +15,6 @@ goals that name readable text (a sign's words) without any model server.
 from __future__ import annotations
 
 import base64
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from waymark.agent.llm import ChatClient, LLMConfig, LLMError, image_part
 from waymark.geometry import Pose
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.views.ocr import TextReader
+from waymark.model_text import first_json_object
 from waymark.tasks.outcomes import JudgeVerdict, VerdictKind
 from waymark.tasks.stop_views import FRAME_LIMIT_CAP, SelectedFrame
 
@@ -230,7 +230,7 @@ def request_content(task: JudgeInput) -> list[dict[str, Any]]:
 def parse_answer(text: str) -> tuple[_Answer | None, str]:
     """The verdict in a reply (the first JSON object in it, so a code fence or prose around
     it does no harm), or None and why it cannot be used."""
-    found = _first_json_object(text[:_MAX_REPLY_CHARS])
+    found = first_json_object(text[:_MAX_REPLY_CHARS])
     if found is None:
         return None, f'no JSON object in the reply: {_clip(text, 200)!r}'
     try:
@@ -360,20 +360,6 @@ def _picture(data: bytes) -> dict[str, Any]:
         url = 'data:image/png;base64,' + base64.b64encode(data).decode('ascii')
         return {'type': 'image_url', 'image_url': {'url': url}}
     return image_part(data)
-
-
-def _first_json_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    start = text.find('{')
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find('{', start + 1)
-    return None
 
 
 def _clip(text: str, limit: int) -> str:

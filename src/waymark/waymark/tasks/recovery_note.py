@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from waymark.model_text import first_json_object
 from waymark.tasks.outcomes import JudgeVerdict, Scope, VerdictKind
 
 # A note is a short file; these bound what one may hold.
@@ -122,7 +123,7 @@ def parse_note(text: str) -> RecoveryNote:
     around it does no harm). Raises ValueError saying why a note cannot be used."""
     if len(text) > MAX_NOTE_CHARS:
         raise ValueError(f'the note is {len(text)} characters, over the limit of {MAX_NOTE_CHARS}')
-    found = _first_json_object(text)
+    found = first_json_object(text)
     if found is None:
         raise ValueError('the note holds no JSON object')
     try:
@@ -209,20 +210,6 @@ def _note_from(
         uncertainties=tuple(uncertainties[-MAX_ITEMS:]),
         suggested_scope=suggested_scope,
     )
-
-
-def _first_json_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    start = text.find('{')
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find('{', start + 1)
-    return None
 
 
 def _clip(text: str) -> str:
