@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 
-class _Word(str, Enum):
+class Word(str, Enum):
     """A word that is its own value in text and JSON (enum.StrEnum needs Python 3.11; ROS 2
     Humble runs 3.10)."""
 
@@ -20,14 +20,14 @@ class _Word(str, Enum):
         return format(self.value, spec)
 
 
-class Claim(_Word):
+class Claim(Word):
     """What the runner claims when it closes a task."""
 
     COMPLETE = 'complete'
     INCOMPLETE = 'incomplete'
 
 
-class VerdictKind(_Word):
+class VerdictKind(Word):
     """A judge's reading of the stop evidence; UNKNOWN stands for every failure to judge."""
 
     COMPLETE = 'complete'
@@ -58,7 +58,7 @@ class JudgeVerdict:
         return cls(VerdictKind.UNKNOWN, source=source, error=error, steps=steps)
 
 
-class LedgerStatus(_Word):
+class LedgerStatus(Word):
     """How a task is recorded. CLAIMED is unchecked and never counts as a success; STOPPED
     is a task that ended without a closing claim (budget, cancel, a node died)."""
 
@@ -69,7 +69,7 @@ class LedgerStatus(_Word):
     STOPPED = 'STOPPED'
 
 
-class TerminationReason(_Word):
+class TerminationReason(Word):
     """Why a task ended."""
 
     CLOSED = 'closed'  # the runner closed it with a claim
@@ -111,7 +111,7 @@ class Scope(IntEnum):
     HOUSE = 4  # as FLOOR, with the whole place graph
 
 
-class Phase(_Word):
+class Phase(Word):
     """Where a running task is, as its feedback says."""
 
     RECALL = 'recall'

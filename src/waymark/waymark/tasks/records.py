@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,6 +24,7 @@ from waymark.tasks.outcomes import (
     Spent,
     TerminationReason,
     VerdictKind,
+    Word,
     ledger_status,
 )
 
@@ -38,7 +38,7 @@ class RecordFormatError(ValueError):
     """A record or marker file that is not a valid record of a known version."""
 
 
-class GoalModality(StrEnum):
+class GoalModality(Word):
     TEXT = 'text'
     PHOTO = 'photo'
     PLACE = 'place'
