@@ -208,6 +208,13 @@ def test_with_a_captioner_segments_are_captioned_and_found_by_their_captions(
         )
         report = run(settings)
         asked = len(server.requests)
+        # A build redone (here: its marker lost) takes every caption from the kept cache.
+        marker = settings.out / 'memory' / 'ingested.json'
+        marker.write_text(json.dumps({}))
+        again = run(settings)
+        assert len(server.requests) == asked
+        assert again['memory']['captions']['cache_hits'] == asked
+        assert again['memory']['captions']['segments_captioned'] == report['memory']['segments']
 
     memory = report['memory']
     assert memory['captioner'] == 'scripted/vlm'  # the model the server lists first
