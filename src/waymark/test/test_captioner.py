@@ -296,6 +296,20 @@ def test_the_worker_delivers_captions(vlm):
     assert not worker.submit(JOB) and worker.counts['jobs_rejected_stopped'] == 1
 
 
+def test_waiting_until_idle_is_bounded_and_ends_when_the_queue_is_done():
+    captioner = GatedCaptioner()
+    results = Results()
+    worker = CaptionWorker(captioner, results.on_done, results.on_error)
+    for key in ('a', 'b', 'c'):
+        assert worker.submit(CaptionJob(key, GRID, CENTER))
+    assert worker.wait_until_idle(0.05) == 3  # none can finish before the gate opens
+    for _ in range(3):
+        captioner.gate.release()
+    assert worker.wait_until_idle(10.0) == 0
+    assert worker.stop(timeout_s=5.0) == 0  # and the last result has been delivered
+    assert set(results.done) == {'a', 'b', 'c'} and not results.errors
+
+
 def test_the_worker_reports_an_unreachable_server_and_backs_off():
     results = Results()
     captioner = Captioner(config(closed_port_url()))
@@ -370,6 +384,7 @@ def test_a_failing_callback_does_not_stop_the_worker():
     for key in ('a', 'b'):
         worker.submit(CaptionJob(key, GRID, CENTER))
         captioner.gate.release()
-    wait_for(lambda: calls == ['a', 'b'])
-    assert worker.counts['callback_errors'] == 2
+    # The error is counted after the callback raised: wait for the count, not the call.
+    wait_for(lambda: worker.counts['callback_errors'] == 2)
+    assert calls == ['a', 'b']
     assert worker.stop(timeout_s=5.0) == 0

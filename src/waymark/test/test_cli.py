@@ -202,11 +202,32 @@ def test_world_refuses_bad_arguments(case, inputs, tmp_path, capsys):
     assert (inputs['bag'] / 'metadata.yaml').is_file() and (inputs['stray'] / 'notes.txt').exists()
 
 
+CAPTIONER_CASES = {
+    'model without a server': (['--captioner-model', 'm'], '--captioner-model needs'),
+    'negative wait': (['--caption-wait', '-1'], '--caption-wait must be at least 0'),
+    'zero timeout': (['--captioner-timeout', '0'], '--captioner-timeout must be more than 0'),
+    'no segments to caption': (
+        ['--captioner-url', 'http://127.0.0.1:9/v1', '--segment-window', '0'],
+        '--captioner-url needs segments',
+    ),
+}
+
+
+@pytest.mark.parametrize('case', list(CAPTIONER_CASES))
+def test_evaluate_refuses_bad_captioner_options_before_building(case, inputs, tmp_path, capsys):
+    arguments, message = CAPTIONER_CASES[case]
+    out = tmp_path / 'out'
+    argv = [str(inputs['bag']), str(inputs['questions']), '--out', str(out), *arguments]
+    _refused(harness.main, argv, capsys, 'waymark evaluate', message)
+    assert not out.exists()
+
+
 SUITE_CASES = {
     'per-category 0': (['--per-category', '0'], '--per-category must be more than 0'),
     'max-duration 0': (['--max-duration', '0'], '--max-duration must be more than 0'),
     'negative seed': (['--seeds', '-1'], '--seeds must be at least 0'),
     'unknown size': (['--sizes', 'huge'], 'invalid choice'),
+    'captioner model alone': (['--captioner-model', 'm'], '--captioner-model needs'),
 }
 
 

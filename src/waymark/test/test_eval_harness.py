@@ -8,16 +8,27 @@ the rows are and where their answers come from is checked, not how good they are
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 
 import pytest
 from PIL import Image
+from support.scripted_llm import ScriptedLLMServer, text
 
-from waymark.evaluation.harness import MEMORY_FORMAT, EvaluationConfig, open_memory, run
+from waymark.evaluation.harness import (
+    MEMORY_FORMAT,
+    EvaluationConfig,
+    build_settings,
+    close_memory,
+    open_memory,
+    run,
+)
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table, view_table
 from waymark.memory.entries import SEGMENT, CameraModel
+from waymark.memory.views.captioner import CAPTION_VIEWS
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
 
@@ -160,3 +171,75 @@ def test_a_build_of_another_format_or_window_is_redone_and_answered_again(
         'embedder-only/image',
         'random-entry',
     )
+
+
+def test_with_a_captioner_segments_are_captioned_and_found_by_their_captions(
+    recording, tmp_path, tiny_siglip
+):
+    """A stand-in VLM gives the first segment a caption naming something no frame shows
+    and every other segment a bland one: only the caption rows can find it."""
+    bag, _ = recording
+    questions = tmp_path / 'giraffe.json'
+    giraffe = Question(
+        id='giraffe',
+        category='basic',
+        question='Where is the purple giraffe statue?',
+        answer_type='position',
+        position=(0.0, 0.0, 0.0),
+    )
+    save_questions(QuestionSet(world='demo-2', questions=[giraffe]), questions)
+    numbers = itertools.count(1)
+
+    def captions(body: dict):  # the worker asks a segment's three views in turn
+        if next(numbers) <= len(CAPTION_VIEWS):
+            return text('A purple giraffe statue stands beside the stairs.')
+        return text('An empty grey hallway with plain walls.')
+
+    with ScriptedLLMServer(captions, model='scripted/vlm') as server:
+        settings = EvaluationConfig(
+            bag,
+            questions,
+            tmp_path / 'eval',
+            image_model=tiny_siglip,
+            text_model='default',
+            ocr=False,
+            progress=False,
+            captioner_url=server.base_url,
+        )
+        report = run(settings)
+        asked = len(server.requests)
+        # A build redone (here: its marker lost) takes every caption from the kept cache.
+        marker = settings.out / 'memory' / 'ingested.json'
+        marker.write_text(json.dumps({}))
+        again = run(settings)
+        assert len(server.requests) == asked
+        assert again['memory']['captions']['cache_hits'] == asked
+        assert again['memory']['captions']['segments_captioned'] == report['memory']['segments']
+
+    memory = report['memory']
+    assert memory['captioner'] == 'scripted/vlm'  # the model the server lists first
+    assert memory['segment_views'] == ['image', 'text', *CAPTION_VIEWS]
+    assert memory['captions']['segments_captioned'] == memory['segments'] > 1
+    assert asked == memory['captions']['requests'] == len(CAPTION_VIEWS) * memory['segments']
+    assert memory['captions']['left_at_timeout'] == memory['captions']['failed'] == 0
+    assert 'Segments captioned by scripted/vlm' in (settings.out / 'report.md').read_text()
+
+    named = dataclasses.replace(settings, captioner_model='scripted/vlm')
+    built = json.loads((settings.out / 'memory' / 'ingested.json').read_text())['build']
+    assert built == build_settings(named) and built['captioner_model'] == 'scripted/vlm'
+    assert 'captioner_model' not in build_settings(dataclasses.replace(named, captioner_url=''))
+
+    opened = open_memory(named, settings.out / 'memory')
+    try:
+        segments = sorted(
+            opened.search_time(0, 1000, level=SEGMENT), key=lambda h: h.record.stamp_ns
+        )
+        ids = {hit.record.id for hit in segments}
+        for view in CAPTION_VIEWS:
+            assert opened.store.view_ids(SEGMENT, view) == ids, view
+    finally:
+        close_memory(opened)
+    first = segments[0].record
+    for view in CAPTION_VIEWS:
+        row = report['answerers'][f'embedder-only/segment/{view}']['predictions'][0]
+        assert row['goal'][:2] == pytest.approx([first.x, first.y]), view

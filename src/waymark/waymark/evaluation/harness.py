@@ -6,7 +6,9 @@ the standard answerers search each level with all its views and with each view a
 Given an OpenAI-compatible LLM server (`--llm-url`), the reasoning agent adds its rows:
 `agent` (Binary Tracking offered, when memory has segments) and `agent/no-bt`. With
 `--verifier-url` (a server whose model takes images; `--verifier-url same` is the LLM's)
-the agent verifies its answer once per question, as on the robot.
+the agent verifies its answer once per question, as on the robot. With
+`--captioner-url` (a VLM's OpenAI-compatible server) segments are also captioned, as
+memory_node captions them, and searched by their captions too.
 
 Runs are resumable: memory is built once (an interrupted build, or one made by another
 memory format or with other settings, is wiped and redone, never half used), each answer
@@ -89,6 +91,7 @@ from waymark.memory.entries import SEGMENT
 from waymark.memory.factory import MemoryConfig, load_models
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S
 from waymark.memory.service import MemoryService
+from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
 
 INGESTED = 'ingested.json'
@@ -143,10 +146,18 @@ class EvaluationConfig:
     # The verifier's OpenAI-compatible server ('' none; VERIFIER_SAME_AS_LLM: llm_url's).
     verifier_url: str = ''
     verifier_model: str = ''  # empty: the first model the server lists
+    # The VLM that captions segments ('' none: memory without captions, as before).
+    captioner_url: str = ''
+    captioner_model: str = ''  # empty: the first model the server lists
+    captioner_timeout_s: float = CaptionerConfig.timeout_s  # per caption request
+    # How long the end of a build waits for the captions still queued; those left are
+    # counted in the build summary, not waited for.
+    caption_wait_s: float = 600.0
 
 
 def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
     check_inputs(config)  # before memory is built, which loads models and takes a while
+    config = with_captioner_model(config)
     questions = load_questions(config.questions)
     truth = _ground_truth(config.bag)
     created = not config.out.exists()
@@ -198,6 +209,9 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
             },
             'answerers': results,
         }
+        if config.captioner_url:  # only then, so reports without captions stay as they were
+            report['memory']['captioner'] = config.captioner_model
+            report['memory']['captions'] = ingest.get('captions', {})
         if 'ingest' in ingest:
             report['sensors'], report['ingest'] = ingest['sensors'], ingest['ingest']
         report['plots'] = plot_all(
@@ -208,7 +222,7 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
         (config.out / 'report.md').write_text(markdown(report))
         return report
     finally:
-        memory.store.close()
+        close_memory(memory)
 
 
 class EvaluationError(ValueError):
@@ -260,6 +274,44 @@ def check_inputs(config: EvaluationConfig) -> None:
         agent_name(label=config.agent_label)
     elif config.verifier_url:
         raise UsageError('--verifier-url needs --llm-url: only the agent verifies')
+    check_captioner(
+        config.captioner_url,
+        config.captioner_model,
+        config.captioner_timeout_s,
+        config.caption_wait_s,
+    )
+    if config.captioner_url:
+        if config.segment_window_s == 0:
+            raise UsageError('--captioner-url needs segments: captions are of segments')
+        if not config.text_model:
+            raise UsageError('--captioner-url needs a text model: it embeds the captions')
+
+
+def check_captioner(
+    captioner_url: str, captioner_model: str, captioner_timeout_s: float, caption_wait_s: float
+) -> None:
+    """UsageError when the captioner's options (`captioner_options`' fields) are wrong."""
+    check_positive('--captioner-timeout', captioner_timeout_s)
+    check_positive('--caption-wait', caption_wait_s, zero_ok=True)
+    if captioner_model and not captioner_url:
+        raise UsageError('--captioner-model needs --captioner-url')
+
+
+def with_captioner_model(config: EvaluationConfig) -> EvaluationConfig:
+    """`config` naming its captioner's model: the first the server lists when none is
+    given (UsageError when the server cannot say), so that a build records which model
+    wrote its captions."""
+    if not config.captioner_url or config.captioner_model:
+        return config
+    from waymark.evaluation.agent_answerer import UNKNOWN_MODEL, served_model
+
+    model = served_model(config.captioner_url)
+    if model == UNKNOWN_MODEL:
+        raise UsageError(
+            f'the captioner at {config.captioner_url} lists no model: is it up? '
+            'Or name one with --captioner-model'
+        )
+    return dataclasses.replace(config, captioner_model=model)
 
 
 def check_bag(bag: Path) -> None:
@@ -299,11 +351,17 @@ def _memory(
     wanted = build_settings(config)
     built = json.loads(marker.read_text()) if marker.is_file() else {}
     if built.get('build') != wanted:
+        # Captions are cached by model, prompt and picture: valid for any build, kept.
+        cache, kept = data / factory.CAPTIONS, config.out / 'captions.kept'
+        if cache.is_dir() and not kept.exists():
+            cache.rename(kept)
         if data.exists():
             shutil.rmtree(data)  # interrupted, or of another format: start it over
         for old in config.out.glob('predictions-*.jsonl'):
             old.unlink()
         data.mkdir(parents=True)
+        if kept.is_dir():
+            kept.rename(cache)
         built = {**build(config, truth, data), 'build': wanted}
         write_json_atomically(marker, built)
     return open_memory(config, data), built
@@ -324,20 +382,44 @@ def build_settings(config: EvaluationConfig) -> dict:
         'hfov_deg': config.hfov_deg,  # reported with the build
         # The presets' values, so that an edited preset is a new build.
         'presets': read_presets([preset_path(n, config.preset_dir) for n in config.presets]),
-    }
+    } | ({'captioner_model': config.captioner_model} if config.captioner_url else {})
 
 
 def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
     """Memory in `data` laid out as memory_node lays it out, with segments unless
-    `segment_window_s` is 0 (no captions: no VLM runs offline)."""
+    `segment_window_s` is 0, and their captions with a captioner (whose answers are
+    cached in `data`, as memory_node caches them). Close it with `close_memory`."""
     return factory.open_memory(
-        MemoryConfig(data, segment_window_s=config.segment_window_s),
+        MemoryConfig(
+            data, segment_window_s=config.segment_window_s, captioner=captioner_config(config)
+        ),
         load_models(
             ViewSettings(
                 text_model=config.text_model, image_model=config.image_model, ocr=config.ocr
             )
         ),
     )
+
+
+def captioner_config(config: EvaluationConfig) -> CaptionerConfig | None:
+    """The captioner of `config` (its model named, see with_captioner_model); None
+    without one."""
+    if not config.captioner_url:
+        return None
+    return CaptionerConfig(
+        base_url=config.captioner_url,
+        model=config.captioner_model,
+        timeout_s=config.captioner_timeout_s,
+    )
+
+
+def close_memory(memory: MemoryService, caption_timeout_s: float = 5.0) -> None:
+    """Stop the captioner (waiting at most `caption_timeout_s` for the caption in
+    progress), then close the store: no caption is written into a closed store."""
+    captions = memory.segments.captions if memory.segments is not None else None
+    if captions is not None:
+        captions.stop(caption_timeout_s)
+    memory.store.close()
 
 
 def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
@@ -419,8 +501,9 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
         )
         memory.close_segments()  # the recording is over: its last window is complete
         segments = memory.store.count(level=SEGMENT)
+        captions = collect_captions(memory, config.caption_wait_s)
     finally:
-        memory.store.close()
+        close_memory(memory)
     return {
         'mode': 'direct',
         'keyframes': report.keyframes,
@@ -431,6 +514,26 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
         'topics': dataclasses.asdict(report.topics),
         'sensors': sensors.to_dict(),
         'ingest': summarize(report.counts),
+    } | ({'captions': captions} if config.captioner_url else {})
+
+
+def collect_captions(memory: MemoryService, wait_s: float) -> dict:
+    """Wait at most `wait_s` for the captions still queued, then stop the captioner;
+    what it did, for the build summary (empty without a captioner)."""
+    segments = memory.segments
+    if segments is None or segments.captions is None:
+        return {}
+    worker = segments.captions
+    worker.wait_until_idle(wait_s)
+    left = worker.stop(timeout_s=0.0)
+    counts = worker.counts
+    return {
+        'segments_captioned': len(memory.store.view_ids(SEGMENT, CAPTION_VIEWS[0])),
+        'requests': counts['requests'],
+        'cache_hits': counts['cache_hits'],
+        'failed': counts['jobs_failed'] + counts['jobs_failed_unavailable'],
+        'not_queued': segments.counts['captions_not_queued'],
+        'left_at_timeout': left,
     }
 
 
@@ -594,6 +697,36 @@ def agent_options(args: argparse.Namespace) -> dict:
     }
 
 
+def add_captioner_arguments(parser: argparse.ArgumentParser) -> None:
+    """The segment captioner's options, shared by `waymark evaluate` and `waymark suite`."""
+    group = parser.add_argument_group('segment captions (only with --captioner-url)')
+    group.add_argument('--captioner-url', default='', help='VLM server, .../v1 (OpenAI API)')
+    group.add_argument('--captioner-model', default='', help='default: the first served')
+    group.add_argument(
+        '--captioner-timeout',
+        type=float,
+        default=CaptionerConfig.timeout_s,
+        help='seconds per caption request',
+    )
+    group.add_argument(
+        '--caption-wait',
+        type=float,
+        default=EvaluationConfig.caption_wait_s,
+        metavar='S',
+        help='most seconds the end of a build waits for queued captions',
+    )
+
+
+def captioner_options(args: argparse.Namespace) -> dict:
+    """EvaluationConfig fields from the options `add_captioner_arguments` added."""
+    return {
+        'captioner_url': args.captioner_url,
+        'captioner_model': args.captioner_model,
+        'captioner_timeout_s': args.captioner_timeout,
+        'caption_wait_s': args.caption_wait,
+    }
+
+
 def main(
     argv: Sequence[str] | None = None,
     builders: Mapping[str, MemoryBuilder] | None = None,
@@ -649,6 +782,7 @@ def main(
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--no-progress', action='store_true')
     add_agent_arguments(parser)
+    add_captioner_arguments(parser)
     args = parser.parse_args(argv)
     config = EvaluationConfig(
         bag=args.bag,
@@ -671,11 +805,14 @@ def main(
         progress=not args.no_progress,
         rate=args.rate,
         **agent_options(args),
+        **captioner_options(args),
     )
     try:
         check_inputs(config)
         if args.mode == 'direct':
             check_bag(config.bag)  # other builders check what they read
+        elif config.captioner_url:
+            raise UsageError('--captioner-url works with --mode direct only')
         check_output_dir(config.out, is_evaluation, 'evaluation', args.resume, args.overwrite)
         if args.overwrite:
             clear_output_dir(config.out)

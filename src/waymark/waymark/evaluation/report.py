@@ -43,6 +43,9 @@ def markdown(report: dict) -> str:
         f'from {memory["keyframes"]} keyframes; position error against the '
         f'{report["position_metric"]} ground truth.'
     )
+    if memory.get('captioner'):
+        done = memory.get('captions', {}).get('segments_captioned', 0)
+        lines.append(f'Segments captioned by {memory["captioner"]}: {done}.')
     if 'ingest' in report:  # reports from before the ingest summary lack it
         lines += ['', '## Ingest', '']
         lines += [f'- {line}' for line in summary_lines(report['ingest'], report['sensors'])]

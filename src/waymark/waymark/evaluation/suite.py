@@ -6,12 +6,14 @@ and a compact one of the embedder-only rows by memory level and view.
     python -m waymark suite --out suite_output [--sizes small medium large] [--seeds 0 1]
         [--families rooms corridor open lookalike]
         [--llm-url URL [--llm-model M] [--bt-alpha A --bt-beta B]]
+        [--captioner-url URL [--captioner-model M]]
 
 Worlds of the `rooms` family keep their old folder names (`small-0`); the other layout
 families are named `corridor-small-0` and are recorded in one of the sensor shapes the
 presets accept (sim.shapes), chosen from (family, size, seed), at 320x240.
 
-With an LLM server the reasoning agent's rows (`agent`, `agent/no-bt`) join each world's.
+With an LLM server the reasoning agent's rows (`agent`, `agent/no-bt`) join each world's;
+with a VLM server (`--captioner-url`) segments are captioned and their caption rows join.
 Every step is skipped when its output is already complete, so an interrupted suite
 continues where it stopped (--resume; --overwrite starts over). Each stage of each world
 prints a line on stderr with an estimate of the time left, measured on the worlds done.
@@ -38,7 +40,15 @@ from waymark.cli import (
     fail,
 )
 from waymark.evaluation.answerers import AnswererError, embedder_row
-from waymark.evaluation.harness import EvaluationConfig, add_agent_arguments, agent_options, run
+from waymark.evaluation.harness import (
+    EvaluationConfig,
+    add_agent_arguments,
+    add_captioner_arguments,
+    agent_options,
+    captioner_options,
+    check_captioner,
+    run,
+)
 from waymark.evaluation.metrics import THRESHOLDS_M
 from waymark.evaluation.progress import Finished, eta_s, progress_line
 from waymark.evaluation.question_gen import generate_questions, render_jobs
@@ -87,7 +97,8 @@ def run_case(
     family: str = 'rooms',
 ) -> tuple[dict, bool]:
     """One world: bag, questions (with photos for image questions), evaluation; `agent`
-    holds EvaluationConfig's agent fields (see harness.agent_options), `say` hears each
+    holds EvaluationConfig's agent and captioner fields (harness.agent_options,
+    harness.captioner_options), `say` hears each
     stage as it starts. Returns the report and whether the bag was recorded anew."""
     bag = out / 'bag'
     recorded = not (bag / 'ground_truth.json').is_file()
@@ -249,10 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--max-duration', type=float, default=None, help='cut tours (smoke runs)')
     parser.add_argument('--quiet', action='store_true', help='no progress lines on stderr')
     add_agent_arguments(parser)
+    add_captioner_arguments(parser)
     args = parser.parse_args(argv)
     try:
         check_positive('--per-category', args.per_category)
         check_positive('--max-duration', args.max_duration)
+        check_captioner(**captioner_options(args))
         if min(args.seeds) < 0:
             raise UsageError(f'--seeds must be at least 0, not {min(args.seeds)}')
         check_output_dir(args.out, is_suite, 'suite', args.resume, args.overwrite)
@@ -289,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seed,
                 args.per_category,
                 args.max_duration,
-                agent_options(args),
+                agent_options(args) | captioner_options(args),
                 say,
                 family,
             )

@@ -354,8 +354,18 @@ class CaptionWorker:
                 return False
             self._jobs.append(job)
             self._counts['jobs_queued'] += 1
-            self._cond.notify()
+            self._cond.notify_all()  # the worker, not only a caller waiting for idleness
         return True
+
+    def wait_until_idle(self, timeout_s: float) -> int:
+        """Wait at most `timeout_s` for the queue to empty and the job in progress to
+        finish; returns how many jobs were still pending. A run over a finite recording
+        uses it to collect its captions before it stops the worker."""
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._stopping or not (self._jobs or self._busy), max(0.0, timeout_s)
+            )
+            return len(self._jobs) + int(self._busy)
 
     def stop(self, timeout_s: float) -> int:
         """Stop after the job in progress (waiting at most `timeout_s` for it); returns
@@ -383,6 +393,7 @@ class CaptionWorker:
             self._process(job)
             with self._cond:
                 self._busy = False
+                self._cond.notify_all()
                 pause = self._pause_s
                 if pause > 0:
                     self._counts['backoffs'] += 1
