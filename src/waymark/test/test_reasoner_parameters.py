@@ -1,24 +1,31 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""reasoner_node's parameters become the agent's models, limits and trace writer."""
+"""reasoner_node's parameters become the agent's models, limits, search bounds and trace
+writer."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 
 from waymark.agent.llm import ChatClient
+from waymark.agent.relations import RelationParams
 from waymark.agent.verifier import Verifier
+from waymark.localisation.params import LocalisationParams
 from waymark.parameters.reasoner import (
     LimitsParameters,
     LLMParameters,
+    LocalisationParameters,
     ReasonerParameters,
+    RelationParameters,
     TracesParameters,
     VerifierParameters,
 )
+from waymark.settings import replaced, settings
 
 SERVER = 'http://127.0.0.1:8000/v1'
+GROUPS = ('localisation', 'relations')
 
 
 def parameters(llm=None, verifier=None) -> ReasonerParameters:
@@ -105,3 +112,47 @@ def test_limits_and_traces_follow_their_settings(tmp_path):
     assert (writer.directory, writer.max_traces) == (Path(tmp_path), 3)
     assert TracesParameters(dir='').writer() is None
     assert TracesParameters(dir='~/t').writer().directory == Path.home() / 't'
+
+
+def test_localisation_and_relations_keep_the_core_defaults_and_every_bound():
+    config = ReasonerParameters().agent_config()
+    assert config.localisation == LocalisationParams()
+    assert config.relations == RelationParams()
+    for group, core in (
+        (LocalisationParameters, LocalisationParams),
+        (RelationParameters, RelationParams),
+    ):
+        assert [item.name for item in fields(group)] == [item.name for item in fields(core)]
+    bounds = [info for info in settings(ReasonerParameters) if info.path[0] in GROUPS]
+    assert len(bounds) == len(fields(LocalisationParams)) + len(fields(RelationParams))
+    assert all(info.spec.live for info in bounds)
+
+
+def test_localisation_and_relations_values_reach_the_agent_config():
+    params = ReasonerParameters(
+        localisation=replace(LocalisationParameters(), standoff_m=1.5, max_rays=3),
+        relations=replace(RelationParameters(), enabled=False, max_anchors=1, radius_m=4.0),
+    )
+    config = params.agent_config()
+    assert (config.localisation.standoff_m, config.localisation.max_rays) == (1.5, 3)
+    assert config.relations == replace(RelationParams(), enabled=False, max_anchors=1, radius_m=4.0)
+
+
+def test_a_bad_combination_is_refused_naming_the_parameters():
+    far = replace(LocalisationParameters(), assumed_range_m=20.0)  # beyond max_range_m
+    with pytest.raises(ValueError, match=r'need localisation\.min_range_m < localisation\.assumed'):
+        ReasonerParameters(localisation=far)
+    wide = replace(LocalisationParameters(), standoff_angle_step_deg=120.0)
+    with pytest.raises(ValueError, match=r'localisation\.standoff_angle_step_deg <= localisation'):
+        ReasonerParameters(localisation=wide)
+    none = replace(RelationParameters(), max_anchors=0)
+    with pytest.raises(ValueError, match=r'relations\.max_anchors must be in \[1, 20\], got 0'):
+        ReasonerParameters(relations=none)
+
+
+def test_a_live_change_runs_the_same_checks():
+    by_name = {info.name: info for info in settings(ReasonerParameters)}
+    params = replaced(ReasonerParameters(), by_name['relations.max_visits'], 7)
+    assert params.agent_config().relations.max_visits == 7
+    with pytest.raises(ValueError, match=r'localisation\.max_range_m'):
+        replaced(params, by_name['localisation.max_range_m'], 2.0)  # below assumed_range_m

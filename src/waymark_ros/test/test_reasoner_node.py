@@ -610,6 +610,7 @@ def test_memory_node_down_and_bad_parameters_fail_clearly(ros, tmp_path):
         'level': {'agent.level': 'room'},
         'url': {'llm.base_url': 'localhost:8000'},
         'range': {'agent.max_steps': 0},
+        'combination': {'localisation.assumed_range_m': 20.0},
     }
     refused = {
         name: start_node('reasoner_node', logs / name, parameters)
@@ -628,6 +629,9 @@ def test_memory_node_down_and_bad_parameters_fail_clearly(ros, tmp_path):
         assert 'must be an http:// or https:// URL' in refused['url'].log_tail()
         assert 'cannot start' in refused['range'].log_tail()
         assert 'agent.max_steps' in refused['range'].log_tail()
+        assert 'localisation.assumed_range_m <= localisation.max_range_m' in (
+            refused['combination'].log_tail()
+        )
     finally:
         for node in [lonely, *refused.values()]:
             stop_node(node)
@@ -670,13 +674,21 @@ def test_answer_markers_without_a_goal_keep_the_map_frame():
 def test_step_budget_top_k_and_traces_change_while_running(ros, launch, tmp_path, memory):
     start_reasoner(launch, tmp_path, memory)
     moved = tmp_path / 'moved'
-    changes = {'agent.top_k': 2, 'agent.max_steps': 1, 'traces.dir': str(moved)}
+    changes = {
+        'agent.top_k': 2,
+        'agent.max_steps': 1,
+        'traces.dir': str(moved),
+        'localisation.standoff_m': 1.5,
+        'relations.max_anchors': 1,
+    }
     results = set_parameters(ros, 'reasoner_node', changes)
     assert all(result.successful for result in results.values()), results
 
     answer = query(ros, 'Where did I see the bakery?').answer
     trace = json.loads((moved / f'{answer.trace_id}.json').read_text())
     assert (trace['config']['top_k'], trace['config']['max_steps']) == (2, 1)
+    assert trace['config']['localisation']['standoff_m'] == 1.5
+    assert trace['config']['relations']['max_anchors'] == 1
     assert not (tmp_path / 'traces' / f'{answer.trace_id}.json').exists()
 
     assert set_parameters(ros, 'reasoner_node', {'traces.dir': ''})['traces.dir'].successful
@@ -690,6 +702,7 @@ def test_step_budget_top_k_and_traces_change_while_running(ros, launch, tmp_path
             'agent.top_k': 500,
             'agent.level': 'room',
             'agent.fallback_reserve_s': 90.0,
+            'localisation.assumed_range_m': 20.0,
             'llm.model': 'other',
         },
     )
@@ -697,6 +710,10 @@ def test_step_budget_top_k_and_traces_change_while_running(ros, launch, tmp_path
     assert_refused(refused['agent.level'], "agent.level='room' must be one of frame, segment")
     assert_refused(
         refused['agent.fallback_reserve_s'], 'fallback_reserve_s must be in [0, deadline_s)'
+    )
+    assert_refused(
+        refused['localisation.assumed_range_m'],
+        'need localisation.min_range_m < localisation.assumed_range_m',
     )
     assert_refused(refused['llm.model'], 'read-only')
     assert get_parameter(ros, 'reasoner_node', 'agent.top_k') == 2

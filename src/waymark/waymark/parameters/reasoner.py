@@ -1,21 +1,26 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """reasoner_node's parameters. What steers the agent per question (input limits, the step
-budget, search top_k, the prompt) and the traces are live: a change applies to the
-questions that start after it (one already running may see it from its next step)."""
+budget, search top_k, the prompt, target localisation, relational search) and the traces
+are live: a change applies to the questions that start after it (one already running may
+see it from its next step)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeVar
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
 from waymark.agent.limits import InputLimits
 from waymark.agent.llm import LLMConfig
+from waymark.agent.relations import RelationParams
 from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import VerifierConfig
 from waymark.llm_client import api_key_from_env
+from waymark.localisation.params import LocalisationParams
 from waymark.memory.entries import LEVELS
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.parameters.common import (
@@ -26,6 +31,8 @@ from waymark.parameters.common import (
     check_tf_frame,
 )
 from waymark.settings import setting
+
+CoreParams = TypeVar('CoreParams')
 
 # Bounds of max_concurrent_questions and question_queue_length: the executor has a thread
 # for each running and each waiting question.
@@ -199,6 +206,253 @@ class AgentParameters:
 
 
 @dataclass(frozen=True)
+class LocalisationParameters:
+    """Where an answer's target is and the goal pose that faces it; the core's
+    LocalisationParams checks how the values fit together."""
+
+    min_text_score: float = setting(
+        LocalisationParams.min_text_score,
+        "Share of a text box's words the query must cover for the box to be the target.",
+        low=0.01,
+        high=1.0,
+        live=True,
+    )
+    same_text_ratio: float = setting(
+        LocalisationParams.same_text_ratio,
+        "How alike another keyframe's best box must read (0..1) to count as a second view of "
+        'the same thing.',
+        low=0.01,
+        high=1.0,
+        live=True,
+    )
+    max_rays: int = setting(
+        LocalisationParams.max_rays,
+        'Most views (the matched keyframe and others that read the same words) a '
+        'triangulation combines.',
+        low=2,
+        high=64,
+        live=True,
+    )
+    min_baseline_m: float = setting(
+        LocalisationParams.min_baseline_m,
+        'Least spread of the camera positions for a triangulation; closer views give none.',
+        low=0.0,
+        high=10.0,
+        live=True,
+    )
+    min_ray_angle_deg: float = setting(
+        LocalisationParams.min_ray_angle_deg,
+        'Least angle between two bearings for a triangulation; near-parallel ones give none.',
+        low=0.1,
+        high=89.0,
+        live=True,
+    )
+    min_range_m: float = setting(
+        LocalisationParams.min_range_m,
+        'Depth readings and triangulated points nearer their camera than this are dropped '
+        '(behind it or at the lens). Below localisation.assumed_range_m.',
+        low=0.0,
+        high=10.0,
+        live=True,
+    )
+    max_range_m: float = setting(
+        LocalisationParams.max_range_m,
+        'Depth readings and triangulated points farther from their camera than this are '
+        'dropped. At least localisation.assumed_range_m.',
+        low=0.1,
+        high=100.0,
+        live=True,
+    )
+    max_residual_m: float = setting(
+        LocalisationParams.max_residual_m,
+        'RMS miss of the bearings above which they disagree and no triangulation is made.',
+        low=0.01,
+        high=10.0,
+        live=True,
+    )
+    bearing_sigma_deg: float = setting(
+        LocalisationParams.bearing_sigma_deg,
+        "Noise of one bearing (pixel centre and pose yaw), for the estimate's uncertainty.",
+        low=0.01,
+        high=30.0,
+        live=True,
+    )
+    depth_sigma_m: float = setting(
+        LocalisationParams.depth_sigma_m,
+        'Least uncertainty of a position measured by depth.',
+        low=0.001,
+        high=5.0,
+        live=True,
+    )
+    assumed_range_m: float = setting(
+        LocalisationParams.assumed_range_m,
+        'Distance assumed along a single bearing with no depth. Above '
+        'localisation.min_range_m, at most localisation.max_range_m.',
+        low=0.1,
+        high=100.0,
+        live=True,
+    )
+    assumed_range_sigma_m: float = setting(
+        LocalisationParams.assumed_range_sigma_m,
+        'Uncertainty (1 sigma) of localisation.assumed_range_m.',
+        low=0.01,
+        high=50.0,
+        live=True,
+    )
+    viewing_range_m: float = setting(
+        LocalisationParams.viewing_range_m,
+        'How far a camera typically is from what it matched, when only the viewpoint is '
+        'known: the uncertainty of that estimate.',
+        low=0.1,
+        high=50.0,
+        live=True,
+    )
+    standoff_m: float = setting(
+        LocalisationParams.standoff_m,
+        'Distance the goal pose keeps from the target.',
+        low=0.0,
+        high=10.0,
+        live=True,
+    )
+    standoff_ring_step_m: float = setting(
+        LocalisationParams.standoff_ring_step_m,
+        'Step outwards between the rings searched for a free goal pose.',
+        low=0.01,
+        high=5.0,
+        live=True,
+    )
+    standoff_rings: int = setting(
+        LocalisationParams.standoff_rings,
+        'Rings searched for a free goal pose; none free: the goal is the viewpoint.',
+        low=1,
+        high=20,
+        live=True,
+    )
+    standoff_angle_step_deg: float = setting(
+        LocalisationParams.standoff_angle_step_deg,
+        'Angle between the goal poses tried on one ring. At most '
+        'localisation.standoff_max_side_deg.',
+        low=1.0,
+        high=180.0,
+        live=True,
+    )
+    standoff_max_side_deg: float = setting(
+        LocalisationParams.standoff_max_side_deg,
+        'Farthest a goal pose may turn from the side the target was seen from (90 keeps the '
+        'goal off the back of a wall sign).',
+        low=1.0,
+        high=180.0,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
+class RelationParameters:
+    """The anchor-then-instance search of "Z next to Y" questions; the core's
+    RelationParams checks the values."""
+
+    enabled: bool = setting(
+        RelationParams.enabled,
+        'Answer "Z next to Y" by finding Y, then the Z nearest it; off: a plain search.',
+        live=True,
+    )
+    max_anchors: int = setting(
+        RelationParams.max_anchors,
+        'Distinct sightings of the anchor searched around, best first.',
+        low=1,
+        high=20,
+        live=True,
+    )
+    anchor_k: int = setting(
+        RelationParams.anchor_k,
+        'Hits asked for the anchor; its distinct sightings are taken from them.',
+        low=1,
+        high=100,
+        live=True,
+    )
+    anchor_separation_m: float = setting(
+        RelationParams.anchor_separation_m,
+        'Two anchor sightings closer than this are one place.',
+        low=0.0,
+        high=100.0,
+        live=True,
+    )
+    radius_m: float = setting(
+        RelationParams.radius_m,
+        'Neighbourhood of an anchor that is an object or a sign.',
+        low=0.1,
+        high=100.0,
+        live=True,
+    )
+    room_radius_m: float = setting(
+        RelationParams.room_radius_m,
+        'Neighbourhood of an anchor that is a room.',
+        low=0.1,
+        high=100.0,
+        live=True,
+    )
+    sight_margin_m: float = setting(
+        RelationParams.sight_margin_m,
+        'How far a camera may stand from what it sees: the neighbourhood search reaches this '
+        'much further.',
+        low=0.0,
+        high=100.0,
+        live=True,
+    )
+    range_k: int = setting(
+        RelationParams.range_k,
+        'Entries taken from one neighbourhood.',
+        low=1,
+        high=10_000,
+        live=True,
+    )
+    max_visits: int = setting(
+        RelationParams.max_visits,
+        'Passes through a neighbourhood (runs of consecutive entries) ranked for the instance.',
+        low=1,
+        high=50,
+        live=True,
+    )
+    target_k: int = setting(
+        RelationParams.target_k,
+        'Hits asked for the instance, over all memory and per pass.',
+        low=1,
+        high=100,
+        live=True,
+    )
+    match_margin: float = setting(
+        RelationParams.match_margin,
+        'An entry matches the instance or the anchor when its similarity is within this of '
+        'the best memory has for it.',
+        low=0.0,
+        high=2.0,
+        live=True,
+    )
+    min_anchor_similarity: float = setting(
+        RelationParams.min_anchor_similarity,
+        'Least similarity of a sighting to the anchor for it to show the anchor.',
+        low=0.0,
+        high=1.0,
+        live=True,
+    )
+    min_target_similarity: float = setting(
+        RelationParams.min_target_similarity,
+        "Below this best similarity memory cannot recognise the instance and the anchor's "
+        'sightings are the answer; lower it for embedders whose cosines run low, 0: off.',
+        low=0.0,
+        high=1.0,
+        live=True,
+    )
+    visit_gap: int = setting(
+        RelationParams.visit_gap,
+        'Entries of one session further apart in index than this start a new pass.',
+        low=1,
+        high=10_000,
+        live=True,
+    )
+
+
+@dataclass(frozen=True)
 class PromptParameters:
     max_text_chars: int = setting(
         AgentConfig.max_text_chars,
@@ -297,11 +551,13 @@ class ReasonerParameters:
     verifier: VerifierParameters = field(default_factory=VerifierParameters)
     agent: AgentParameters = field(default_factory=AgentParameters)
     bintrack: BinTrackParams = field(default_factory=BinTrackParams)
+    localisation: LocalisationParameters = field(default_factory=LocalisationParameters)
+    relations: RelationParameters = field(default_factory=RelationParameters)
     traces: TracesParameters = field(default_factory=TracesParameters)
     diagnostics: InputDiagnosticsParameters = field(default_factory=InputDiagnosticsParameters)
 
     def __post_init__(self) -> None:
-        self.agent_config()  # its checks across fields (the fallback reserve)
+        self.agent_config()  # its checks across fields (fallback reserve, localisation)
         check_tf_frame(self.robot.pose_type, self.robot.tf_pose, self.map_frame)
 
     def agent_config(self) -> AgentConfig:
@@ -316,6 +572,8 @@ class ReasonerParameters:
             max_images_per_step=agent.max_images_per_step,
             search_between=agent.search_between,
             bintrack=self.bintrack,
+            localisation=_core_params(LocalisationParams, self.localisation, 'localisation.'),
+            relations=_core_params(RelationParams, self.relations, 'relations.'),
             time_zone=agent.time_zone,
         )
 
@@ -366,3 +624,14 @@ class ReasonerParameters:
 def _check_url(name: str, url: str) -> None:
     if not url.startswith(('http://', 'https://')):
         raise ValueError(f'{name}={url!r} must be an http:// or https:// URL')
+
+
+def _core_params(core_type: type[CoreParams], group: Any, prefix: str) -> CoreParams:
+    """`group`'s settings as the core's `core_type` (the same field names); a refusal names
+    the parameters in full, so an operator knows which to change."""
+    values = {item.name: getattr(group, item.name) for item in fields(group)}
+    try:
+        return core_type(**values)
+    except ValueError as error:
+        names = '|'.join(sorted(values, key=len, reverse=True))
+        raise ValueError(re.sub(rf'\b({names})\b', rf'{prefix}\1', str(error))) from error
