@@ -1,0 +1,285 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Task sequences drawn from a generated world, and scoring of chained runs.
+
+Scoring cases use a hand-built pair of rooms 5 m square joined by one door near the
+south wall, with one sign on the east room's east wall facing west, so where the sign is
+seen from and how far it is on foot can be reasoned out by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from waymark.evaluation.task_geometry import Camera, FreeSpace, nearest_distance
+from waymark.evaluation.task_scoring import (
+    RunScore,
+    TaskOutcome,
+    TaskScore,
+    TaskScorer,
+    comparison_table,
+    spl,
+    summarise,
+)
+from waymark.evaluation.task_sequences import (
+    MAX_TASKS,
+    MIN_TASKS,
+    SequenceFormatError,
+    SequenceStep,
+    StepKind,
+    TaskSequence,
+    generate_sequence,
+    load_sequence,
+    render_photos,
+    save_sequence,
+    tour_ground_truth,
+)
+from waymark.sim.generate import generate_world
+from waymark.sim.world import Room, World, jambs, make_doorway, place_sign, room_faces
+from waymark.tasks.outcomes import LedgerStatus
+
+# --- sequences in a generated world ------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def small():
+    world = generate_world(0, 'small')
+    return world, tour_ground_truth(world), FreeSpace(world)
+
+
+@pytest.fixture(scope='module')
+def sequences(small):
+    world, truth, space = small
+    return {seed: generate_sequence(world, truth, seed, space=space) for seed in (0, 1)}
+
+
+def test_sequence_is_reproducible_by_seed(small, sequences):
+    world, truth, space = small
+    again = generate_sequence(world, truth, 0, space=space)
+    assert again.to_json() == sequences[0].to_json()
+    assert sequences[1].to_json() != sequences[0].to_json()
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_sequence_is_valid_and_chains_mixed_goals(small, sequences, seed):
+    world, _, space = small
+    sequence = sequences[seed]
+    assert MIN_TASKS <= len(sequence.tasks) <= MAX_TASKS
+    kinds = {task.kind for task in sequence.tasks}
+    assert len(kinds) >= 3
+    assert any(sequence.revisits())
+    assert space.free(*sequence.start[:2])
+    marked_at = {s.place: i for i, s in enumerate(sequence.steps) if s.kind is StepKind.MARK}
+    scorer = TaskScorer(world, space=space)
+    reach = space.distances_from(*sequence.start[:2])
+    for index, step in enumerate(sequence.steps):
+        if step.kind is StepKind.PLACE:
+            between = sequence.steps[marked_at[step.place] + 1 : index]
+            assert any(s.kind.is_task for s in between), 'a task lies between mark and goal'
+        elif step.kind is StepKind.MARK:
+            assert space.free(*step.pose[:2])
+            assert math.isfinite(reach[space.geometry.world_to_cell(*step.pose[:2])])
+        else:
+            views = scorer.views_of(step.target)
+            cells = space.geometry.world_to_cells(views)
+            assert np.isfinite(reach[cells[:, 0], cells[:, 1]]).any(), step
+        if step.kind is StepKind.PHOTO:
+            assert scorer.camera.sees(world, *step.pose, step.target)
+
+
+def test_sequence_round_trips_and_bad_files_are_refused(tmp_path, sequences):
+    path = tmp_path / 'sequence.json'
+    save_sequence(sequences[0], path)
+    assert load_sequence(path) == sequences[0]
+    data = sequences[0].model_dump(mode='json')
+    path.write_text(TaskSequence.model_validate(data | {'version': 1}).to_json())
+    for broken, message in (
+        ('{"version": 2}', 'version 2'),
+        ('[]', 'JSON object'),
+        ('{', 'not JSON'),
+    ):
+        path.write_text(broken)
+        with pytest.raises(SequenceFormatError, match=message):
+            load_sequence(path)
+    place = SequenceStep(kind=StepKind.PLACE, goal='go to the dock', place='dock')
+    with pytest.raises(ValueError, match='before any MARK'):
+        TaskSequence.model_validate(data | {'steps': [place.model_dump(mode='json')]})
+    with pytest.raises(ValueError, match='needs target'):
+        SequenceStep(kind=StepKind.SIGN, goal='go to the bank sign')
+
+
+def test_photos_render_from_their_viewpoints(tmp_path, small, sequences):
+    world = small[0]
+    photos = [s for s in sequences[0].steps if s.kind is StepKind.PHOTO]
+    assert photos
+    written = render_photos(sequences[0], world, tmp_path, width=64, height=48)
+    assert sorted(written) == sorted({tmp_path / s.image for s in photos})
+    with Image.open(written[0]) as image:
+        assert image.size == (64, 48)
+
+
+# --- scoring in two hand-built rooms ------------------------------------------------------
+
+
+def _two_rooms() -> World:
+    west, east = Room('west', 0.0, 0.0, 5.0, 5.0), Room('east', 5.0, 0.0, 10.0, 5.0)
+    door = make_doorway(('west', 'east'), (5.0, 1.0), horizontal=False)
+    walls = [w for room in (west, east) for w in room_faces(room, [door], (150, 150, 150))]
+    walls += jambs(door)
+    rng = np.random.default_rng(0)
+    sign = place_sign(rng, 'BANK', 'east', (10.0, 3.5), math.pi)
+    return World('two-rooms', 0, (west, east), (door,), tuple(walls), (sign,), size='test')
+
+
+@pytest.fixture(scope='module')
+def scorer() -> TaskScorer:
+    return TaskScorer(_two_rooms())
+
+
+def _sequence(*steps: SequenceStep, start=(2.5, 4.0, 0.0)) -> TaskSequence:
+    return TaskSequence(
+        id='two-rooms-s0', world='two-rooms', world_seed=0, size='test', seed=0,
+        start=start, steps=list(steps),
+    )  # fmt: skip
+
+
+SIGN = SequenceStep(kind=StepKind.SIGN, goal='go to the bank sign', target='sign-0')
+
+
+def test_stop_near_a_viewpoint_but_facing_away_fails(scorer):
+    stop = (7.0, 3.5, math.pi)  # 3 m in front of the sign, looking back west
+    near, seen = scorer.stop_succeeds('sign-0', stop, (math.pi,))
+    assert near and not seen
+    (task,) = scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(stop, 5.0)]).tasks
+    assert not task.success and task.spl == 0.0
+
+
+def test_stop_facing_the_target_succeeds_and_a_turn_in_place_finds_it(scorer):
+    facing = TaskOutcome.single_shot((7.0, 3.5, 0.0), 6.0)
+    (task,) = scorer.score_run(_sequence(SIGN), [facing]).tasks
+    assert task.success and task.near_view and task.in_view
+    turned = TaskOutcome((7.0, 3.5, math.pi), (math.pi, -math.pi / 2, 0.0, math.pi / 2), 6.0)
+    assert scorer.score_run(_sequence(SIGN), [turned]).tasks[0].success
+
+
+def test_sign_is_not_seen_from_the_other_room_or_from_under_it(scorer):
+    assert scorer.stop_succeeds('sign-0', (4.0, 3.5, 0.0), (0.0,)) == (False, False)
+    # A metre under the sign it is above the field of view, and no viewpoint is that close.
+    assert nearest_distance(scorer.views_of('sign-0'), 8.9, 3.5) > 0.2
+    assert not scorer.stop_succeeds('sign-0', (8.9, 3.5, 0.0), (0.0,))[1]
+
+
+def test_named_place_succeeds_within_the_radius(scorer):
+    mark = SequenceStep(kind=StepKind.MARK, place='dock', pose=(2.0, 2.0, 0.0))
+    goal = SequenceStep(kind=StepKind.PLACE, goal='go to the dock', place='dock')
+    sequence = _sequence(mark, SIGN, goal)
+    facing = TaskOutcome.single_shot((7.0, 3.5, 0.0), 8.0)
+    for offset, success in ((0.9, True), (1.1, False)):
+        back = TaskOutcome.single_shot((2.0 + offset, 2.0, 0.0), 9.0)
+        run = scorer.score_run(sequence, [facing, back])
+        assert [t.success for t in run.tasks] == [True, success]
+
+
+def test_spl_uses_the_shortest_free_path_through_the_door(scorer):
+    straight = nearest_distance(scorer.views_of('sign-0'), 2.5, 4.0)
+    (task,) = scorer.score_run(
+        _sequence(SIGN), [TaskOutcome.single_shot((7.0, 3.5, 0.0), 20.0)]
+    ).tasks
+    # The sign is seen through the door from the west room too, but not from the start:
+    # the way to the nearest viewpoint bends round the wall, longer than the straight line.
+    assert task.shortest_m > straight + 0.3
+    assert task.spl == pytest.approx(task.shortest_m / 20.0)
+    short = TaskOutcome.single_shot((7.0, 3.5, 0.0), 1.0)  # odometry shorter than possible
+    assert scorer.score_run(_sequence(SIGN), [short]).tasks[0].spl == 1.0
+
+
+def test_chained_start_is_the_previous_stop(scorer):
+    stop = (7.0, 3.5, 0.0)
+    outcomes = [TaskOutcome.single_shot(stop, 10.0), TaskOutcome.single_shot(stop, 0.0)]
+    first, second = scorer.score_run(_sequence(SIGN, SIGN), outcomes).tasks
+    assert first.shortest_m > 3.0 and second.shortest_m < 0.3
+    assert (first.revisit, second.revisit) == (False, True)
+    assert second.spl == 1.0
+
+
+def test_outcomes_must_match_the_sequence(scorer):
+    with pytest.raises(ValueError, match='1 tasks, got 2'):
+        scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(None, 0.0)] * 2)
+    with pytest.raises(ValueError, match='no landmark'):
+        scorer.views_of('sign-9')
+
+
+def test_spl_arithmetic():
+    assert spl(True, 4.0, 8.0) == 0.5
+    assert spl(False, 4.0, 4.0) == 0.0
+    assert spl(True, math.inf, 4.0) == 0.0
+    assert spl(True, 0.0, 0.0) == 1.0
+
+
+# --- aggregates ---------------------------------------------------------------------------
+
+
+def _task(success, status=None, revisit=False, recoveries=0, first_success=None) -> TaskScore:
+    return TaskScore(
+        number=1, kind=StepKind.SIGN, revisit=revisit, success=success, near_view=success,
+        in_view=success, shortest_m=2.0, path_m=4.0, spl=spl(success, 2.0, 4.0),
+        status=status, recoveries=recoveries, first_success=first_success,
+    )  # fmt: skip
+
+
+def test_judge_precision_recall_and_recovery_conversion():
+    certified, not_done = LedgerStatus.CERTIFIED, LedgerStatus.NOT_DONE
+    run = RunScore(
+        'a',
+        (
+            _task(True, certified),
+            _task(True, certified, recoveries=1),  # first attempt failed: converted
+            _task(False, certified),  # a false certificate
+            _task(True, not_done),  # a success the judge missed
+            _task(False, not_done, recoveries=2),  # recovered in vain
+            _task(True, LedgerStatus.UNRESOLVED, recoveries=1, first_success=True),
+        ),
+    )
+    summary = summarise([run])
+    assert (summary.judge_precision.hits, summary.judge_precision.total) == (2, 3)
+    assert (summary.judge_recall.hits, summary.judge_recall.total) == (2, 4)
+    assert summary.statuses == {'CERTIFIED': 3, 'NOT DONE': 2, 'UNRESOLVED': 1}
+    assert summary.recoveries == 4
+    # Failed first attempts: the converted one, the false certificate, the vain recovery.
+    assert (summary.conversion.hits, summary.conversion.total) == (1, 3)
+    assert summary.spl == pytest.approx(4 * 0.5 / 6)
+    assert summary.chain_success.hits == 0
+
+
+def test_revisit_split_and_chain_success():
+    runs = [
+        RunScore('a', (_task(True), _task(True, revisit=True))),
+        RunScore('b', (_task(False), _task(True, revisit=True), _task(False, revisit=True))),
+    ]
+    summary = summarise(runs)
+    assert (summary.revisit_success.hits, summary.revisit_success.total) == (2, 3)
+    assert (summary.first_visit_success.hits, summary.first_visit_success.total) == (1, 2)
+    assert (summary.chain_success.hits, summary.chain_success.total) == (1, 2)
+    assert (summary.success.hits, summary.success.total) == (3, 5)
+
+
+def test_comparison_table_puts_flows_side_by_side():
+    layer = summarise([RunScore('a', (_task(True, LedgerStatus.CERTIFIED), _task(False)))])
+    single = summarise([RunScore('a', (_task(False), _task(False)))])
+    table = comparison_table({'task layer': layer, 'single-shot Ask -> GoTo': single})
+    lines = table.splitlines()
+    assert lines[0] == '| metric | task layer | single-shot Ask -> GoTo |'
+    assert '| success | 50.0 % (1/2) | 0.0 % (0/2) |' in lines
+    assert '| CERTIFIED | 1 | - |' in lines
+    assert '| judge precision (CERTIFIED and true) | 100.0 % (1/1) | - |' in lines
+    assert all(line.count('|') == 4 for line in lines)
+    with pytest.raises(ValueError):
+        comparison_table({})
+
+
+def test_camera_rejects_a_bad_field_of_view():
+    with pytest.raises(ValueError):
+        Camera(hfov_deg=0.0)

@@ -1,0 +1,362 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Scoring chained task runs against the world's ground truth, which nothing else sees.
+
+A task succeeds when the base stopped within `success_radius_m` of a free position that
+sees the target and one of the stop views has the target in its field of view; a named
+place succeeds when the stop is within the radius of where it was marked. SPL weighs each
+success by the shortest free path from the task's start to the nearest successful
+position over the path driven. A ledger status is the robot's own word, so it is scored
+too: CERTIFIED against true success gives the judge's precision and recall.
+
+Tasks are chained: the first starts at the sequence's start, a MARK moves the robot to the
+marked pose, and every other task starts where the one before it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from waymark.evaluation.task_geometry import (
+    Camera,
+    FreeSpace,
+    nearest_distance,
+    path_to_nearest,
+    viewpoints,
+)
+from waymark.evaluation.task_sequences import SequenceStep, StepKind, TaskSequence
+from waymark.sim.landmarks import landmarks
+from waymark.sim.world import World
+from waymark.tasks.outcomes import LedgerStatus
+from waymark.tasks.records import GoalModality, TaskRecord
+from waymark.tasks.stop_views import HEADING_BUCKETS
+
+SUCCESS_RADIUS_M = 1.0
+
+Pose2 = tuple[float, float, float]
+
+_MODALITY = {
+    StepKind.SIGN: GoalModality.TEXT,
+    StepKind.INSTANCE: GoalModality.TEXT,
+    StepKind.PHOTO: GoalModality.PHOTO,
+    StepKind.PLACE: GoalModality.PLACE,
+}
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How one task ended, in any flow. `stop` is None when the base never stopped
+    anywhere meaningful; `stop_headings` are the headings (radians, map frame) the stop
+    views faced; `status` is None for a flow without a ledger; `first_stop` is where the
+    first attempt stopped, when the flow recorded it."""
+
+    stop: Pose2 | None
+    stop_headings: tuple[float, ...]
+    path_m: float
+    status: LedgerStatus | None = None
+    recoveries: int = 0
+    first_stop: Pose2 | None = None
+    modality: GoalModality | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.path_m) and self.path_m >= 0.0):
+            raise ValueError(f'path_m must be finite and >= 0, got {self.path_m}')
+        if self.recoveries < 0:
+            raise ValueError(f'recoveries must be >= 0, got {self.recoveries}')
+
+    @classmethod
+    def from_record(cls, record: TaskRecord, views: int = HEADING_BUCKETS) -> TaskOutcome:
+        """A ledger record's outcome: the runner turns in place at a stop, so its views
+        face `views` headings evenly spaced from the stop yaw."""
+        pose = record.stop_pose
+        stop = None if pose is None else (pose.x, pose.y, pose.yaw)
+        headings = () if pose is None else _turn(pose.yaw, views)
+        return cls(
+            stop,
+            headings,
+            record.spent.distance_m,
+            record.status,
+            record.spent.recoveries,
+            modality=record.goal.modality,
+        )
+
+    @classmethod
+    def single_shot(cls, stop: Pose2 | None, path_m: float) -> TaskOutcome:
+        """Ask then GoTo: one drive, one view where it ended facing, no ledger."""
+        return cls(stop, () if stop is None else (stop[2],), path_m)
+
+
+def outcomes_from_records(
+    records: Sequence[TaskRecord], views: int = HEADING_BUCKETS
+) -> list[TaskOutcome]:
+    """One run's records in task order (ledger sequence numbers grow over a run)."""
+    ordered = sorted(records, key=lambda record: record.sequence)
+    return [TaskOutcome.from_record(record, views) for record in ordered]
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """One task scored. `shortest_m` is inf when no successful position is reachable;
+    `first_success` is None when the first attempt's stop was not recorded."""
+
+    number: int  # 1-based, within the sequence
+    kind: StepKind
+    revisit: bool
+    success: bool
+    near_view: bool
+    in_view: bool
+    shortest_m: float
+    path_m: float
+    spl: float
+    status: LedgerStatus | None
+    recoveries: int
+    first_success: bool | None
+
+    @property
+    def first_attempt_failed(self) -> bool:
+        """A task without recovery ended with its first attempt; one that recovered did so
+        because its first attempt did not end it, unless the first stop was scored."""
+        if self.recoveries == 0:
+            return not self.success
+        return self.first_success is not True
+
+    @property
+    def converted(self) -> bool:
+        """A recovery turned a failed first attempt into a success."""
+        return self.recoveries > 0 and self.first_attempt_failed and self.success
+
+
+@dataclass(frozen=True)
+class RunScore:
+    sequence_id: str
+    tasks: tuple[TaskScore, ...]
+
+
+class TaskScorer:
+    """Scores runs in one world; viewpoints of each target are found once and kept."""
+
+    def __init__(
+        self,
+        world: World,
+        camera: Camera | None = None,
+        success_radius_m: float = SUCCESS_RADIUS_M,
+        space: FreeSpace | None = None,
+    ) -> None:
+        if not (math.isfinite(success_radius_m) and success_radius_m > 0.0):
+            raise ValueError(f'success_radius_m must be > 0, got {success_radius_m}')
+        self.world = world
+        self.camera = camera or Camera()
+        self.success_radius_m = success_radius_m
+        self.space = space or FreeSpace(world)
+        self._positions = {m.id: m.position[:2] for m in landmarks(world)}
+        self._views: dict[str, np.ndarray] = {}
+
+    def views_of(self, landmark_id: str) -> np.ndarray:
+        if landmark_id not in self._positions:
+            raise ValueError(f'no landmark {landmark_id!r} in world {self.world.name}')
+        if landmark_id not in self._views:
+            position = self._positions[landmark_id]
+            self._views[landmark_id] = viewpoints(self.space, landmark_id, position, self.camera)
+        return self._views[landmark_id]
+
+    def stop_succeeds(
+        self, target: str, stop: Pose2 | None, headings: Sequence[float]
+    ) -> tuple[bool, bool]:
+        """(near a viewpoint, target in a stop view) for a landmark target."""
+        if stop is None:
+            return False, False
+        x, y, _ = stop
+        near = nearest_distance(self.views_of(target), x, y) <= self.success_radius_m
+        seen = any(self.camera.sees(self.world, x, y, h, target) for h in headings)
+        return near, seen
+
+    def score_run(self, sequence: TaskSequence, outcomes: Sequence[TaskOutcome]) -> RunScore:
+        """Score one run; ValueError when the outcomes do not match the sequence's tasks."""
+        if sequence.world != self.world.name:
+            raise ValueError(f'sequence {sequence.id} is of world {sequence.world}')
+        tasks = sequence.tasks
+        if len(outcomes) != len(tasks):
+            raise ValueError(
+                f'sequence {sequence.id} has {len(tasks)} tasks, got {len(outcomes)} outcomes'
+            )
+        revisits = sequence.revisits()
+        here: Pose2 = sequence.start
+        marks: dict[str, Pose2] = {}
+        scores = []
+        outcome_of = iter(outcomes)
+        for step in sequence.steps:
+            if step.kind is StepKind.MARK:
+                marks[step.place] = step.pose
+                here = step.pose
+                continue
+            outcome = next(outcome_of)
+            number = len(scores) + 1
+            if outcome.modality is not None and outcome.modality is not _MODALITY[step.kind]:
+                raise ValueError(
+                    f'task {number} of {sequence.id} is a {step.kind.value} goal, the outcome '
+                    f'is of a {outcome.modality} goal'
+                )
+            scores.append(self._score(step, outcome, here, marks, number, revisits[number - 1]))
+            if outcome.stop is not None:
+                here = outcome.stop
+        return RunScore(sequence.id, tuple(scores))
+
+    def _score(
+        self,
+        step: SequenceStep,
+        outcome: TaskOutcome,
+        start: Pose2,
+        marks: Mapping[str, Pose2],
+        number: int,
+        revisit: bool,
+    ) -> TaskScore:
+        if step.kind is StepKind.PLACE:
+            mark = marks[step.place]
+            goals = np.array([mark[:2]])
+
+            def judge(stop: Pose2 | None, _headings: Sequence[float]) -> tuple[bool, bool]:
+                near = stop is not None and math.dist(stop[:2], mark[:2]) <= self.success_radius_m
+                return near, near
+
+        else:
+            goals = self.views_of(step.target)
+
+            def judge(stop: Pose2 | None, headings: Sequence[float]) -> tuple[bool, bool]:
+                return self.stop_succeeds(step.target, stop, headings)
+
+        near, seen = judge(outcome.stop, outcome.stop_headings)
+        success = near and seen
+        first_success = None
+        if outcome.first_stop is not None:
+            first = outcome.first_stop
+            first_success = all(judge(first, _turn(first[2], HEADING_BUCKETS)))
+        shortest = path_to_nearest(self.space, self.space.distances_from(*start[:2]), goals)
+        return TaskScore(
+            number=number,
+            kind=step.kind,
+            revisit=revisit,
+            success=success,
+            near_view=near,
+            in_view=seen,
+            shortest_m=shortest,
+            path_m=outcome.path_m,
+            spl=spl(success, shortest, outcome.path_m),
+            status=outcome.status,
+            recoveries=outcome.recoveries,
+            first_success=first_success,
+        )
+
+
+def spl(success: bool, shortest_m: float, path_m: float) -> float:
+    """Success weighted by path length: shortest / max(driven, shortest); a success that
+    needed no driving counts 1, a target nobody can reach counts 0."""
+    if not success or not math.isfinite(shortest_m):
+        return 0.0
+    longest = max(path_m, shortest_m)
+    return 1.0 if longest <= 0.0 else shortest_m / longest
+
+
+@dataclass(frozen=True)
+class Rate:
+    """`hits` of `total`; `value` is None when there is nothing to divide by."""
+
+    hits: int
+    total: int
+
+    @property
+    def value(self) -> float | None:
+        return self.hits / self.total if self.total else None
+
+    def __str__(self) -> str:
+        if not self.total:
+            return '-'
+        return f'{100.0 * self.hits / self.total:.1f} % ({self.hits}/{self.total})'
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Aggregates over one or more runs, every task weighing the same."""
+
+    runs: int
+    tasks: int
+    success: Rate
+    spl: float | None
+    chain_success: Rate  # runs in which every task succeeded
+    statuses: dict[str, int]
+    judge_precision: Rate  # CERTIFIED tasks that truly succeeded
+    judge_recall: Rate  # true successes that were CERTIFIED
+    recoveries: int
+    conversion: Rate  # failed first attempts that a recovery turned into a success
+    revisit_success: Rate
+    first_visit_success: Rate
+
+
+def summarise(runs: Sequence[RunScore]) -> Summary:
+    tasks = [task for run in runs for task in run.tasks]
+    successes = [task for task in tasks if task.success]
+    certified = [task for task in tasks if task.status is LedgerStatus.CERTIFIED]
+    statuses = Counter(str(task.status) for task in tasks if task.status is not None)
+    failed_first = [task for task in tasks if task.first_attempt_failed]
+    revisits = [task for task in tasks if task.revisit]
+    firsts = [task for task in tasks if not task.revisit]
+    return Summary(
+        runs=len(runs),
+        tasks=len(tasks),
+        success=Rate(len(successes), len(tasks)),
+        spl=sum(task.spl for task in tasks) / len(tasks) if tasks else None,
+        chain_success=Rate(sum(all(t.success for t in run.tasks) for run in runs), len(runs)),
+        statuses=dict(sorted(statuses.items())),
+        judge_precision=Rate(sum(task.success for task in certified), len(certified)),
+        judge_recall=Rate(
+            sum(task.status is LedgerStatus.CERTIFIED for task in successes), len(successes)
+        ),
+        recoveries=sum(task.recoveries for task in tasks),
+        conversion=Rate(sum(task.converted for task in failed_first), len(failed_first)),
+        revisit_success=Rate(sum(task.success for task in revisits), len(revisits)),
+        first_visit_success=Rate(sum(task.success for task in firsts), len(firsts)),
+    )
+
+
+def comparison_table(flows: Mapping[str, Summary]) -> str:
+    """A markdown table with one column per flow, in the order given."""
+    if not flows:
+        raise ValueError('no flows to compare')
+    statuses = [status.value for status in LedgerStatus]
+    rows: list[tuple[str, list[str]]] = [
+        ('runs', [str(s.runs) for s in flows.values()]),
+        ('tasks', [str(s.tasks) for s in flows.values()]),
+        ('success', [str(s.success) for s in flows.values()]),
+        ('SPL', ['-' if s.spl is None else f'{s.spl:.3f}' for s in flows.values()]),
+        ('chain success', [str(s.chain_success) for s in flows.values()]),
+        *(
+            (
+                status,
+                [str(s.statuses.get(status, 0)) if s.statuses else '-' for s in flows.values()],
+            )
+            for status in statuses
+        ),
+        ('judge precision (CERTIFIED and true)', [str(s.judge_precision) for s in flows.values()]),
+        ('judge recall (true and CERTIFIED)', [str(s.judge_recall) for s in flows.values()]),
+        ('recoveries', [str(s.recoveries) for s in flows.values()]),
+        ('failed first attempts converted', [str(s.conversion) for s in flows.values()]),
+        ('success on revisited targets', [str(s.revisit_success) for s in flows.values()]),
+        ('success on first visits', [str(s.first_visit_success) for s in flows.values()]),
+    ]
+    header = ['metric', *flows]
+    lines = [_row(header), _row(['---'] * len(header))]
+    lines += [_row([name, *cells]) for name, cells in rows]
+    return '\n'.join(lines) + '\n'
+
+
+def _row(cells: Sequence[str]) -> str:
+    return '| ' + ' | '.join(cell.replace('|', '/') for cell in cells) + ' |'
+
+
+def _turn(yaw: float, views: int) -> tuple[float, ...]:
+    if views < 1:
+        raise ValueError(f'views must be >= 1, got {views}')
+    return tuple(yaw + 2.0 * math.pi * k / views for k in range(views))
