@@ -101,7 +101,7 @@ class _Anchor:
     visits: tuple[tuple[int, int], ...]  # (start_ns, end_ns), ascending
 
 
-class _World:
+class TruthIndex:
     """The ground truth indexed for the question builders."""
 
     def __init__(self, truth: dict) -> None:
@@ -161,8 +161,8 @@ class _World:
 
 def generate_questions(ground_truth: dict, seed: int = 0, per_category: int = 5) -> QuestionSet:
     """Up to `per_category` questions of each category; fewer where the world cannot support it."""
-    world = _World(ground_truth)
-    builders: dict[Category, Callable[[_World, random.Random, int], list[dict]]] = {
+    world = TruthIndex(ground_truth)
+    builders: dict[Category, Callable[[TruthIndex, random.Random, int], list[dict]]] = {
         Category.BASIC: _basic,
         Category.LOCAL: _local,
         Category.ROUTE: _route,
@@ -184,11 +184,11 @@ def generate_questions(ground_truth: dict, seed: int = 0, per_category: int = 5)
 
 def render_jobs(question_set: QuestionSet, ground_truth: dict) -> list[tuple[str, Pose2]]:
     """Camera (x, y, yaw) from which to render each image question's photo."""
-    world = _World(ground_truth)
+    world = TruthIndex(ground_truth)
     jobs = []
     for q in question_set.questions:
         if q.category is Category.IMAGE and q.target in world.by_id:
-            view = _viewpoint(world, world.by_id[q.target])
+            view = viewpoint_near(world, world.by_id[q.target])
             if view is not None:
                 jobs.append((q.id, view))
     return jobs
@@ -197,7 +197,7 @@ def render_jobs(question_set: QuestionSet, ground_truth: dict) -> list[tuple[str
 # --- builders: each returns Question fields, at most n of them -------------------------
 
 
-def _basic(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _basic(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     out = []
     for lm in _pick(rng, world.unique_seen, n):
         if lm.kind == 'sign':
@@ -214,7 +214,7 @@ def _basic(world: _World, rng: random.Random, n: int) -> list[dict]:
     return out
 
 
-def _local(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _local(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """A repeated class named by its nearest unique landmark, and by its room if alone
     there; every instance is asked about once before any is asked about twice."""
     candidates = []
@@ -222,7 +222,7 @@ def _local(world: _World, rng: random.Random, n: int) -> list[dict]:
         if len(world.instances[lm.key]) < 2:
             continue
         others = [o for o in world.instances[lm.key] if o.id != lm.id]
-        for described in (_by_neighbour(world, lm, others), _by_room(world, lm, others)):
+        for described in (by_neighbour(world, lm, others), by_room(world, lm, others)):
             if described:
                 candidates.append((lm, described))
     out = []
@@ -237,7 +237,7 @@ def _local(world: _World, rng: random.Random, n: int) -> list[dict]:
     return out
 
 
-def _by_neighbour(world: _World, lm: _Landmark, others: list[_Landmark]) -> tuple | None:
+def by_neighbour(world: TruthIndex, lm: _Landmark, others: list[_Landmark]) -> tuple | None:
     near = sorted(
         (_dist(lm.position, a.position), a.id, a) for a in world.unique_seen if a.room == lm.room
     )
@@ -250,7 +250,7 @@ def _by_neighbour(world: _World, lm: _Landmark, others: list[_Landmark]) -> tupl
     return None
 
 
-def _by_room(world: _World, lm: _Landmark, others: list[_Landmark]) -> tuple | None:
+def by_room(world: TruthIndex, lm: _Landmark, others: list[_Landmark]) -> tuple | None:
     """'in the pharmacy room' when the room's one seen sign says PHARMACY (what memory
     can find), else the room's own name."""
     if lm.room is None or any(o.room == lm.room for o in others):
@@ -261,7 +261,7 @@ def _by_room(world: _World, lm: _Landmark, others: list[_Landmark]) -> tuple | N
     return ('in', f'the {_room_name(lm.room)}')
 
 
-def _route(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _route(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """'Z on the way from X to Y', Z of a repeated class, X and Y unique (never a Z)."""
     anchors = world.anchors()
     repeated = [lm for lm in world.seen if len(world.instances[lm.key]) >= 2]
@@ -298,7 +298,7 @@ def _trips(starts: Sequence[tuple[int, int]], ends: Sequence[tuple[int, int]]) -
     ]
 
 
-def _only_instance_on_trips(world: _World, z: _Landmark, trips: list) -> bool:
+def _only_instance_on_trips(world: TruthIndex, z: _Landmark, trips: list) -> bool:
     """Z is seen after leaving X and before reaching Y on some trip, no other instance is seen on
     any trip (not even while X or Y are in view), and another instance was seen elsewhere."""
     others = [o for o in world.instances[z.key] if o.stamps and o.id != z.id]
@@ -309,14 +309,14 @@ def _only_instance_on_trips(world: _World, z: _Landmark, trips: list) -> bool:
     return on_trip and not rival
 
 
-def _temporal(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _temporal(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """Alternately 'where was I at <clock>' and 'when did I first/last see <landmark>'."""
     where = _where_was_i(world, rng, (n + 1) // 2)
     when = _when_did_i_see(world, rng, n - len(where))
     return where + when
 
 
-def _where_was_i(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _where_was_i(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     if len(world.traj_t) < 2:
         return []
     first_s = -(-int(world.traj_t[0]) // 10**9)
@@ -340,7 +340,7 @@ def _where_was_i(world: _World, rng: random.Random, n: int) -> list[dict]:
     return out
 
 
-def _when_did_i_see(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _when_did_i_see(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     out = []
     for lm in _pick(rng, world.unique_seen, n):
         last = rng.random() < 0.5
@@ -352,7 +352,7 @@ def _when_did_i_see(world: _World, rng: random.Random, n: int) -> list[dict]:
     return out
 
 
-def _spoken(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _spoken(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """Times as people say them, asked at the end of the tour: 'Where was I a minute and a
     half after I started?', 'Where was I five minutes ago?', and 'When did I last pass the
     kitchen?' (the first or last moment the robot was in that room)."""
@@ -380,7 +380,7 @@ def _spoken(world: _World, rng: random.Random, n: int) -> list[dict]:
     return [fields for _, fields in _pick(rng, candidates, n, key=lambda c: c[0])]
 
 
-def _where_at(world: _World, text: str, stamp: int, now_ns: int) -> dict:
+def _where_at(world: TruthIndex, text: str, stamp: int, now_ns: int) -> dict:
     x, y = world.pose_at(stamp)
     return {
         'question': text,
@@ -391,7 +391,7 @@ def _where_at(world: _World, text: str, stamp: int, now_ns: int) -> dict:
     }
 
 
-def _yes_no(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _yes_no(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """Half seen classes (yes), half color/class pairs absent from the whole world (no).
 
     Only classes that come in colors get a 'no' pair: a medkit of no stated color may be red.
@@ -418,14 +418,14 @@ def _yes_no(world: _World, rng: random.Random, n: int) -> list[dict]:
     return out
 
 
-def _image(world: _World, rng: random.Random, n: int) -> list[dict]:
+def _image(world: TruthIndex, rng: random.Random, n: int) -> list[dict]:
     """A photo of a uniquely labelled landmark from a pose the robot never took."""
-    viewable = [lm for lm in world.unique_seen if _viewpoint(world, lm) is not None]
+    viewable = [lm for lm in world.unique_seen if viewpoint_near(world, lm) is not None]
     text = ('Where did I see this?', 'Where is the thing in this photo?')
     return [_at(lm, rng.choice(text)) for lm in _pick(rng, viewable, n)]
 
 
-def _viewpoint(world: _World, lm: _Landmark) -> Pose2 | None:
+def viewpoint_near(world: TruthIndex, lm: _Landmark) -> Pose2 | None:
     """1.5-3 m from the target (2.5-3 m from a sign), facing it, on the side it was seen
     from, off the poses it was seen from."""
     tx, ty = lm.position[:2]

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from waymark.evaluation.question_gen import _by_neighbour, _by_room, _viewpoint, _World
+from waymark.evaluation.question_gen import TruthIndex, by_neighbour, by_room, viewpoint_near
 from waymark.evaluation.task_geometry import Camera, FreeSpace, path_to_nearest, viewpoints
 from waymark.geometry import Pose
 from waymark.sim.generate import generate_world
@@ -233,7 +233,7 @@ class _Targets:
     """Candidate goals of each kind, checked lazily for a reachable viewpoint."""
 
     def __init__(self, world: World, truth: dict, space: FreeSpace, camera: Camera, start: Pose2):
-        self.world = _World(truth)
+        self.world = TruthIndex(truth)
         self.space = space
         self.camera = camera
         self.reach = space.distances_from(start[0], start[1])
@@ -265,7 +265,7 @@ class _Targets:
             others = [o for o in self.world.instances[lm.key] if o.id != lm.id]
             if not others:
                 continue
-            described = _by_neighbour(self.world, lm, others) or _by_room(self.world, lm, others)
+            described = by_neighbour(self.world, lm, others) or by_room(self.world, lm, others)
             if described:
                 relation, ref = described
                 goal = f'go to {lm.ref} {relation} {ref}'
@@ -276,7 +276,7 @@ class _Targets:
         """Unique targets photographed from a free pose the tour never took that sees them."""
         steps = []
         for lm in self.world.unique_seen:
-            view = _viewpoint(self.world, lm)
+            view = viewpoint_near(self.world, lm)
             if view is None or not self.space.free(view[0], view[1]):
                 continue
             if not self.camera.sees(self.space.world, *view, lm.id):
