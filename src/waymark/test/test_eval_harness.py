@@ -8,6 +8,7 @@ the rows are and where their answers come from is checked, not how good they are
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -18,7 +19,7 @@ from waymark.evaluation.harness import MEMORY_FORMAT, EvaluationConfig, open_mem
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table, view_table
 from waymark.memory.entries import SEGMENT, CameraModel
-from waymark.sim.bag import write_bag
+from waymark.sim.bag import DEPTH_TOPIC, write_bag
 from waymark.sim.world import build_demo_world
 
 ROWS = (
@@ -160,3 +161,31 @@ def test_a_build_of_another_format_or_window_is_redone_and_answered_again(
         'embedder-only/image',
         'random-entry',
     )
+
+
+def test_a_depth_bag_builds_ranged_frames_and_without_depth_is_built_again(
+    recording, tmp_path, tiny_siglip
+):
+    _bag, questions = recording
+    info = write_bag(
+        build_demo_world(seed=2),
+        tmp_path / 'bag',
+        camera_rate_hz=1.0,
+        width=160,
+        height=120,
+        max_duration_s=8,
+        depth_camera=True,
+    )
+    settings = config(
+        (info.path, questions), tmp_path / 'eval', tiny_siglip, answerers=('embedder-only',)
+    )
+    report = run(settings)
+    # No preset: the ground truth names the depth topic, and every keyframe is ranged.
+    assert report['sensors']['depth_topic'] == DEPTH_TOPIC[0]
+    assert report['sensors']['depth_topic_from'] == "the bag's ground truth"
+    assert report['ingest']['keyframes_with_depth'] == report['ingest']['keyframes'] > 0
+
+    plain = run(dataclasses.replace(settings, depth_topic=''))
+    assert plain['sensors']['depth_topic_from'] == 'flag --no-depth'
+    assert plain['ingest']['keyframes_with_depth'] == 0  # built again, not the ranged build
+    assert plain['ingest']['keyframes'] == report['ingest']['keyframes']
