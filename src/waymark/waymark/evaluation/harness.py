@@ -353,15 +353,15 @@ def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
     parameters = read_presets([preset_path(n, config.preset_dir) for n in config.presets])
     with AnyReader([config.bag]) as reader:
         available = {c.topic: c.msgtype for c in reader.connections}
-        depth_topic, depth_from = choose_depth_topic(
+        named_depth = (
             config.depth_topic,
             parameters.get('depth_topic'),
             (truth or {}).get('camera', {}).get('depth_topic'),
-            available,
         )
+        depth_topic, depth_from = choose_depth_topic(*named_depth, available)
         topics = find_topics(
-            # The depth images are no candidate for the camera topic.
-            {t: m for t, m in available.items() if t != depth_topic},
+            # Depth images are no candidate for the camera topic, even with depth off.
+            {t: m for t, m in available.items() if t not in named_depth},
             config.image_topic or parameters.get('image_topic'),
             config.pose_topic or parameters.get('pose_topic'),
         )
