@@ -1,13 +1,15 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Evaluating bags shaped as the sensor presets record them: each evaluates with its
---preset to memory of located frames, the same over DDS as direct; a bag whose poses are
-in another frame than the one expected fails with a reason that names the fix."""
+--preset to memory of located frames, the same over DDS as direct; where the camera
+publishes depth, keyframes carry it and signs are located by it; a bag whose poses are in
+another frame than the one expected fails with a reason that names the fix."""
 
 from __future__ import annotations
 
 import json
 import math
 import shutil
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +21,10 @@ from rosbags.typesys import Stores, get_typestore
 
 from waymark.evaluation import harness
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
-from waymark.evaluation.questions import Question, QuestionSet, save_questions
+from waymark.evaluation.questions import Question, QuestionSet, load_questions, save_questions
+from waymark.localisation.estimate import DEPTH
 from waymark.memory.entries import FRAME
-from waymark.sim.bag import BAG_VERSION, GROUND_TRUTH_FILE, write_bag
+from waymark.sim.bag import BAG_VERSION, DEPTH_TOPIC, GROUND_TRUTH_FILE, write_bag
 from waymark.sim.world import build_demo_world
 from waymark_ros.tools.evaluate import build_over_dds
 
@@ -41,6 +44,8 @@ class Shape:
     pose_type: str  # 'nav_msgs/msg/Odometry' or 'geometry_msgs/msg/PoseStamped'
     frame: str
     camera_info: str = ''  # CameraInfo topic, written with every image; '' for none
+    depth_topic: str = ''  # depth image topic, written with every image; '' for none
+    depth_encoding: str = '32FC1'  # float metres (ZED) or '16UC1' millimetres (RealSense)
 
 
 ZED = Shape(
@@ -48,6 +53,8 @@ ZED = Shape(
     '/zed/zed_node/pose',
     'geometry_msgs/msg/PoseStamped',
     'map',
+    camera_info='/zed/zed_node/rgb/camera_info',
+    depth_topic='/zed/zed_node/depth/depth_registered',
 )
 FAST_LIO = Shape('/camera/image/compressed', '/Odometry', 'nav_msgs/msg/Odometry', 'camera_init')
 REALSENSE = Shape(
@@ -56,6 +63,8 @@ REALSENSE = Shape(
     'nav_msgs/msg/Odometry',
     'camera_init',
     camera_info='/camera/camera/color/camera_info',
+    depth_topic='/camera/camera/aligned_depth_to_color/image_raw',
+    depth_encoding='16UC1',
 )
 
 
@@ -75,6 +84,11 @@ def reshape(source: Path, target: Path, shape: Shape) -> Path:
             if shape.camera_info
             else None
         )
+        depth = (
+            out.add_connection(shape.depth_topic, 'sensor_msgs/msg/Image', typestore=TYPESTORE)
+            if shape.depth_topic
+            else None
+        )
         for connection, stamp, raw in reader.messages():
             msg = reader.deserialize(raw, connection.msgtype)
             if connection.msgtype == 'nav_msgs/msg/Odometry':
@@ -87,8 +101,31 @@ def reshape(source: Path, target: Path, shape: Shape) -> Path:
                 out.write(image, stamp, TYPESTORE.serialize_cdr(msg, kind))
                 if info is not None:
                     out.write(info, stamp, TYPESTORE.serialize_cdr(_camera_info(msg), info.msgtype))
+            elif connection.topic == DEPTH_TOPIC[0] and depth is not None:
+                msg = _encoded_depth(msg, shape.depth_encoding)
+                out.write(depth, stamp, TYPESTORE.serialize_cdr(msg, depth.msgtype))
     shutil.copy(source / GROUND_TRUTH_FILE, target / GROUND_TRUTH_FILE)
     return target
+
+
+def _encoded_depth(image, encoding: str):
+    """The simulation's float metres as the driver encodes them: as they are (ZED), or
+    whole millimetres with 0 where nothing was measured (RealSense)."""
+    if encoding == '32FC1':
+        return image
+    metres = np.frombuffer(bytes(image.data), dtype='<f4').reshape(image.height, image.width)
+    with np.errstate(invalid='ignore'):
+        millimetres = np.where(np.isfinite(metres), np.round(metres * 1000.0), 0.0)
+    pixels = np.clip(millimetres, 0, np.iinfo(np.uint16).max).astype('<u2')
+    return TYPESTORE.types['sensor_msgs/msg/Image'](
+        header=image.header,
+        height=image.height,
+        width=image.width,
+        encoding=encoding,
+        is_bigendian=0,
+        step=2 * image.width,
+        data=pixels.view(np.uint8).reshape(-1),
+    )
 
 
 def _camera_info(image):
@@ -116,7 +153,13 @@ def _camera_info(image):
 def recording(tmp_path_factory):
     """A 40 s tour of a small world, and a question per sign seen."""
     root = tmp_path_factory.mktemp('presets')
-    info = write_bag(build_demo_world(seed=2), root / 'sim', camera_rate_hz=5.0, max_duration_s=40)
+    info = write_bag(
+        build_demo_world(seed=2),
+        root / 'sim',
+        camera_rate_hz=5.0,
+        max_duration_s=40,
+        depth_camera=True,
+    )
     truth = json.loads(info.ground_truth.read_text())
     seen = {v['text'] for v in truth['sign_views']}
     questions = [
@@ -204,13 +247,39 @@ def test_each_preset_evaluates_to_located_memory_direct_and_over_dds(
     else:  # a pose-only preset names no camera: the simulation's ground truth does
         assert sensors['intrinsics']['source'] == "the bag's ground truth"
     assert report['answerers']['embedder-only']['overall']['answered'] > 0
+    if shape.depth_topic:  # the preset's depth topic, which the driver publishes
+        assert (sensors['depth_topic'], sensors['depth_topic_from']) == (
+            shape.depth_topic,
+            frame_from,
+        )
+        assert ingest['keyframes_with_depth'] == ingest['keyframes']
+        assert_signs_located_by_depth(report, questions)
+    else:
+        assert sensors['depth_topic'] == '' and ingest['keyframes_with_depth'] == 0
 
     located = frames(direct)
     assert len(located) == report['memory']['frames'] == ingest['keyframes']
     assert all(valid for *_, valid, _epoch in located)
     assert located == frames(dds)
-    assert report_dds['ingest'] == ingest and report_dds['sensors'] == sensors
+    # Over DDS an image can come before the depth stream has begun (capture holds nothing
+    # up for a stream not yet heard from) or outwait a late depth image: most are ranged.
+    ingest_dds = dict(report_dds['ingest'])
+    ranged = ingest['keyframes_with_depth']
+    assert ranged // 2 < ingest_dds.pop('keyframes_with_depth') <= ranged
+    assert ingest_dds == {k: v for k, v in ingest.items() if k != 'keyframes_with_depth'}
+    assert report_dds['sensors'] == sensors
     assert '## Ingest' in (direct.out / 'report.md').read_text()
+
+
+def assert_signs_located_by_depth(report: dict, questions: Path) -> None:
+    """Sign answers are located by depth, nearer the sign than where the camera stood."""
+    signs = {q.id: q.position for q in load_questions(questions).questions}
+    rows = report['answerers']['embedder-only']['predictions']
+    ranged = [r for r in rows if r['answered'] and r['target_method'] == DEPTH]
+    assert ranged and len(ranged) == sum(r['answered'] for r in rows), rows
+    target = [math.dist(r['target'][:2], signs[r['question_id']][:2]) for r in ranged]
+    viewpoint = [math.dist(r['viewpoint'][:2], signs[r['question_id']][:2]) for r in ranged]
+    assert statistics.median(target) < statistics.median(viewpoint), (target, viewpoint)
 
 
 def test_without_a_preset_the_map_frame_is_the_poses_frame(recording, tmp_path):

@@ -29,7 +29,7 @@ from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table, view_table
 from waymark.memory.entries import SEGMENT, CameraModel
 from waymark.memory.views.captioner import CAPTION_VIEWS
-from waymark.sim.bag import write_bag
+from waymark.sim.bag import DEPTH_TOPIC, write_bag
 from waymark.sim.world import build_demo_world
 
 ROWS = (
@@ -243,3 +243,31 @@ def test_with_a_captioner_segments_are_captioned_and_found_by_their_captions(
     for view in CAPTION_VIEWS:
         row = report['answerers'][f'embedder-only/segment/{view}']['predictions'][0]
         assert row['goal'][:2] == pytest.approx([first.x, first.y]), view
+
+
+def test_a_depth_bag_builds_ranged_frames_and_without_depth_is_built_again(
+    recording, tmp_path, tiny_siglip
+):
+    _bag, questions = recording
+    info = write_bag(
+        build_demo_world(seed=2),
+        tmp_path / 'bag',
+        camera_rate_hz=1.0,
+        width=160,
+        height=120,
+        max_duration_s=8,
+        depth_camera=True,
+    )
+    settings = config(
+        (info.path, questions), tmp_path / 'eval', tiny_siglip, answerers=('embedder-only',)
+    )
+    report = run(settings)
+    # No preset: the ground truth names the depth topic, and every keyframe is ranged.
+    assert report['sensors']['depth_topic'] == DEPTH_TOPIC[0]
+    assert report['sensors']['depth_topic_from'] == "the bag's ground truth"
+    assert report['ingest']['keyframes_with_depth'] == report['ingest']['keyframes'] > 0
+
+    plain = run(dataclasses.replace(settings, depth_topic=''))
+    assert plain['sensors']['depth_topic_from'] == 'flag --no-depth'
+    assert plain['ingest']['keyframes_with_depth'] == 0  # built again, not the ranged build
+    assert plain['ingest']['keyframes'] == report['ingest']['keyframes']

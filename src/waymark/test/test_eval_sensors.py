@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Sensor presets read for an evaluation: capture_node's section, layered as the launch
-layers them, into the CaptureConfig capture_node makes; the map frame's origin."""
+layers them, into the CaptureConfig capture_node makes; the map frame's and the depth
+topic's origin."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import pytest
 
 from waymark.evaluation.sensors import (
     DEFAULT_MAP_FRAME,
+    DEPTH_TYPE,
     Intrinsics,
     SensorError,
     capture_config,
+    choose_depth_topic,
     choose_map_frame,
     preset_path,
     read_presets,
@@ -97,3 +100,23 @@ def test_the_camera_model_uses_camera_info_scaled_to_the_image_else_the_field_of
     assert info.camera_model(640, 360) == CameraModel(640, 360, 350.0, 355.0, 325.0, 175.0)
     by_fov = Intrinsics('preset zed2i', 90.0).camera_model(640, 480)
     assert (by_fov.fx, by_fov.cx, by_fov.cy) == pytest.approx((320.0, 320.0, 240.0))
+
+
+def test_the_depth_topic_comes_from_the_flag_the_preset_or_the_ground_truth():
+    zed = '/zed/zed_node/depth/depth_registered'
+    bag = {zed: DEPTH_TYPE, '/sim/depth': DEPTH_TYPE, '/img': 'sensor_msgs/msg/CompressedImage'}
+    assert choose_depth_topic(None, zed, '/sim/depth', bag) == (zed, 'preset')
+    assert choose_depth_topic(None, '', '/sim/depth', bag) == (
+        '/sim/depth',
+        "the bag's ground truth",
+    )
+    assert choose_depth_topic('/sim/depth', zed, None, bag) == ('/sim/depth', 'flag --depth-topic')
+    assert choose_depth_topic('', zed, None, bag) == ('', 'flag --no-depth')
+    assert choose_depth_topic(None, None, None, bag)[0] == ''
+    # A preset's topic the recording lacks: no depth, and the reason is kept.
+    topic, source = choose_depth_topic(None, zed, None, {'/img': bag['/img']})
+    assert topic == '' and zed in source and 'not in the bag' in source
+    # A flag's topic must be there, as a depth image.
+    for wrong in ('/nowhere', '/img'):
+        with pytest.raises(SensorError, match=f'depth topic {wrong} is not in the bag'):
+            choose_depth_topic(wrong, zed, None, bag)

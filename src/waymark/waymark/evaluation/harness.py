@@ -18,7 +18,8 @@ The report is written last and atomically, with `complete: true`; a report witho
 not a result.
 
 The sensors (topics, map frame, camera extrinsic) come from flags, else from sensor presets
-(the robot's config/sensors/*.yaml), else from the bag; the report says which. A build
+(the robot's config/sensors/*.yaml), else from the bag; the report says which. Keyframes
+carry depth samples when the presets (or --depth-topic) name a depth topic the bag has. A build
 where most keyframes have no valid pose, or an evaluation where nothing was answered, is
 an error naming the likely fix, not a report of zeros.
 """
@@ -80,6 +81,7 @@ from waymark.evaluation.sensors import (
     Sensors,
     camera_intrinsics,
     capture_config,
+    choose_depth_topic,
     choose_map_frame,
     pose_frames,
     preset_path,
@@ -99,8 +101,9 @@ SESSION = 'eval'  # the one session every build mode records into, so builds com
 PRESET_DIR = Path('config/sensors')  # the robot's sensor presets, from the repository root
 # Version of what a build writes under memory/: a build marked with another one (or none)
 # is rebuilt, not opened. 2: frames and segments in the two-level store. 3: frames carry
-# sightings (camera model, text boxes) for target localisation.
-MEMORY_FORMAT = 3
+# sightings (camera model, text boxes) for target localisation. 4: frames carry the depth
+# samples of the depth topic, when the bag has one.
+MEMORY_FORMAT = 4
 # --verifier-url naming the planner's own server (a VLM verifying for itself).
 VERIFIER_SAME_AS_LLM = 'same'
 
@@ -123,6 +126,8 @@ class EvaluationConfig:
     preset_dir: Path = PRESET_DIR
     map_frame: str | None = None  # None: the presets', else the frame of the bag's poses
     hfov_deg: float | None = None  # used only when the bag has no CameraInfo
+    # None: the presets', else the one the bag's ground truth names; '': no depth
+    depth_topic: str | None = None
     # Memory with a smaller share of keyframes with a valid pose is an error, not a result.
     min_valid_pose_share: float = 0.5
     image_model: str = ''
@@ -380,6 +385,7 @@ def build_settings(config: EvaluationConfig) -> dict:
         'pose_topic': config.pose_topic,
         'map_frame': config.map_frame,
         'hfov_deg': config.hfov_deg,  # reported with the build
+        'depth_topic': config.depth_topic,
         # The presets' values, so that an edited preset is a new build.
         'presets': read_presets([preset_path(n, config.preset_dir) for n in config.presets]),
     } | ({'captioner_model': config.captioner_model} if config.captioner_url else {})
@@ -428,8 +434,16 @@ def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
     names = ', '.join(config.presets)
     parameters = read_presets([preset_path(n, config.preset_dir) for n in config.presets])
     with AnyReader([config.bag]) as reader:
+        available = {c.topic: c.msgtype for c in reader.connections}
+        named_depth = (
+            config.depth_topic,
+            parameters.get('depth_topic'),
+            (truth or {}).get('camera', {}).get('depth_topic'),
+        )
+        depth_topic, depth_from = choose_depth_topic(*named_depth, available)
         topics = find_topics(
-            {c.topic: c.msgtype for c in reader.connections},
+            # Depth images are no candidate for the camera topic, even with depth off.
+            {t: m for t, m in available.items() if t not in named_depth},
             config.image_topic or parameters.get('image_topic'),
             config.pose_topic or parameters.get('pose_topic'),
         )
@@ -457,6 +471,8 @@ def resolve_sensors(config: EvaluationConfig, truth: dict | None) -> Sensors:
         extrinsic_from=extrinsic_from.replace('preset', f'preset {names}'),
         intrinsics=intrinsics,
         pose_frames=dict(frames),
+        depth_topic=depth_topic,
+        depth_topic_from=depth_from.replace('preset', f'preset {names}'),
         presets=config.presets,
         parameters=parameters,
     )
@@ -494,7 +510,7 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
             capture,
             image_topic=sensors.image_topic,
             pose_topic=sensors.pose_topic,
-            depth_topic=str(sensors.parameters.get('depth_topic', '')) or None,
+            depth_topic=sensors.depth_topic or None,
             jpeg_quality=int(sensors.parameters.get('jpeg_quality', 90)),
             progress=config.progress,
             intrinsics=sensors.intrinsics,
@@ -764,6 +780,11 @@ def main(
     )
     sensors.add_argument('--image-topic')
     sensors.add_argument('--pose-topic')
+    depth = sensors.add_mutually_exclusive_group()
+    depth.add_argument(
+        '--depth-topic', metavar='TOPIC', help="depth image topic (default: the presets')"
+    )
+    depth.add_argument('--no-depth', action='store_true', help='keyframes without depth')
     sensors.add_argument(
         '--hfov', type=float, metavar='DEG', help='field of view when the bag has no CameraInfo'
     )
@@ -797,6 +818,7 @@ def main(
         preset_dir=preset_dir,
         map_frame=args.map_frame,
         hfov_deg=args.hfov,
+        depth_topic='' if args.no_depth else args.depth_topic,
         min_valid_pose_share=args.min_valid_poses,
         image_model=args.image_model,
         segment_window_s=args.segment_window,

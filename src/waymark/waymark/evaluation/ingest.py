@@ -19,7 +19,7 @@ from pathlib import Path
 from rosbags.highlevel import AnyReader
 from tqdm import tqdm
 
-from waymark.evaluation.sensors import Intrinsics
+from waymark.evaluation.sensors import DEPTH_TYPE, Intrinsics
 from waymark.memory.entries import CameraModel, Keyframe
 from waymark.memory.ingest.admission import RefusedError
 from waymark.memory.ingest.capture import CaptureConfig, KeyframeBuilder
@@ -42,7 +42,6 @@ POSE_TYPES = {
     'geometry_msgs/msg/PoseStamped': 'pose_stamped',
     'geometry_msgs/msg/PoseWithCovarianceStamped': 'pose_with_covariance',
 }
-DEPTH_TYPE = 'sensor_msgs/msg/Image'
 NS_PER_S = 1_000_000_000
 
 
@@ -238,6 +237,7 @@ def summarize(counts: dict[str, int]) -> dict:
         'poses_accepted': received - sum(rejected.values()),
         'poses_rejected': {reason: n for reason, n in rejected.items() if n},
         'tracking_lost_spans': counts.get('tracking_lost_events', 0),
+        'keyframes_with_depth': counts.get('keyframes_with_depth', 0),
     }
 
 
@@ -258,6 +258,8 @@ def summary_lines(summary: dict, sensors: dict) -> list[str]:
         f'(from {sensors["camera_extrinsic_from"]})',
         f'intrinsics: horizontal field of view {intrinsics["hfov_deg"]:.1f} deg '
         f'(from {intrinsics["source"]})',
+        f'depth: {summary.get("keyframes_with_depth", 0)} keyframes ranged from '
+        f'{sensors.get("depth_topic") or "no topic"} (from {sensors.get("depth_topic_from")})',
     ]
 
 

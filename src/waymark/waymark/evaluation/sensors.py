@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """What a bag's sensors are, for an evaluation: topics, map frame, camera extrinsic and
-intrinsics, each taken from a flag, else a sensor preset, else the bag, and each recorded
-with where it came from.
+intrinsics, depth topic, each taken from a flag, else a sensor preset, else the bag, and
+each recorded with where it came from.
 
 Sensor presets are the robot's own parameter files (config/sensors/*.yaml). Only
 capture_node's section is read here, layered as the launch layers them (later files win),
@@ -30,6 +30,7 @@ NODE = 'capture_node'
 DEFAULT_MAP_FRAME = 'map'  # capture_node's default, used when the poses carry no frame
 DEFAULT_HFOV_DEG = 90.0  # stated in the report when neither the bag nor a flag gives one
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
+DEPTH_TYPE = 'sensor_msgs/msg/Image'  # what a depth topic carries (32FC1 m or 16UC1 mm)
 # How many pose messages are read to learn their frames; a frame that appears later is
 # still counted by the ingest (pose_wrong_frame).
 FRAME_SAMPLE_MAX = 100_000
@@ -227,6 +228,30 @@ def choose_map_frame(
     return DEFAULT_MAP_FRAME, 'default (the poses name no frame)'
 
 
+def choose_depth_topic(
+    flag: str | None, preset: object, truth: object, available: Mapping[str, str]
+) -> tuple[str, str]:
+    """The depth topic ('' for none) and where that came from: the flag ('' turns depth
+    off), else the presets', else the one a generated bag's ground truth names. A topic
+    the flag names must be in the bag; one a preset names may be missing (a recording
+    made without depth), which the source then says."""
+    if flag is not None:
+        if not flag:
+            return '', 'flag --no-depth'
+        if available.get(flag) != DEPTH_TYPE:
+            listing = ', '.join(f'{t} [{m}]' for t, m in sorted(available.items())) or 'none'
+            raise SensorError(
+                f'depth topic {flag} is not in the bag as a {DEPTH_TYPE}; the bag has: {listing}'
+            )
+        return flag, 'flag --depth-topic'
+    for named, source in ((preset, 'preset'), (truth, "the bag's ground truth")):
+        if named:
+            if available.get(str(named)) == DEPTH_TYPE:
+                return str(named), source
+            return '', f'none ({named}, from {source}, is not in the bag)'
+    return '', 'none (no preset names a depth topic)'
+
+
 @dataclass(frozen=True)
 class Sensors:
     """Everything a memory build takes from the sensors, with where each part came from."""
@@ -241,6 +266,8 @@ class Sensors:
     extrinsic_from: str
     intrinsics: Intrinsics
     pose_frames: dict[str, int]
+    depth_topic: str = ''  # '' when keyframes get no depth
+    depth_topic_from: str = ''
     presets: tuple[str, ...] = ()
     parameters: dict[str, object] = field(default_factory=dict)  # capture_node's, from presets
 
@@ -257,4 +284,6 @@ class Sensors:
             'camera_extrinsic_from': self.extrinsic_from,
             'intrinsics': asdict(self.intrinsics),
             'pose_frames': dict(self.pose_frames),
+            'depth_topic': self.depth_topic,
+            'depth_topic_from': self.depth_topic_from,
         }

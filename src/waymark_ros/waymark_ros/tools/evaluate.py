@@ -5,8 +5,8 @@ and memory_node, exactly as on the robot, then scored like the direct build.
     python -m waymark_ros.tools.evaluate BAG QUESTIONS --mode dds [--rate 2] [--preset NAME]
 
 capture_node gets the sensor presets' parameters, as on the robot, with the evaluation's
-topics, map frame and extrinsic on top; sensor presets are found by name in this
-package's installed config/sensors.
+topics (the depth topic too, replayed when the bag has it), map frame and extrinsic on
+top; sensor presets are found by name in this package's installed config/sensors.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ INGEST_TIMEOUT_S = 3600.0
 # busy machine, and then an image would get a neighbour's pose or none: wait longer, so
 # the memory built does not depend on the machine's load.
 REPLAY_POSE_WAIT_S = 5.0
+# A replay as fast as taken delivers one stream ahead of another by many messages; depth
+# grids are small (a few hundred numbers), so keep enough that each image still finds its
+# own however far the depth stream runs ahead.
+REPLAY_DEPTH_BUFFER = 2000
 
 
 def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> dict:
@@ -66,11 +70,15 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
                 'image_type': sensors.image_type,
                 'pose_topic': sensors.pose_topic,
                 'pose_type': sensors.pose_type,
+                'depth_topic': sensors.depth_topic,
                 'map_frame': sensors.map_frame,
                 'extrinsic_source': 'parameter',
                 'camera_extrinsic': [*extrinsic.position, *extrinsic.orientation],
                 'max_pose_wait_s': max(
                     REPLAY_POSE_WAIT_S, float(sensors.parameters.get('max_pose_wait_s', 0.0))
+                ),
+                'depth.buffer_size': max(
+                    REPLAY_DEPTH_BUFFER, int(sensors.parameters.get('depth.buffer_size', 0))
                 ),
             },
         ),
@@ -83,6 +91,7 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
         ready = lambda: 'frames' in client.status['memory'] and client.status['capture']  # noqa: E731
         spin_until(executor, ready, STARTUP_TIMEOUT_S, 'memory_node and capture_node')
         topics = [sensors.image_topic, sensors.pose_topic]
+        topics += [sensors.depth_topic] if sensors.depth_topic else []
         report = replay(client, config.bag, rate=config.rate, topics=topics)
         wait_for_ingest(executor, client, report.published[sensors.image_topic], INGEST_TIMEOUT_S)
         capture, memory = dict(client.status['capture']), dict(client.status['memory'])
@@ -98,7 +107,11 @@ def build_over_dds(config: EvaluationConfig, truth: dict | None, data: Path) -> 
         'ingested': memory.get('keyframes_ingested', 0),
         'seconds': time.monotonic() - started,
         'counts': {**capture, **{f'memory.{k}': v for k, v in memory.items()}},
-        'topics': {'image': sensors.image_topic, 'pose': sensors.pose_topic},
+        'topics': {
+            'image': sensors.image_topic,
+            'pose': sensors.pose_topic,
+            'depth': sensors.depth_topic,
+        },
         'all_acknowledged': report.all_acknowledged,
         'sensors': sensors.to_dict(),
         'ingest': summarize(capture),
