@@ -92,8 +92,9 @@ def test_look_alike_places_give_no_match_by_the_margin_rule():
     office_a = place('office A', 0.0, 0.0, (0, 90, 180, 270))
     office_b = place('office B', 10.0, 0.0, (0, 90, 180, 270))
     # Both offices look the same: each view's best match has a twin elsewhere.
-    same_look = {view.image_ref: [basis(k)] for p in (office_a, office_b) for k, view in
-                 enumerate(p.views)}  # fmt: skip
+    same_look = {
+        view.image_ref: [basis(k)] for p in (office_a, office_b) for k, view in enumerate(p.views)
+    }
     references, _ = place_references([office_a, office_b], same_look)
     views = [view_towards(h, basis(k, noise=0.05)) for k, h in enumerate((0, 90, 180, 270))]
 

@@ -192,10 +192,14 @@ def place_references(
                 continue
             references.append(
                 ReferenceView(
-                    place.name, view.image_ref, view.heading, view.pose, place.epoch,
+                    place.name,
+                    view.image_ref,
+                    view.heading,
+                    view.pose,
+                    place.epoch,
                     tuple(vectors),
                 )
-            )  # fmt: skip
+            )
     return tuple(references), tuple(missing)
 
 
@@ -358,9 +362,16 @@ def _best_match(
         )
     new_pose = PlacePose(view.pose.x, view.pose.y, view.heading)
     return ViewMatch(
-        index, heading_bucket(view.heading), new_pose, best.label, best.place, best.pose,
-        best.epoch, similarity, margin,
-    )  # fmt: skip
+        index,
+        heading_bucket(view.heading),
+        new_pose,
+        best.label,
+        best.place,
+        best.pose,
+        best.epoch,
+        similarity,
+        margin,
+    )
 
 
 def _elsewhere(best: _Candidate, other: _Candidate, same_spot_m: float) -> bool:
@@ -439,9 +450,10 @@ def align(
             by_epoch.setdefault(match.epoch, []).append(match)
     if not by_epoch:
         return Alignment(
-            False, 'no view matched a place or memory entry of an earlier map epoch',
+            False,
+            'no view matched a place or memory entry of an earlier map epoch',
             current_epoch,
-        )  # fmt: skip
+        )
     results = [
         _align_epoch(group, current_epoch, epoch, params) for epoch, group in by_epoch.items()
     ]
