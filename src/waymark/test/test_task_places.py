@@ -17,8 +17,8 @@ from waymark.tasks.places import (
     PlaceView,
     UnknownPlaceError,
     bucket_views,
-    heading_bucket,
 )
+from waymark.tasks.stop_views import heading_bucket
 
 EPOCH = ('run1', 0)
 

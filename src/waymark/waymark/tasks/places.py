@@ -25,9 +25,8 @@ from pathlib import Path
 
 from waymark.memory.entries import check_session_name
 from waymark.navigation.epochs import MapEpoch
-from waymark.navigation.follower import wrap_angle
+from waymark.tasks.stop_views import heading_bucket
 
-HEADING_BUCKETS = 4
 NAME_MAX_CHARS = 64
 IMAGE_REF_MAX_CHARS = 256
 FILE_VERSION = 1
@@ -81,13 +80,6 @@ def clean_name(name: object) -> str:
 def name_key(name: object) -> str:
     """What two names are compared by: case and spacing do not make a different place."""
     return clean_name(name).casefold()
-
-
-def heading_bucket(heading: float) -> int:
-    """Which of the HEADING_BUCKETS sectors a heading falls in; sector 0 is centred on the
-    map's +x axis and they go counter-clockwise, like yaw."""
-    width = math.tau / HEADING_BUCKETS
-    return math.floor((wrap_angle(heading) + width / 2.0) / width) % HEADING_BUCKETS
 
 
 def _finite(*values: float) -> bool:

@@ -31,7 +31,8 @@ from scipy.optimize import least_squares
 
 from waymark.navigation.epochs import MapEpoch
 from waymark.navigation.follower import wrap_angle
-from waymark.tasks.places import HEADING_BUCKETS, NamedPlace, PlacePose, heading_bucket
+from waymark.tasks.places import NamedPlace, PlacePose
+from waymark.tasks.stop_views import HEADING_BUCKETS, heading_bucket
 
 # Bounds on the parameters themselves.
 VIEWS_CAP = 64
