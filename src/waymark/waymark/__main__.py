@@ -32,6 +32,9 @@ COMMANDS = {
         'waymark.evaluation.suite', 'the standard benchmark: every world size and seed, one table'
     ),
     'bench': Command('waymark.benchmarks.cli', 'ingest, search, storage and planner benchmarks'),
+    'tasks': Command(
+        'waymark.tasks.consolidation_cli', 'rewrite the house notes from a ledger, or print them'
+    ),
 }
 PROG = 'python -m waymark'
 
