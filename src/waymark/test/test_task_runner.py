@@ -1,0 +1,392 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The task runner over doubles of memory, the base and the body, with the project's judges:
+every path ends in a ledger record, and only a judge's verdict certifies."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import cv2
+import numpy as np
+import pytest
+
+from waymark.geometry import Pose
+from waymark.tasks.attempts import (
+    BodyPose,
+    BodySignals,
+    Candidate,
+    DriveOutcome,
+    DriveResult,
+    RecallQuery,
+    RecallResult,
+    RunGoal,
+)
+from waymark.tasks.judge import JudgeInput, OcrJudge
+from waymark.tasks.ledger import TaskLedger
+from waymark.tasks.outcomes import (
+    Budget,
+    JudgeVerdict,
+    LedgerStatus,
+    Phase,
+    TerminationReason,
+    VerdictKind,
+)
+from waymark.tasks.places import PlaceBook, PlacePose
+from waymark.tasks.records import GoalModality, TaskGoal
+from waymark.tasks.runner import RunnerParams, TaskRunner
+from waymark.tasks.stop_views import StopView
+
+
+def jpeg(rgb: np.ndarray) -> bytes:
+    return cv2.imencode('.jpg', cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))[1].tobytes()
+
+
+BLANK = jpeg(np.full((48, 64, 3), 128, np.uint8))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time_ns(self) -> int:
+        return int(self.now * 1e9)
+
+
+class World:
+    """Where the robot is and what it would see there: the body, the drive and memory."""
+
+    def __init__(self, clock: Clock, scenes: dict[str, bytes] | None = None) -> None:
+        self.clock = clock
+        self.scenes = scenes or {}
+        self.at = 'start'
+        self.position = (0.0, 0.0)
+        self.candidates: list[Candidate] = []
+        self.recall_steps = 1
+        self.queries: list[RecallQuery] = []
+        self.outcomes: list[DriveOutcome] = []
+        self.drive_s = 5.0
+        self.drive_m = 3.0
+        self.drives: list[Pose] = []
+        self.hooks: dict[str, object] = {}
+
+    def candidate(self, entry_id: str, x: float) -> Candidate:
+        made = Candidate((x, 0.0), Pose.from_xyz_yaw(x - 1.0, 0.0, 0.0, 0.0), entry_id, entry_id)
+        self.candidates.append(made)
+        return made
+
+    def _hook(self, name: str) -> None:
+        if name in self.hooks:
+            self.hooks[name]()
+
+    # Recall
+    def recall(self, query: RecallQuery, deadline: float) -> RecallResult:
+        self.queries.append(query)
+        self._hook('recall')
+        kept = [c for c in self.candidates if c.entry_id not in query.excluded_entry_ids]
+        return RecallResult(tuple(kept[: query.max_candidates]), self.recall_steps)
+
+    # Drive
+    def drive(self, goal: Pose, deadline: float, cancel: threading.Event) -> DriveResult:
+        self.drives.append(goal)
+        self._hook('drive')
+        self.clock.now += self.drive_s
+        if cancel.is_set():
+            return DriveResult(DriveOutcome.CANCELED, 0.5)
+        outcome = self.outcomes.pop(0) if self.outcomes else DriveOutcome.REACHED
+        if outcome is DriveOutcome.REACHED:
+            self.position = (goal.position[0] + 1.0, goal.position[1])
+            self.at = next(
+                (c.entry_id for c in self.candidates if c.target == self.position), 'elsewhere'
+            )
+        return DriveResult(outcome, self.drive_m, f'nav2 said {outcome}')
+
+    # Body
+    def pose(self) -> BodyPose:
+        return BodyPose(Pose.from_xyz_yaw(*self.position, 0.0, 0.0), 'map', 2)
+
+    def stop_views(self, count: int, deadline: float) -> list[StopView]:
+        self._hook('views')
+        image = self.scenes.get(self.at, BLANK)
+        stamp = self.clock.time_ns()
+        return [StopView(image, i * math.pi / 2, stamp + i) for i in range(count)]
+
+    def recent_frames(self, since_ns: int, limit: int) -> list[StopView]:
+        return [StopView(BLANK, 0.0, since_ns + i) for i in range(min(limit, 3))]
+
+    def frames_since(self, since_ns: int) -> int:
+        return 3
+
+    def signals(self) -> BodySignals:
+        return BodySignals()
+
+
+class ScriptedJudge:
+    """Answers from a script (the last answer repeats), recording what it was shown."""
+
+    source = 'scripted'
+
+    def __init__(self, *verdicts: VerdictKind | None) -> None:
+        self.verdicts = list(verdicts)
+        self.seen: list[JudgeInput] = []
+
+    def judge(self, task: JudgeInput, deadline: float | None = None) -> JudgeVerdict:
+        self.seen.append(task)
+        kind = self.verdicts.pop(0) if len(self.verdicts) > 1 else self.verdicts[0]
+        if kind is None:
+            return JudgeVerdict.failed(
+                self.source, 'the judge server is down', task.record.steps_used
+            )
+        return JudgeVerdict(kind, f'saw {kind}', source=self.source, steps=task.record.steps_used)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def world(clock):
+    return World(clock)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    return TaskLedger(tmp_path / 'ledger', fsync=False)
+
+
+def runner_for(world, ledger, judge, **kwargs) -> TaskRunner:
+    params = kwargs.pop('params', RunnerParams())
+    return TaskRunner(
+        ledger, world, world, world, judge, params=params, clock=world.clock, **kwargs
+    )
+
+
+def text_goal(text: str = 'the pharmacy') -> RunGoal:
+    return RunGoal(TaskGoal(GoalModality.TEXT, text))
+
+
+def assert_recorded(ledger: TaskLedger, record) -> None:
+    assert ledger.record(record.task_id) == record
+    assert ledger.open_tasks() == ()
+    assert record.task_id in ledger.index_text().text
+
+
+def test_an_arrival_the_judge_confirms_is_certified(world, ledger):
+    world.candidate('pharmacy', 4.0)
+    judge = ScriptedJudge(VerdictKind.COMPLETE)
+    seen = []
+    record = runner_for(world, ledger, judge).run(text_goal(), Budget(), seen.append)
+    assert record.status is LedgerStatus.CERTIFIED
+    assert record.claim_evidence == 'the drive reached pharmacy'
+    assert len(judge.seen) == 1  # the post-stop check reuses the pre-stop verdict
+    assert [f.phase for f in seen] == [Phase.RECALL, Phase.DRIVE, Phase.VERIFY, Phase.CLOSE]
+    assert seen[-1].left.distance_m == pytest.approx(200.0 - 3.0)
+    assert (record.stop_pose.x, record.stop_pose.map_epoch) == (4.0, 2)
+    assert record.spent.attempts == 1 and record.spent.agent_steps == 2
+    frames = judge.seen[0].frames
+    assert sum(f.at_stop for f in frames) == 4 and len(frames) == 7
+    assert_recorded(ledger, record)
+
+
+def test_each_task_starts_where_the_last_ended(world, ledger):
+    world.candidate('pharmacy', 4.0)
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE))
+    runner.run(text_goal(), Budget())
+    runner.run(text_goal(), Budget())
+    assert world.queries[1].origin.position[0] == 4.0
+
+
+def test_ocr_judge_refuses_the_wrong_sign_and_the_second_candidate_is_certified(
+    clock, ledger, draw_sign, text_reader
+):
+    scenes = {name: jpeg(draw_sign(name.upper())) for name in ('bakery', 'pharmacy')}
+    world = World(clock, scenes)
+    world.candidate('bakery', 2.0)
+    world.candidate('pharmacy', 6.0)
+    record = runner_for(world, ledger, OcrJudge(text_reader)).run(
+        text_goal('the sign that says "PHARMACY"'), Budget()
+    )
+    assert record.status is LedgerStatus.CERTIFIED, record
+    assert record.pre_stop.verdict is VerdictKind.INCOMPLETE
+    assert 'BAKERY' in record.pre_stop.evidence.upper()
+    assert record.certificate.verdict is VerdictKind.COMPLETE
+    assert record.spent.attempts == 2
+    assert 'bakery' in record.handover
+    assert_recorded(ledger, record)
+
+
+def test_a_refused_stop_with_steps_to_spare_recovers_by_requerying_without_it(world, ledger):
+    world.recall_steps = 2
+    world.candidate('bakery', 2.0)
+    world.candidate('pharmacy', 6.0)
+    judge = ScriptedJudge(VerdictKind.INCOMPLETE, VerdictKind.COMPLETE)
+    record = runner_for(world, ledger, judge).run(text_goal(), Budget())
+    assert record.status is LedgerStatus.CERTIFIED
+    assert record.spent.recoveries == 1 and record.spent.scopes[0].name == 'PLACE'
+    requery = world.queries[1]
+    assert requery.excluded_entry_ids == ('bakery',) and requery.excluded_positions
+    assert requery.note is not None and requery.note.searched == ('bakery',)
+    assert requery.note.exclusions[0].place == 'bakery'  # a definite verdict with evidence
+    assert len(record.recovery_notes) == 1
+
+
+def test_every_drive_refused_is_stopped_never_certified(world, ledger):
+    world.candidate('pharmacy', 4.0)
+    world.outcomes = [DriveOutcome.REFUSED] * 5
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(
+        text_goal(), Budget()
+    )
+    assert record.status is LedgerStatus.STOPPED
+    assert record.termination is TerminationReason.DRIVE_REFUSED
+    assert 'refused' in record.handover
+    assert_recorded(ledger, record)
+
+
+def test_failed_drives_close_as_incomplete_and_the_judge_decides(world, ledger):
+    for n in range(3):
+        world.candidate(f'spot{n}', 2.0 + n)
+    world.outcomes = [DriveOutcome.FAILED] * 5
+    params = RunnerParams(max_attempts=3)
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.INCOMPLETE), params=params).run(
+        text_goal(), Budget()
+    )
+    assert record.status is LedgerStatus.NOT_DONE
+    assert record.claim.value == 'incomplete' and record.spent.attempts == 3
+    assert record.pre_stop is None  # a failed drive claims nothing to refuse
+    assert_recorded(ledger, record)
+
+
+def test_a_judge_that_is_down_leaves_the_task_unresolved(world, ledger):
+    world.candidate('pharmacy', 4.0)
+    record = runner_for(world, ledger, ScriptedJudge(None)).run(text_goal(), Budget())
+    assert record.status is LedgerStatus.UNRESOLVED
+    assert record.certificate.error == 'the judge server is down'
+    assert_recorded(ledger, record)
+
+
+@pytest.mark.parametrize(
+    ('budget', 'reason'),
+    [
+        (Budget(time_s=8.0), TerminationReason.TIME_BUDGET),
+        (Budget(distance_m=5.0), TerminationReason.DISTANCE_BUDGET),
+        (Budget(agent_steps=3), TerminationReason.STEP_BUDGET),
+    ],
+)
+def test_each_kind_of_budget_running_out_stops_the_task(world, ledger, budget, reason):
+    for n in range(4):
+        world.candidate(f'spot{n}', 2.0 + n)
+    world.outcomes = [DriveOutcome.FAILED] * 5
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.INCOMPLETE)).run(
+        text_goal(), budget
+    )
+    assert record.status is LedgerStatus.STOPPED and record.termination is reason
+    assert record.spent.attempts == 2
+    assert_recorded(ledger, record)
+
+
+@pytest.mark.parametrize('phase', [Phase.RECALL, Phase.DRIVE, Phase.VERIFY, Phase.RECOVER])
+def test_a_cancel_in_each_phase_stops_the_task_as_canceled(world, ledger, phase):
+    world.candidate('bakery', 2.0)
+    world.candidate('pharmacy', 6.0)
+    cancel = threading.Event()
+
+    def on_feedback(feedback):
+        if feedback.phase is phase:
+            cancel.set()
+
+    judge = ScriptedJudge(VerdictKind.INCOMPLETE, VerdictKind.COMPLETE)
+    record = runner_for(world, ledger, judge).run(text_goal(), Budget(), on_feedback, cancel)
+    assert record.status is LedgerStatus.STOPPED
+    assert record.termination is TerminationReason.CANCELED
+    assert f'canceled during {phase}' in record.handover or phase is Phase.DRIVE
+    assert_recorded(ledger, record)
+
+
+def test_a_cancel_once_closing_began_still_closes_with_the_claim(world, ledger):
+    world.candidate('pharmacy', 4.0)
+    cancel = threading.Event()
+
+    def on_feedback(feedback):
+        if feedback.phase is Phase.CLOSE:
+            cancel.set()
+
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(
+        text_goal(), Budget(), on_feedback, cancel
+    )
+    assert record.status is LedgerStatus.CERTIFIED
+    assert_recorded(ledger, record)
+
+
+@pytest.fixture
+def places(tmp_path):
+    book = PlaceBook(tmp_path / 'places.json', fsync=False)
+    book.mark('charging spot', PlacePose(7.0, 1.0, 0.5), floor=0, epoch=('run1', 0), stamp_ns=1)
+    return book
+
+
+def test_an_unknown_place_name_ends_with_no_goal_naming_close_names(world, ledger, places):
+    goal = RunGoal(TaskGoal(GoalModality.PLACE, 'charging spto'))
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), places=places).run(
+        goal, Budget()
+    )
+    assert record.termination is TerminationReason.NO_GOAL
+    assert "'charging spot'" in record.handover and world.drives == []
+    assert_recorded(ledger, record)
+
+
+def test_a_named_place_is_driven_to_without_a_recall(world, ledger, places):
+    goal = RunGoal(TaskGoal(GoalModality.PLACE, 'Charging Spot'))
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), places=places).run(
+        goal, Budget()
+    )
+    assert record.status is LedgerStatus.CERTIFIED and world.queries == []
+    assert world.drives[0].position[:2] == (7.0, 1.0)
+    assert record.places == ('charging spot',)
+
+
+def test_a_photo_that_does_not_decode_ends_with_no_goal(world, ledger):
+    goal = RunGoal(TaskGoal(GoalModality.PHOTO, photo_ref='img/1'), photo=b'not an image')
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(goal, Budget())
+    assert record.termination is TerminationReason.NO_GOAL
+    assert 'does not decode' in record.handover and world.queries == []
+    assert_recorded(ledger, record)
+
+
+def test_memory_without_a_candidate_ends_with_no_goal(world, ledger):
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(
+        text_goal(), Budget()
+    )
+    assert record.termination is TerminationReason.NO_GOAL
+    assert_recorded(ledger, record)
+
+
+def test_an_exception_in_recall_is_recorded_as_an_error(world, ledger):
+    def broken():
+        raise RuntimeError('memory is unreachable')
+
+    world.hooks['recall'] = broken
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(
+        text_goal(), Budget()
+    )
+    assert record.termination is TerminationReason.ERROR
+    assert 'RuntimeError: memory is unreachable' in record.handover
+    assert_recorded(ledger, record)
+
+
+@pytest.mark.parametrize(
+    'bad',
+    [
+        {'max_attempts': 0},
+        {'max_candidates': 51},
+        {'drive_deadline_s': math.inf},
+        {'stop_view_count': 5},
+        {'judge_frames': 2},
+    ],
+)
+def test_bad_parameters_are_refused(bad):
+    with pytest.raises(ValueError):
+        RunnerParams(**bad)

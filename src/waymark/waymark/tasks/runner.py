@@ -1,0 +1,548 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The task runner: the one owner of a task's life, from the ledger's marker to its record.
+
+A task is a chain of attempts that share one budget. Each attempt recalls a candidate from
+memory, drives to it, and at the stop turns for views and claims: COMPLETE when the drive
+arrived, INCOMPLETE when it did not. The first arrival is checked before the robot stops
+(a judge that is sure it is the wrong place sends the task on); a failed attempt goes to
+the recovery controller, whose note the next attempt reads. The task closes with the last
+claim and the judge's certificate, or stops (budget, cancel, a refused drive, no goal, an
+error) without a claim. Every path ends in a record in the ledger.
+
+The agent and the drive only report; whether a task is done is the judge's to say.
+Steps are the agent's recall steps plus one for each drive, so every stop is judged at a
+step count of its own and a certificate is only reused for the very stop it judged.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from waymark.geometry import Pose
+from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.tasks.attempts import (
+    Body,
+    BodyPose,
+    Candidate,
+    Clock,
+    Drive,
+    DriveOutcome,
+    Recall,
+    RecallQuery,
+    RunGoal,
+    SystemClock,
+)
+from waymark.tasks.checks import CheckSwitches, StopChecks
+from waymark.tasks.judge import MAX_PLACE_NAMES, Judge, JudgeInput, MechanicalRecord
+from waymark.tasks.ledger import TaskLedger
+from waymark.tasks.outcomes import (
+    Budget,
+    Claim,
+    JudgeVerdict,
+    Phase,
+    Scope,
+    Spent,
+    TerminationReason,
+)
+from waymark.tasks.places import PlaceBook, UnknownPlaceError
+from waymark.tasks.records import GoalModality, OpenTask, StopPose, TaskRecord
+from waymark.tasks.recovery import (
+    PlanParams,
+    Proposal,
+    RecoveryParams,
+    RecoveryPlan,
+    RecoverySignals,
+    Searched,
+    decide,
+    plan_for,
+)
+from waymark.tasks.recovery_note import MAX_ITEM_CHARS, RecoveryNote, Stop, mechanical_note
+from waymark.tasks.stop_views import (
+    FRAME_LIMIT_CAP,
+    HEADING_BUCKETS,
+    MAX_JUDGE_FRAMES,
+    latest_per_bucket,
+    select_frames,
+)
+
+MAX_ATTEMPTS_CAP = 20
+MAX_CANDIDATES_CAP = 50
+MAX_DEADLINE_S = 3_600.0
+_MAX_MESSAGE_CHARS = 500
+_MAX_PLACES = 16
+
+
+@dataclass(frozen=True)
+class RunnerParams:
+    """How a task is run. Deadlines are per call and never reach past the task's time
+    budget; `stop_view_count` views are taken at each stop, and the judge sees at most
+    `judge_frames` pictures in all."""
+
+    max_attempts: int = 4
+    max_candidates: int = 5
+    recall_deadline_s: float = 60.0
+    drive_deadline_s: float = 180.0
+    view_deadline_s: float = 30.0
+    judge_deadline_s: float = 60.0
+    stop_view_count: int = HEADING_BUCKETS
+    judge_frames: int = MAX_JUDGE_FRAMES
+    checks: CheckSwitches = field(default_factory=CheckSwitches)
+    recovery: RecoveryParams = field(default_factory=RecoveryParams)
+    plan: PlanParams = field(default_factory=PlanParams)
+    image_limits: ImageLimits = field(default_factory=ImageLimits)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS_CAP:
+            raise ValueError(f'max_attempts must be in [1, {MAX_ATTEMPTS_CAP}]: {self}')
+        if not 1 <= self.max_candidates <= MAX_CANDIDATES_CAP:
+            raise ValueError(f'max_candidates must be in [1, {MAX_CANDIDATES_CAP}]: {self}')
+        for name in ('recall_deadline_s', 'drive_deadline_s', 'view_deadline_s'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 < value <= MAX_DEADLINE_S):
+                raise ValueError(f'{name} must be in (0, {MAX_DEADLINE_S}] s, got {value}')
+        if not (math.isfinite(self.judge_deadline_s) and 0 < self.judge_deadline_s <= 3600):
+            raise ValueError(f'judge_deadline_s must be in (0, 3600] s: {self.judge_deadline_s}')
+        if not 1 <= self.stop_view_count <= HEADING_BUCKETS:
+            raise ValueError(f'stop_view_count must be in [1, {HEADING_BUCKETS}]: {self}')
+        if not self.stop_view_count <= self.judge_frames <= FRAME_LIMIT_CAP:
+            raise ValueError(
+                f'judge_frames must be in [stop_view_count, {FRAME_LIMIT_CAP}], '
+                f'got {self.judge_frames}'
+            )
+
+
+@dataclass(frozen=True)
+class BudgetLeft:
+    time_s: float
+    distance_m: float
+    agent_steps: int
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a running task reports at each phase boundary."""
+
+    phase: Phase
+    attempt: int
+    left: BudgetLeft
+    message: str = ''
+
+
+FeedbackCallback = Callable[[Feedback], None]
+
+
+class _TaskStoppedError(Exception):
+    """A task ends without a claim; carried out of the attempt loop."""
+
+    def __init__(self, reason: TerminationReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class _Ending:
+    claim: Claim | None
+    message: str
+    stop_reason: TerminationReason | None = None
+    certificate: JudgeVerdict | None = None
+
+
+@dataclass
+class _Attempt:
+    """The failed attempt the task would close with if it gave up now."""
+
+    candidate: Candidate
+    evidence: JudgeInput
+    failure: str
+
+
+@dataclass
+class _TaskState:
+    goal: RunGoal
+    budget: Budget
+    opened: OpenTask
+    cancel: threading.Event
+    feedback: FeedbackCallback | None
+    started: float
+    checks: StopChecks
+    spent: Spent = field(default_factory=Spent)
+    queue: list[Candidate] = field(default_factory=list)
+    searched: list[Searched] = field(default_factory=list)
+    stops: list[Stop] = field(default_factory=list)
+    notes: list[RecoveryNote] = field(default_factory=list)
+    note_lines: list[str] = field(default_factory=list)
+    places: list[str] = field(default_factory=list)
+    plan: RecoveryPlan | None = None
+    last_scope: Scope | None = None
+    last_failed: _Attempt | None = None
+    anchor: str = ''
+    pre_stop: JudgeVerdict | None = None
+    stop_pose: BodyPose | None = None
+    steps_in_attempt: int = 0
+    attempt_started_ns: int = 0
+    area_at_attempt: float = 0.0
+    recallable: bool = True
+
+    @property
+    def started_ns(self) -> int:
+        return self.opened.started_ns
+
+
+class TaskRunner:
+    """Runs tasks one at a time over the robot's parts and writes each one's record."""
+
+    def __init__(
+        self,
+        ledger: TaskLedger,
+        recall: Recall,
+        drive: Drive,
+        body: Body,
+        judge: Judge,
+        places: PlaceBook | None = None,
+        params: RunnerParams | None = None,
+        clock: Clock | None = None,
+        run_id: str = '',
+    ) -> None:
+        self.ledger = ledger
+        self.recall = recall
+        self.drive = drive
+        self.body = body
+        self.judge = judge
+        self.places = places
+        self.params = params or RunnerParams()
+        self.clock = clock or SystemClock()
+        self.run_id = run_id
+
+    def run(
+        self,
+        goal: RunGoal,
+        budget: Budget,
+        feedback_cb: FeedbackCallback | None = None,
+        cancel_event: threading.Event | None = None,
+    ) -> TaskRecord:
+        """Run one task to its record; the record is in the ledger when this returns."""
+        task_id = self.ledger.begin(goal.goal, self.run_id, now_ns=self.clock.time_ns())
+        state = _TaskState(
+            goal=goal,
+            budget=budget,
+            opened=self.ledger.open_task(task_id),
+            cancel=cancel_event or threading.Event(),
+            feedback=feedback_cb,
+            started=self.clock.monotonic(),
+            checks=StopChecks(self.judge, self.params.checks),
+        )
+        try:
+            ending = self._attempts(state)
+        except _TaskStoppedError as stop:
+            ending = _Ending(None, stop.message, stop_reason=stop.reason)
+        except Exception as error:  # a task is recorded whatever fails
+            ending = _Ending(None, _message(error), stop_reason=TerminationReason.ERROR)
+        return self._record(state, ending)
+
+    # -- the attempt loop ----------------------------------------------------------------
+
+    def _attempts(self, state: _TaskState) -> _Ending:
+        state.stop_pose = self.body.pose()  # the task starts where the last one ended
+        self._resolve_goal(state)
+        while True:
+            if state.spent.attempts >= self.params.max_attempts:
+                return self._give_up(state, f'all {self.params.max_attempts} attempts used')
+            self._boundary(state, Phase.RECALL)
+            self._start_attempt(state)
+            candidate = self._next_candidate(state)
+            if candidate is None:
+                return self._give_up(state, 'memory has no candidate left to try')
+            state.spent.attempts += 1
+            self._boundary(state, Phase.DRIVE, f'to {candidate.label}')
+            deadline = self._deadline(state, 'drive')
+            result = self.drive.drive(candidate.goal_pose, deadline, state.cancel)
+            state.spent.distance_m += result.distance_m
+            state.spent.agent_steps += 1  # a drive is a step, so no two stops share a count
+            state.steps_in_attempt += 1
+            state.searched.append(Searched(candidate.entry_id, *candidate.target))
+            if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
+                raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while driving')
+            if result.outcome is DriveOutcome.REFUSED:
+                why = result.message or 'no reason given'
+                raise _TaskStoppedError(
+                    TerminationReason.DRIVE_REFUSED,
+                    f'the base refused the goal at {candidate.label}: {why}',
+                )
+            reached = result.outcome is DriveOutcome.REACHED
+            self._boundary(state, Phase.VERIFY, f'at {candidate.label}', spend=False)
+            evidence = self._evidence(state)
+            self._check_cancel(state, Phase.VERIFY)
+            if reached:
+                state.anchor = candidate.label
+                decision = state.checks.request_stop(
+                    Claim.COMPLETE, evidence, self._deadline(state, 'judge')
+                )
+                if decision.verdict is not None:
+                    state.pre_stop = decision.verdict
+                    state.places.extend(decision.verdict.places_searched)
+                if decision.granted:
+                    return self._close(state, Claim.COMPLETE, evidence, _arrived(candidate))
+                failure = f'the judge refused the stop at {candidate.label}: {decision.evidence}'
+                state.stops.append(Stop(candidate.label, decision.verdict))
+            else:
+                failure = f'the drive to {candidate.label} failed: {result.message or "no reason"}'
+                state.stops.append(Stop(candidate.label))
+            state.last_failed = _Attempt(candidate, evidence, failure)
+            if state.spent.attempts >= self.params.max_attempts:
+                continue
+            self._boundary(state, Phase.RECOVER, failure, spend=False)
+            self._recover(state, refused_stop=reached)
+            self._check_cancel(state, Phase.RECOVER)
+
+    def _resolve_goal(self, state: _TaskState) -> None:
+        """Check the goal before any move: a place goal becomes its one candidate, a photo
+        must decode."""
+        goal = state.goal
+        if goal.goal.modality is GoalModality.PHOTO:
+            try:
+                decode_image(goal.photo, self.params.image_limits)
+            except ValueError as error:
+                raise _TaskStoppedError(
+                    TerminationReason.NO_GOAL, f'the goal photo does not decode: {error}'
+                ) from None
+        if goal.goal.modality is not GoalModality.PLACE:
+            return
+        if self.places is None:
+            raise _TaskStoppedError(TerminationReason.NO_GOAL, 'no named places are kept here')
+        try:
+            place = self.places.get(goal.goal.text)
+        except (UnknownPlaceError, ValueError) as error:
+            raise _TaskStoppedError(TerminationReason.NO_GOAL, str(error)) from None
+        pose = Pose.from_xyz_yaw(place.pose.x, place.pose.y, 0.0, place.pose.yaw)
+        target = (place.pose.x, place.pose.y)
+        state.queue = [Candidate(target, pose, f'place:{place.key}', place.name)]
+        state.places.append(place.name)
+        state.recallable = False  # a named place is where it was marked; nothing to recall
+
+    def _start_attempt(self, state: _TaskState) -> None:
+        state.steps_in_attempt = 0
+        state.attempt_started_ns = self.clock.time_ns()
+        state.area_at_attempt = self.body.signals().explored_area_m2
+
+    def _next_candidate(self, state: _TaskState) -> Candidate | None:
+        """The next queued candidate, or a fresh recall when the queue is empty; an
+        entry driven to once in this task never comes back."""
+        if state.queue:
+            return state.queue.pop(0)
+        if not state.recallable:
+            return None
+        plan = state.plan
+        searched_ids = tuple(dict.fromkeys(place.entry_id for place in state.searched))
+        query = RecallQuery(
+            goal=state.goal,
+            origin=self.body.pose().pose,
+            max_candidates=self.params.max_candidates,
+            excluded_entry_ids=tuple(dict.fromkeys((*searched_ids, *_plan_ids(plan)))),
+            excluded_positions=plan.excluded_positions if plan else (),
+            exclusion_radius_m=plan.exclusion_radius_m if plan else 0.0,
+            search_radius_m=plan.search_radius_m if plan else None,
+            frontier_radius_m=plan.frontier_radius_m if plan else None,
+            relocalise=plan.relocalise if plan else False,
+            note=state.notes[-1] if state.notes else None,
+        )
+        result = self.recall.recall(query, self._deadline(state, 'recall'))
+        state.spent.agent_steps += result.steps
+        state.steps_in_attempt += result.steps
+        self._check_cancel(state, Phase.RECALL)
+        fresh = [c for c in result.candidates if not _excluded(c, query)]
+        state.queue = fresh[: self.params.max_candidates]
+        if not state.queue and not state.searched:
+            raise _TaskStoppedError(TerminationReason.NO_GOAL, 'memory has no candidate')
+        return state.queue.pop(0) if state.queue else None
+
+    def _evidence(self, state: _TaskState) -> JudgeInput:
+        """Turn at the stop for views and gather what the judge may see."""
+        params = self.params
+        views = self.body.stop_views(params.stop_view_count, self._deadline(state, 'view'))
+        views = latest_per_bucket(views)[-params.stop_view_count :]
+        earlier = self.body.recent_frames(state.started_ns, params.judge_frames)
+        frames = select_frames(views, earlier, params.judge_frames)
+        state.stop_pose = self.body.pose()
+        record = MechanicalRecord(
+            task_number=state.opened.sequence,
+            steps_used=state.spent.agent_steps,
+            step_budget=state.budget.agent_steps,
+            frame_count=self.body.frames_since(state.started_ns),
+            place_names=tuple(dict.fromkeys(state.places))[:MAX_PLACE_NAMES],
+        )
+        return JudgeInput(
+            record=record,
+            frames=tuple(frames),
+            goal_text=state.goal.goal.text,
+            goal_photo=state.goal.photo,
+            stop_pose=state.stop_pose.pose,
+        )
+
+    def _recover(self, state: _TaskState, refused_stop: bool) -> None:
+        """Ask the recovery controller, with what was measured, how far to go back, and
+        write the note the next attempt reads."""
+        failed = state.last_failed
+        measured = self.body.signals()
+        signals = RecoverySignals(
+            steps_in_attempt=state.steps_in_attempt,
+            new_area_m2=max(0.0, measured.explored_area_m2 - state.area_at_attempt),
+            new_frames=self.body.frames_since(state.attempt_started_ns),
+            tracking_lost=measured.tracking_lost,
+            first_visit=measured.first_visit,
+            last_scope=state.last_scope,
+            recoveries_used=state.spent.recoveries,
+        )
+        # A stop the judge refused points at the wrong place; a failed drive only at the
+        # way there. The proposal is the runner's own, from what it measured.
+        proposal = Proposal(
+            Scope.PLACE if refused_stop else Scope.ATTEMPT,
+            reason=failed.failure[:_MAX_MESSAGE_CHARS] if failed else '',
+        )
+        decision = decide(self.params.recovery, signals, proposal)
+        note = mechanical_note(
+            state.stops,
+            untried=[candidate.label for candidate in state.queue],
+            anchor='' if measured.tracking_lost else state.anchor,
+            tracking_lost=measured.tracking_lost,
+            suggested_scope=decision.scope,
+        )
+        state.notes.append(note)
+        line = f'after attempt {state.spent.attempts}: {decision.describe()}'
+        state.note_lines.append(line[:MAX_ITEM_CHARS])
+        if not decision.recover:
+            return
+        plan = plan_for(decision.scope, state.searched, self.params.plan)
+        state.plan = plan
+        state.last_scope = decision.scope
+        state.spent.recoveries += 1
+        state.spent.scopes.append(decision.scope)
+        if plan.requery:
+            state.queue.clear()
+
+    def _give_up(self, state: _TaskState, why: str) -> _Ending:
+        failed = state.last_failed
+        if failed is None:
+            raise _TaskStoppedError(TerminationReason.NO_GOAL, why)
+        return self._close(state, Claim.INCOMPLETE, failed.evidence, f'{why}; {failed.failure}')
+
+    def _close(
+        self, state: _TaskState, claim: Claim, evidence: JudgeInput, message: str
+    ) -> _Ending:
+        self._boundary(state, Phase.CLOSE, message, spend=False)
+        certificate = state.checks.certify(evidence, self._deadline(state, 'judge'))
+        if certificate is not None:
+            state.places.extend(certificate.places_searched)
+        return _Ending(claim, message, certificate=certificate)
+
+    # -- boundaries, budget and the record -----------------------------------------------
+
+    def _boundary(self, state: _TaskState, phase: Phase, message: str = '', spend=True) -> None:
+        """Cancel is honoured at every boundary; the budget only before something is spent
+        (an arrival is still verified and closed when the drive used the last of it)."""
+        self._check_cancel(state, phase)
+        if spend and (reason := state.spent.exhausted(state.budget)):
+            raise _TaskStoppedError(reason, f'the {reason} ran out before {phase}')
+        if state.feedback is not None:
+            left = BudgetLeft(
+                max(0.0, state.budget.time_s - state.spent.time_s),
+                max(0.0, state.budget.distance_m - state.spent.distance_m),
+                max(0, state.budget.agent_steps - state.spent.agent_steps),
+            )
+            state.feedback(Feedback(phase, state.spent.attempts, left, message))
+
+    def _check_cancel(self, state: _TaskState, phase: Phase) -> None:
+        state.spent.time_s = self.clock.monotonic() - state.started
+        if state.cancel.is_set():
+            raise _TaskStoppedError(TerminationReason.CANCELED, f'canceled during {phase}')
+
+    def _deadline(self, state: _TaskState, call: str) -> float:
+        per_call = getattr(self.params, f'{call}_deadline_s')
+        now = self.clock.monotonic()
+        return min(now + per_call, state.started + state.budget.time_s)
+
+    def _record(self, state: _TaskState, ending: _Ending) -> TaskRecord:
+        state.spent.time_s = max(0.0, self.clock.monotonic() - state.started)
+        record = TaskRecord.for_task(
+            state.opened,
+            max(self.clock.time_ns(), state.started_ns),
+            claim=ending.claim,
+            stop_reason=ending.stop_reason,
+            claim_evidence=ending.message if ending.claim is not None else '',
+            pre_stop=state.pre_stop,
+            certificate=ending.certificate,
+            handover=_handover(state, ending),
+            places=tuple(dict.fromkeys(name for name in state.places if name))[:_MAX_PLACES],
+            spent=state.spent,
+            recovery_notes=tuple(state.note_lines),
+            stop_pose=_stop_pose(state.stop_pose),
+        )
+        try:
+            self.ledger.close(record)
+        except ValueError as error:
+            # A record the ledger refuses (too large) still leaves a trace of the task.
+            record = TaskRecord.for_task(
+                state.opened,
+                record.ended_ns,
+                stop_reason=TerminationReason.ERROR,
+                handover=f'the record could not be written: {_message(error)}',
+                spent=state.spent,
+            )
+            self.ledger.close(record)
+        return self.ledger.record(record.task_id)
+
+
+def _plan_ids(plan: RecoveryPlan | None) -> tuple[str, ...]:
+    return plan.excluded_entry_ids if plan is not None else ()
+
+
+def _excluded(candidate: Candidate, query: RecallQuery) -> bool:
+    """Whether a recalled candidate breaks the query's exclusions: a recall that ignores
+    them would otherwise send the robot back where it has been."""
+    if candidate.entry_id in query.excluded_entry_ids:
+        return True
+    x, y = candidate.target
+    return any(
+        math.hypot(x - ex, y - ey) <= query.exclusion_radius_m
+        for ex, ey in query.excluded_positions
+    )
+
+
+def _arrived(candidate: Candidate) -> str:
+    return f'the drive reached {candidate.label}'
+
+
+def _message(error: BaseException) -> str:
+    return f'{type(error).__name__}: {error}'[:_MAX_MESSAGE_CHARS]
+
+
+def _stop_pose(body: BodyPose | None) -> StopPose | None:
+    if body is None:
+        return None
+    x, y, _ = body.pose.position
+    return StopPose(x, y, body.pose.yaw, body.frame, body.map_epoch)
+
+
+def _handover(state: _TaskState, ending: _Ending) -> str:
+    """The runner's own account for the next task, from what it recorded (the ledger
+    cleans it and keeps at most its first words)."""
+    goal = state.goal.goal
+    lines = [f'Goal ({goal.modality}): {goal.text or "a photo"}.']
+    if ending.claim is None:
+        lines.append(f'Stopped ({ending.stop_reason}): {ending.message}.')
+    else:
+        lines.append(f'Claimed {ending.claim}: {ending.message}.')
+        if ending.certificate is not None:
+            verdict = ending.certificate
+            said = verdict.evidence or verdict.error or 'no evidence given'
+            lines.append(f'Judge ({verdict.source}) said {verdict.verdict}: {said}.')
+    searched = list(dict.fromkeys(stop.place for stop in state.stops))
+    if searched:
+        lines.append(f'Searched without success: {", ".join(searched)}.')
+    if state.notes and state.notes[-1].exclusions:
+        ruled_out = ', '.join(item.place for item in state.notes[-1].exclusions)
+        lines.append(f'Ruled out by what was seen: {ruled_out}.')
+    return ' '.join(lines)
