@@ -32,6 +32,7 @@ COMMANDS = {
         'waymark.evaluation.suite', 'the standard benchmark: every world size and seed, one table'
     ),
     'bench': Command('waymark.benchmarks.cli', 'ingest, search, storage and planner benchmarks'),
+    'tasks': Command('waymark.tasks.cli', 'read the task ledger: list the tasks, show a record'),
 }
 PROG = 'python -m waymark'
 
