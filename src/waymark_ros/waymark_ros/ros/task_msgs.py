@@ -309,13 +309,13 @@ def _stop_fields(record: TaskRecord) -> dict[str, Any]:
     }
 
 
-def _filled(message: type[_Message], **fields: Any) -> _Message:
-    """`message` with every one of its fields given here, none left to its default."""
-    names = set(message.get_fields_and_field_types())
+def _filled(message_type: type[_Message], /, **fields: Any) -> _Message:
+    """`message_type` with every one of its fields given here, none left to its default."""
+    names = set(message_type.get_fields_and_field_types())
     if set(fields) != names:
         missing, unknown = sorted(names - set(fields)), sorted(set(fields) - names)
-        raise TypeError(f'{message.__name__}: fields missing {missing}, unknown {unknown}')
-    return message(**fields)
+        raise TypeError(f'{message_type.__name__}: fields missing {missing}, unknown {unknown}')
+    return message_type(**fields)
 
 
 def _constant(message: type, prefix: str, member: Enum | None) -> int:
