@@ -32,9 +32,7 @@ COMMANDS = {
         'waymark.evaluation.suite', 'the standard benchmark: every world size and seed, one table'
     ),
     'bench': Command('waymark.benchmarks.cli', 'ingest, search, storage and planner benchmarks'),
-    'tasks': Command(
-        'waymark.tasks.consolidation_cli', 'rewrite the house notes from a ledger, or print them'
-    ),
+    'tasks': Command('waymark.tasks.cli', 'read the task ledger, rewrite or print the house notes'),
 }
 PROG = 'python -m waymark'
 

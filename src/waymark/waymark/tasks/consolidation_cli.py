@@ -1,43 +1,53 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""`python -m waymark tasks`: rewrite the house notes from a ledger (`consolidate`), or
-print them (`notes`). The ledger is only read."""
+"""`python -m waymark tasks consolidate` rewrites the house notes from a ledger, `tasks
+notes` prints them. The ledger is only read."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from waymark.agent.llm import ChatClient, LLMConfig
-from waymark.cli import ArgumentParser, UsageError, check_positive, fail
+from waymark.cli import UsageError, check_positive
 from waymark.tasks.consolidation import ConsolidationConfig, consolidate
 from waymark.tasks.house_notes import HouseNotesReader, HouseNotesStore, NotesFormatError
 from waymark.tasks.ledger import INDEX_FILE, LedgerReader
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog='waymark tasks', description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest='command', required=True, parser_class=ArgumentParser)
-    run = commands.add_parser('consolidate', help='rewrite the house notes from a ledger')
-    run.add_argument('--ledger', type=Path, required=True, help='the ledger directory')
-    run.add_argument('--notes', type=Path, required=True, help='the notes directory')
-    run.add_argument('--llm-url', default='', help='an OpenAI-compatible server (optional)')
-    run.add_argument('--llm-model', default='', help='the model name on that server')
-    run.add_argument('--llm-timeout', type=float, default=120.0, help='seconds per request')
-    run.add_argument('--max-records', type=int, default=100, help='newest records read')
-    show = commands.add_parser('notes', help='print the current house notes')
-    show.add_argument('--notes', type=Path, required=True, help='the notes directory')
-    show.add_argument('--max-chars', type=int, default=20_000, help='characters printed')
-    args = parser.parse_args(argv)
-    try:
-        if args.command == 'notes':
-            return _print_notes(args.notes, args.max_chars)
-        return _consolidate(args)
-    except (UsageError, NotesFormatError) as error:
-        return fail(parser.prog, error)
+def add_consolidate_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser('consolidate', help='rewrite the house notes from a ledger')
+    parser.add_argument('--ledger', type=Path, required=True, help='the ledger directory')
+    parser.add_argument('--notes', type=Path, required=True, help='the notes directory')
+    parser.add_argument('--llm-url', default='', help='an OpenAI-compatible server (optional)')
+    parser.add_argument('--llm-model', default='', help='the model name on that server')
+    parser.add_argument('--llm-timeout', type=float, default=120.0, help='seconds per request')
+    parser.add_argument('--max-records', type=int, default=100, help='newest records read')
+    parser.set_defaults(run=_notes_errors_are_usage(_consolidate))
 
 
-def _print_notes(root: Path, max_chars: int) -> int:
+def add_notes_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser('notes', help='print the current house notes')
+    parser.add_argument('--notes', type=Path, required=True, help='the notes directory')
+    parser.add_argument('--max-chars', type=int, default=20_000, help='characters printed')
+    parser.set_defaults(run=_notes_errors_are_usage(_print_notes))
+
+
+def _notes_errors_are_usage(command: Callable[[argparse.Namespace], int]):
+    """Damaged notes are reported in one line, like a bad argument."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except NotesFormatError as error:
+            raise UsageError(str(error)) from None
+
+    return run
+
+
+def _print_notes(args: argparse.Namespace) -> int:
+    root, max_chars = args.notes, args.max_chars
     check_positive('--max-chars', max_chars)
     reader = HouseNotesReader(root)
     if max_chars > reader.limits.max_read_chars:
