@@ -20,6 +20,7 @@ CORE_RANKS = {
     'cli': 0,
     'llm_client': 0,
     'model_text': 0,
+    'durable': 0,
     'settings': 0,
     'memory': 1,
     'navigation': 1,

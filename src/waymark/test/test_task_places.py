@@ -89,7 +89,7 @@ def test_places_survive_a_restart(tmp_path):
 def test_a_write_cut_before_its_rename_leaves_the_previous_book(tmp_path):
     path = tmp_path / 'places.json'
     mark(PlaceBook(path), 'kitchen')
-    temporary = tmp_path / '.places.json.tmp'
+    temporary = tmp_path / '.places.json.1a2b3c4d.tmp'
     temporary.write_text('{"version": 1, "places": [')  # a crash mid-write
     book = PlaceBook(path)
     assert [p.name for p in book.all()] == ['kitchen']

@@ -32,6 +32,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from waymark.durable import fsync_directory
+
 NOTE_NAMES = ('index', 'overview', 'rooms', 'skills')
 NOTE_TITLES = {
     'index': 'Index',
@@ -282,13 +284,8 @@ class HouseNotesStore(HouseNotesReader):
                 os.fsync(stream.fileno())
 
     def _sync_directory(self, directory: Path) -> None:
-        if not self.fsync:
-            return
-        descriptor = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        if self.fsync:
+            fsync_directory(directory)
 
 
 def cap_note(text: str, max_chars: int) -> tuple[str, int]:

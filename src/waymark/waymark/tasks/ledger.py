@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from waymark.durable import fsync_directory, is_temporary, replace_atomically
 from waymark.tasks.handover import SanitizedHandover, sanitize_handover
 from waymark.tasks.outcomes import TerminationReason
 from waymark.tasks.records import (
@@ -48,7 +49,6 @@ _INDEXED_ID = re.compile(r'- (t\d{6,}-[0-9a-f]{8}) \|')
 _OPEN = 'open'
 _RECORDS = 'records'
 INDEX_FILE = 'ledger.md'
-_TEMP_SUFFIX = '.tmp'
 _INDEX_GOAL_CHARS = 60
 _INDEX_PLACES = 3
 _INDEX_PLACE_CHARS = 32
@@ -299,7 +299,8 @@ class TaskLedger(LedgerReader):
         index when None) already has it."""
         marker = self._path(_OPEN, record.task_id)
         marker.unlink(missing_ok=True)
-        self._sync_directory(marker.parent)
+        if self.fsync:
+            fsync_directory(marker.parent)
         if record.task_id not in (self._indexed() if indexed is None else indexed):
             with open(self.root / INDEX_FILE, 'a', encoding='utf-8') as stream:
                 stream.write(index_line(record) + '\n')
@@ -331,33 +332,13 @@ class TaskLedger(LedgerReader):
         removed = 0
         for folder in (_OPEN, _RECORDS):
             for name in os.listdir(self.root / folder):
-                if name.startswith('.') and name.endswith(_TEMP_SUFFIX):
+                if is_temporary(name):
                     (self.root / folder / name).unlink(missing_ok=True)
                     removed += 1
         return removed
 
     def _write(self, path: Path, text: str) -> None:
-        temporary = path.with_name(f'.{path.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}')
-        try:
-            with open(temporary, 'x', encoding='utf-8') as stream:
-                stream.write(text)
-                stream.flush()
-                if self.fsync:
-                    os.fsync(stream.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        self._sync_directory(path.parent)
-
-    def _sync_directory(self, directory: Path) -> None:
-        if not self.fsync:
-            return
-        descriptor = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        replace_atomically(path, text.encode('utf-8'), self.fsync)
 
 
 def index_line(record: TaskRecord) -> str:

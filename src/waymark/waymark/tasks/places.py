@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from waymark.durable import is_temporary, replace_atomically
 from waymark.memory.entries import check_session_name
 from waymark.navigation.epochs import MapEpoch
 from waymark.tasks.stop_views import heading_bucket
@@ -377,26 +378,15 @@ class PlaceBook:
         }
         data = json.dumps(document, indent=1, allow_nan=False).encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._temporary_path()
-        try:
-            with open(temporary, 'wb') as stream:
-                stream.write(data)
-                if self.fsync:
-                    stream.flush()
-                    os.fsync(stream.fileno())
-            os.replace(temporary, self.path)
-        except OSError:
-            temporary.unlink(missing_ok=True)
-            raise
+        replace_atomically(self.path, data, self.fsync)
         self._places, self._marks, self._next_sequence = places, marks, sequence
-
-    def _temporary_path(self) -> Path:
-        return self.path.with_name(f'.{self.path.name}.tmp')
 
     def _load(self) -> None:
         # A temporary file is a write that never reached its rename: the book is the
         # file it would have replaced.
-        self._temporary_path().unlink(missing_ok=True)
+        for temporary in self.path.parent.glob(f'.{self.path.name}.*'):
+            if is_temporary(temporary.name):
+                temporary.unlink(missing_ok=True)
         if not self.path.exists():
             return
         try:
