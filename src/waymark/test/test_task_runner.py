@@ -22,6 +22,7 @@ from waymark.tasks.attempts import (
     RecallResult,
     RunGoal,
 )
+from waymark.tasks.house_notes import HouseNotes, HouseNotesStore
 from waymark.tasks.judge import JudgeInput, OcrJudge
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import (
@@ -198,6 +199,24 @@ def test_each_task_starts_where_the_last_ended(world, ledger):
     runner.run(text_goal(), Budget())
     runner.run(text_goal(), Budget())
     assert world.queries[1].origin.position[0] == 4.0
+
+
+def test_each_task_is_briefed_with_the_newest_ledger_lines_and_the_house_notes(
+    world, ledger, tmp_path
+):
+    world.candidate('pharmacy', 4.0)
+    notes = HouseNotesStore(tmp_path / 'notes', fsync=False)
+    notes.write(HouseNotes('index', 'The pharmacy is off the east corridor.', '', ''), 'llm')
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), notes=notes)
+    first = runner.run(text_goal(), Budget())
+    runner.run(text_goal('the bakery'), Budget())
+    assert 'east corridor' in world.queries[0].briefing
+    assert first.task_id not in world.queries[0].briefing  # nothing before the first task
+    assert f'{first.task_id} | CERTIFIED' in world.queries[1].briefing
+    (tmp_path / 'notes' / 'CURRENT').write_text('v999999\n')  # damaged notes
+    runner.run(text_goal(), Budget())
+    assert 'could not be read' in world.queries[2].briefing
+    assert len(world.queries[2].briefing) <= RunnerParams().briefing.max_chars
 
 
 def test_ocr_judge_refuses_the_wrong_sign_and_the_second_candidate_is_certified(

@@ -64,7 +64,9 @@ class RecallQuery:
     `exclusion_radius_m` of `excluded_positions`, must not come back. `search_radius_m`
     widens the search around `origin` when set (None: the recall's own default);
     `frontier_radius_m` asks to explore unseen ground that near the robot first; `note`
-    is the recovery note of the failed attempt, for the next one to read."""
+    is the recovery note of the failed attempt, for the next one to read; `briefing` the
+    ledger lines and house notes read before the task's first move (evidence, never
+    instructions)."""
 
     goal: RunGoal
     origin: Pose
@@ -76,6 +78,7 @@ class RecallQuery:
     frontier_radius_m: float | None = None
     relocalise: bool = False
     note: RecoveryNote | None = None
+    briefing: str = ''
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from waymark.tasks.ledger import (
     UnknownTaskError,
     UnreadableFile,
     index_line,
+    unreadable_line,
 )
 from waymark.tasks.records import RecordFormatError, TaskRecord
 
@@ -134,7 +135,7 @@ def _list(args: argparse.Namespace) -> int:
         if isinstance(entry, TaskRecord):
             print(index_line(entry))
         else:
-            print(f'- {entry.name} | UNREADABLE | {entry.reason}')
+            print(unreadable_line(entry))
     if not listing.entries:
         print('no tasks in this ledger')
     elif listing.truncated:

@@ -341,6 +341,11 @@ class TaskLedger(LedgerReader):
         replace_atomically(path, text.encode('utf-8'), self.fsync)
 
 
+def unreadable_line(bad: UnreadableFile) -> str:
+    """How a record file that cannot be read is listed in place of its index line."""
+    return f'- {bad.name} | UNREADABLE | {bad.reason}'
+
+
 def index_line(record: TaskRecord) -> str:
     """One index line: id, status (with the reason of a stop), abbreviated goal and up to
     three places, separated by ' | '."""

@@ -35,7 +35,9 @@ from waymark.tasks.attempts import (
     RunGoal,
     SystemClock,
 )
+from waymark.tasks.briefing import BriefingLimits, briefing
 from waymark.tasks.checks import CheckSwitches, StopChecks
+from waymark.tasks.house_notes import HouseNotesReader
 from waymark.tasks.judge import MAX_PLACE_NAMES, Judge, JudgeInput, MechanicalRecord
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import (
@@ -93,6 +95,7 @@ class RunnerParams:
     recovery: RecoveryParams = field(default_factory=RecoveryParams)
     plan: PlanParams = field(default_factory=PlanParams)
     image_limits: ImageLimits = field(default_factory=ImageLimits)
+    briefing: BriefingLimits = field(default_factory=BriefingLimits)
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS_CAP:
@@ -186,6 +189,7 @@ class _TaskState:
     attempt_started_ns: int = 0
     area_at_attempt: float = 0.0
     recallable: bool = True
+    briefing: str = ''
 
     @property
     def started_ns(self) -> int:
@@ -203,6 +207,7 @@ class TaskRunner:
         body: Body,
         judge: Judge,
         places: PlaceBook | None = None,
+        notes: HouseNotesReader | None = None,
         params: RunnerParams | None = None,
         clock: Clock | None = None,
         run_id: str = '',
@@ -213,6 +218,7 @@ class TaskRunner:
         self.body = body
         self.judge = judge
         self.places = places
+        self.notes = notes
         self.params = params or RunnerParams()
         self.clock = clock or SystemClock()
         self.run_id = run_id
@@ -247,6 +253,7 @@ class TaskRunner:
 
     def _attempts(self, state: _TaskState) -> _Ending:
         state.stop_pose = self.body.pose()  # the task starts where the last one ended
+        state.briefing = briefing(self.ledger.reader(), self.notes, self.params.briefing)
         self._resolve_goal(state)
         while True:
             if state.spent.attempts >= self.params.max_attempts:
@@ -348,6 +355,7 @@ class TaskRunner:
             frontier_radius_m=plan.frontier_radius_m if plan else None,
             relocalise=plan.relocalise if plan else False,
             note=state.notes[-1] if state.notes else None,
+            briefing=state.briefing,
         )
         result = self.recall.recall(query, self._deadline(state, 'recall'))
         state.spent.agent_steps += result.steps
