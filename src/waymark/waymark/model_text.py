@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+
 
 def first_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object anywhere in `text` (models wrap JSON in prose and code fences),
@@ -22,3 +24,12 @@ def first_json_object(text: str) -> dict[str, Any] | None:
             return value
         start = text.find('{', start + 1)
     return None
+
+
+def validation_problems(error: ValidationError, whole: str, limit: int | None = None) -> str:
+    """The first `limit` (None: all) problems pydantic found, each as 'field.path: message'
+    (`whole` names the value itself), joined by '; ': short enough for a log or a reply."""
+    return '; '.join(
+        f'{".".join(map(str, issue["loc"])) or whole}: {issue["msg"]}'
+        for issue in error.errors()[:limit]
+    )

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from waymark.model_text import validation_problems
+
 MAX_QUERY_CHARS = 300
 MAX_ANSWER_CHARS = 1000
 MAX_EVIDENCE_IDS = 20
@@ -174,8 +176,5 @@ def parse_call(name: str, arguments: str, allowed: list[str]) -> _Arguments:
     try:
         return TOOLS[name].model_validate(value)
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(str(part) for part in item["loc"]) or "arguments"}: {item["msg"]}'
-            for item in error.errors()[:5]
-        )
+        problems = validation_problems(error, 'arguments', 5)
         raise ToolArgumentError(f'invalid arguments for {name}: {problems}') from error

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from waymark.agent.evidence import quote
 from waymark.agent.llm import ChatClient, LLMConfig, image_part
-from waymark.model_text import first_json_object
+from waymark.model_text import first_json_object, validation_problems
 
 # Enough for any description of a thing to look for; longer targets are cut.
 MAX_TARGET_CHARS = 300
@@ -304,9 +304,7 @@ def parse_answer(text: str, count: int) -> tuple[list[int], int, str]:
     try:
         answer = _Answer.model_validate(found)
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(map(str, e["loc"])) or "answer"}: {e["msg"]}' for e in error.errors()
-        )
+        problems = validation_problems(error, 'answer')
         return [], 0, _clip(f'the answer does not fit the format: {problems}')
     numbers, rejected = _numbers(answer, count)
     return numbers, rejected, ''

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from waymark.evaluation.question_gen import TruthIndex, by_neighbour, by_room, viewpoint_near
 from waymark.evaluation.task_geometry import Camera, FreeSpace, path_to_nearest, viewpoints
 from waymark.geometry import Pose
+from waymark.model_text import validation_problems
 from waymark.sim.generate import generate_world
 from waymark.sim.landmarks import landmarks, visible_landmarks
 from waymark.sim.render import render
@@ -164,10 +165,7 @@ class TaskSequence(BaseModel):
         try:
             return cls.model_validate(raw)
         except ValidationError as error:
-            problems = '; '.join(
-                f'{".".join(map(str, issue["loc"])) or "(root)"}: {issue["msg"]}'
-                for issue in error.errors()[:5]
-            )
+            problems = validation_problems(error, '(root)', 5)
             raise SequenceFormatError(f'malformed sequence: {problems}') from None
 
 

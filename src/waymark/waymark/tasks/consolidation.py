@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from waymark.agent.evidence import quote
 from waymark.agent.llm import ChatClient, LLMError
-from waymark.model_text import first_json_object
+from waymark.model_text import first_json_object, validation_problems
 from waymark.tasks.handover import sanitize_handover
 from waymark.tasks.house_notes import HouseNotes, NotesView, Origin
 from waymark.tasks.ledger import TASK_ID, LedgerReader, UnreadableFile
@@ -221,9 +221,7 @@ def parse_answer(text: str) -> tuple[_Answer | None, str]:
     try:
         return _Answer.model_validate(found), ''
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(map(str, e["loc"])) or "reply"}: {e["msg"]}' for e in error.errors()[:5]
-        )
+        problems = validation_problems(error, 'reply', 5)
         return None, f'the reply does not fit the format: {problems}'[:400]
 
 

@@ -27,7 +27,7 @@ from waymark.agent.llm import ChatClient, LLMConfig, LLMError, image_part
 from waymark.geometry import Pose
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.views.ocr import TextReader
-from waymark.model_text import first_json_object
+from waymark.model_text import first_json_object, validation_problems
 from waymark.tasks.outcomes import JudgeVerdict, VerdictKind
 from waymark.tasks.stop_views import FRAME_LIMIT_CAP, SelectedFrame
 
@@ -236,9 +236,7 @@ def parse_answer(text: str) -> tuple[_Answer | None, str]:
     try:
         return _Answer.model_validate(found), ''
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(map(str, e["loc"])) or "reply"}: {e["msg"]}' for e in error.errors()
-        )
+        problems = validation_problems(error, 'reply')
         return None, _clip(f'the reply does not fit the format: {problems}', 300)
 
 

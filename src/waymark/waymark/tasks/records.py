@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from waymark.model_text import validation_problems
 from waymark.tasks.outcomes import (
     Claim,
     JudgeVerdict,
@@ -334,10 +335,7 @@ def _parse(text: str, schema: type[_Strict], what: str) -> Any:
     try:
         return schema.model_validate(raw)
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(map(str, issue["loc"])) or "(root)"}: {issue["msg"]}'
-            for issue in error.errors()[:5]
-        )
+        problems = validation_problems(error, '(root)', 5)
         raise RecordFormatError(f'malformed {what}: {problems}') from None
 
 

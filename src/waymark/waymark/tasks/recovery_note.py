@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from waymark.model_text import first_json_object
+from waymark.model_text import first_json_object, validation_problems
 from waymark.tasks.outcomes import JudgeVerdict, Scope, VerdictKind
 
 # A note is a short file; these bound what one may hold.
@@ -129,9 +129,7 @@ def parse_note(text: str) -> RecoveryNote:
     try:
         model = _NoteModel.model_validate(found)
     except ValidationError as error:
-        problems = '; '.join(
-            f'{".".join(map(str, e["loc"])) or "note"}: {e["msg"]}' for e in error.errors()[:3]
-        )
+        problems = validation_problems(error, 'note', 3)
         raise ValueError(f'the note does not fit the format: {problems}') from None
     return RecoveryNote(
         searched=tuple(model.searched),
