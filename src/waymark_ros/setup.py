@@ -36,6 +36,7 @@ setup(
             'reasoner_node = waymark_ros.nodes.reasoner_node:main',
             'navigator_node = waymark_ros.nodes.navigator_node:main',
             'sim_base_node = waymark_ros.nodes.sim_base_node:main',
+            'task_node = waymark_ros.nodes.task_node:main',
             'safety_node = waymark_ros.nodes.safety_node:main',
             'replay = waymark_ros.tools.replay:main',
             'demo = waymark_ros.tools.demo:main',

@@ -17,6 +17,7 @@ from waymark.parameters.navigator import NavigatorParameters
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark.parameters.safety import SafetyParameters
 from waymark.parameters.sim_base import SimBaseParameters
+from waymark.parameters.tasks import TaskNodeParameters
 from waymark.settings import SettingInfo, settings
 
 # Node name -> its parameters, in the order of the page.
@@ -27,6 +28,7 @@ NODES: dict[str, type] = {
     'navigator_node': NavigatorParameters,
     'safety_node': SafetyParameters,
     'sim_base_node': SimBaseParameters,
+    'task_node': TaskNodeParameters,
 }
 
 HEADER = """\

@@ -1,0 +1,230 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""task_node's parameters: where the ledger, places and notes live, the topics and actions
+the task layer runs over, every wait's bound, a task's default budget and the judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from waymark.agent.llm import LLMConfig
+from waymark.llm_client import api_key_from_env
+from waymark.parameters.common import POSE_TYPES
+from waymark.settings import setting
+from waymark.tasks.checks import CheckSwitches
+from waymark.tasks.judge import OcrJudgeConfig, VlmJudgeConfig
+from waymark.tasks.outcomes import Budget
+from waymark.tasks.runner import MAX_ATTEMPTS_CAP, MAX_CANDIDATES_CAP, RunnerParams
+from waymark.tasks.stop_views import FRAME_LIMIT_CAP, HEADING_BUCKETS, MAX_JUDGE_FRAMES
+
+JUDGE_BACKENDS = ('ocr', 'vlm')
+
+
+@dataclass(frozen=True)
+class InputParameters:
+    odom_topic: str = setting('odom', 'Pose topic of the base in the map frame.')
+    pose_type: str = setting(
+        'odometry', 'Message type on inputs.odom_topic.', choices=POSE_TYPES[:3]
+    )
+    image_topic: str = setting(
+        '/camera/image/compressed', 'Camera topic (sensor_msgs/CompressedImage).'
+    )
+    map_epoch_topic: str = setting(
+        'capture/stats',
+        "capture_node's latched stats (JSON): their map_epoch is the epoch of stop poses "
+        'and places; empty: epoch 0.',
+    )
+    pose_timeout_s: float = setting(
+        2.0,
+        'A pose older than this is no pose: the task stops, a mark is refused, and tracking '
+        'counts as lost for recovery.',
+        low=0.1,
+        high=60.0,
+    )
+    frame_period_s: float = setting(
+        0.5, 'Least time between two camera frames kept.', low=0.0, high=60.0
+    )
+    frame_ring_length: int = setting(
+        120, 'Camera frames kept for the judge, newest last.', low=4, high=10_000
+    )
+
+
+@dataclass(frozen=True)
+class ActionParameters:
+    ask: str = setting('ask', "reasoner_node's Ask action (recall).")
+    go_to: str = setting('go_to', "navigator_node's GoTo action (drives and stop turns).")
+    server_wait_s: float = setting(
+        5.0, 'Longest wait for an action server to be found.', low=0.1, high=120.0
+    )
+    accept_wait_s: float = setting(
+        5.0, 'Longest wait for a goal to be accepted.', low=0.1, high=120.0
+    )
+    cancel_wait_s: float = setting(
+        5.0, 'Longest wait for a cancel to be answered.', low=0.1, high=120.0
+    )
+
+
+@dataclass(frozen=True)
+class BudgetParameters:
+    time_s: float = setting(Budget.time_s, 'Default time budget of a task.', low=1.0, high=86_400.0)
+    distance_m: float = setting(
+        Budget.distance_m, 'Default drive distance budget of a task.', low=0.1, high=100_000.0
+    )
+    agent_steps: int = setting(
+        Budget.agent_steps, 'Default agent step budget of a task.', low=1, high=1000
+    )
+
+    def budget(self) -> Budget:
+        return Budget(self.time_s, self.distance_m, self.agent_steps)
+
+
+@dataclass(frozen=True)
+class RunnerParameters:
+    max_attempts: int = setting(
+        RunnerParams.max_attempts, 'Attempts of one task.', low=1, high=MAX_ATTEMPTS_CAP
+    )
+    max_candidates: int = setting(
+        RunnerParams.max_candidates,
+        'Candidates kept from one recall.',
+        low=1,
+        high=MAX_CANDIDATES_CAP,
+    )
+    recall_deadline_s: float = setting(
+        RunnerParams.recall_deadline_s, 'Longest recall.', low=1.0, high=3600.0
+    )
+    drive_deadline_s: float = setting(
+        RunnerParams.drive_deadline_s, 'Longest drive.', low=1.0, high=3600.0
+    )
+    view_deadline_s: float = setting(
+        RunnerParams.view_deadline_s, 'Longest turn for stop views.', low=1.0, high=3600.0
+    )
+    judge_deadline_s: float = setting(
+        RunnerParams.judge_deadline_s, 'Longest judge call.', low=1.0, high=3600.0
+    )
+    stop_view_count: int = setting(
+        HEADING_BUCKETS, 'Views turned for at a stop.', low=1, high=HEADING_BUCKETS
+    )
+    judge_frames: int = setting(
+        MAX_JUDGE_FRAMES,
+        'Pictures the judge sees, stop views first; at least runner.stop_view_count.',
+        low=1,
+        high=FRAME_LIMIT_CAP,
+    )
+    precheck: bool = setting(True, 'Judge the first arrival before stopping there.')
+    certify: bool = setting(True, 'Judge the final stop (off: every claim stays CLAIMED).')
+
+
+@dataclass(frozen=True)
+class JudgeParameters:
+    backend: str = setting(
+        'ocr',
+        'ocr: reads the stop views for the goal text, no server; vlm: a model over judge.base_url.',
+        choices=JUDGE_BACKENDS,
+    )
+    coverage: float = setting(
+        1.0, 'Share of the goal words one stop view must read (ocr).', low=0.01, high=1.0
+    )
+    ocr_min_confidence: float = setting(
+        0.5, 'Least OCR confidence of a line read (ocr).', low=0.0, high=1.0
+    )
+    base_url: str = setting('', 'OpenAI-compatible server of the judge VLM (vlm).')
+    model: str = setting('Qwen/Qwen2.5-VL-7B-Instruct', 'Judge VLM (vlm).')
+    api_key_env: str = setting(
+        'WAYMARK_LLM_API_KEY', 'Environment variable holding the API key (unset: no key).'
+    )
+    timeout_s: float = setting(60.0, 'Timeout of one judge request.', low=0.1, high=600.0)
+    max_tokens: int = setting(300, 'Tokens the judge may write.', low=16, high=8192)
+
+
+@dataclass(frozen=True)
+class ConsolidationParameters:
+    base_url: str = setting(
+        '', 'OpenAI-compatible server that rewrites the house notes; empty: mechanical.'
+    )
+    model: str = setting('', 'Model of consolidation.base_url.')
+    timeout_s: float = setting(120.0, 'Timeout of one request.', low=0.1, high=600.0)
+    max_tokens: int = setting(3000, 'Tokens the model may write.', low=64, high=32_768)
+
+
+@dataclass(frozen=True)
+class TaskNodeParameters:
+    data_dir: str = setting(
+        '~/.waymark/tasks', 'Folder of the task ledger, the named places and the house notes.'
+    )
+    run_id: str = setting('', 'Name of this run in the ledger (at most 64 characters).')
+    map_frame: str = setting('map', 'Frame of poses, goals and places.')
+    max_text_chars: int = setting(
+        2000, 'Longest goal text; a longer goal is refused.', low=1, high=100_000
+    )
+    max_photo_bytes: int = setting(
+        10_000_000, 'Largest goal photo; a larger goal is refused.', low=1, high=200_000_000
+    )
+    inputs: InputParameters = field(default_factory=InputParameters)
+    actions: ActionParameters = field(default_factory=ActionParameters)
+    budget: BudgetParameters = field(default_factory=BudgetParameters)
+    runner: RunnerParameters = field(default_factory=RunnerParameters)
+    judge: JudgeParameters = field(default_factory=JudgeParameters)
+    consolidation: ConsolidationParameters = field(default_factory=ConsolidationParameters)
+
+    def __post_init__(self) -> None:
+        if len(self.run_id) > 64:
+            raise ValueError(f'run_id must be at most 64 characters: {self.run_id!r}')
+        self.runner_params()
+        self.judge_llm()
+        if bool(self.consolidation.base_url) != bool(self.consolidation.model):
+            raise ValueError('consolidation.base_url and consolidation.model go together')
+
+    @property
+    def root(self) -> Path:
+        return Path(self.data_dir).expanduser()
+
+    def runner_params(self) -> RunnerParams:
+        runner = self.runner
+        return RunnerParams(
+            max_attempts=runner.max_attempts,
+            max_candidates=runner.max_candidates,
+            recall_deadline_s=runner.recall_deadline_s,
+            drive_deadline_s=runner.drive_deadline_s,
+            view_deadline_s=runner.view_deadline_s,
+            judge_deadline_s=runner.judge_deadline_s,
+            stop_view_count=runner.stop_view_count,
+            judge_frames=runner.judge_frames,
+            checks=CheckSwitches(precheck=runner.precheck, certify=runner.certify),
+        )
+
+    def ocr_config(self) -> OcrJudgeConfig:
+        return OcrJudgeConfig(coverage=self.judge.coverage)
+
+    def judge_llm(self) -> VlmJudgeConfig | None:
+        """The VLM judge's model; None for the ocr backend."""
+        judge = self.judge
+        if judge.backend != 'vlm':
+            return None
+        _check_url('judge.base_url', judge.base_url)
+        llm = LLMConfig(
+            base_url=judge.base_url,
+            model=judge.model,
+            api_key=api_key_from_env(judge.api_key_env),
+            timeout_s=judge.timeout_s,
+            max_tokens=judge.max_tokens,
+            accepts_images=True,
+        )
+        return VlmJudgeConfig(llm, max_tokens=judge.max_tokens)
+
+    def consolidation_llm(self) -> LLMConfig | None:
+        """The model that rewrites the notes; None: the mechanical summary."""
+        config = self.consolidation
+        if not config.base_url:
+            return None
+        _check_url('consolidation.base_url', config.base_url)
+        return LLMConfig(
+            config.base_url,
+            config.model,
+            timeout_s=config.timeout_s,
+            max_tokens=config.max_tokens,
+        )
+
+
+def _check_url(name: str, url: str) -> None:
+    if not url.startswith(('http://', 'https://')):
+        raise ValueError(f'{name}={url!r} must be an http:// or https:// URL')

@@ -1,0 +1,90 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""One action goal sent and waited for from a worker thread, every wait bounded.
+
+The runner calls its parts synchronously from the RunTask goal's thread; the action
+client's futures are completed by the node's other executor threads. A goal still
+running when its deadline passes or the task is canceled is canceled here, so nothing
+keeps moving on behalf of a task that has ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rclpy.action import ActionClient
+
+_POLL_S = 0.05  # how often a running goal looks at the cancel event and its deadline
+
+
+class ActionCallError(RuntimeError):
+    """The action could not be used at all: no server, or no answer to the goal."""
+
+
+@dataclass(frozen=True)
+class ActionWaits:
+    server_wait_s: float
+    accept_wait_s: float
+    cancel_wait_s: float
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """How a goal ended: `result` is None when it was rejected or its result never came;
+    `stopped` says whether it was cut short ('cancel', 'deadline' or '')."""
+
+    accepted: bool
+    result: Any = None
+    stopped: str = ''
+
+
+def call_action(
+    client: ActionClient,
+    name: str,
+    goal: Any,
+    deadline: float,
+    waits: ActionWaits,
+    cancel: threading.Event | None = None,
+    feedback: Callable[[Any], None] | None = None,
+) -> ActionOutcome:
+    """Send `goal` to the `name` action and wait for its result until `deadline`
+    (monotonic seconds)."""
+    if not client.wait_for_server(timeout_sec=_left(deadline, waits.server_wait_s)):
+        raise ActionCallError(f'no {name} action server within {waits.server_wait_s:.1f} s')
+    sent = client.send_goal_async(
+        goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
+    )
+    if not _wait(sent, _left(deadline, waits.accept_wait_s)):
+        raise ActionCallError(f'{name} did not answer the goal within {waits.accept_wait_s:.1f} s')
+    handle = sent.result()
+    if not handle.accepted:
+        return ActionOutcome(accepted=False)
+    result = handle.get_result_async()
+    stopped = ''
+    while not result.done():
+        if cancel is not None and cancel.is_set():
+            stopped = 'cancel'
+        elif time.monotonic() >= deadline:
+            stopped = 'deadline'
+        if stopped:
+            canceling = handle.cancel_goal_async()
+            _wait(canceling, waits.cancel_wait_s)
+            _wait(result, waits.cancel_wait_s)
+            break
+        time.sleep(_POLL_S)
+    if not result.done():
+        return ActionOutcome(accepted=True, stopped=stopped)
+    return ActionOutcome(accepted=True, result=result.result().result, stopped=stopped)
+
+
+def _left(deadline: float, wait_s: float) -> float:
+    return max(0.0, min(wait_s, deadline - time.monotonic()))
+
+
+def _wait(future, timeout_s: float) -> bool:
+    done = threading.Event()
+    future.add_done_callback(lambda _future: done.set())
+    return done.wait(timeout_s) or future.done()
