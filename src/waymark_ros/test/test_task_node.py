@@ -27,7 +27,7 @@ from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.records import GoalModality, TaskGoal
 from waymark_interfaces.action import Ask, GoTo, RunTask
 from waymark_interfaces.msg import MemoryHit, TaskSummary
-from waymark_interfaces.srv import GetTask, ListTasks, Mark
+from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.ros import qos
 
 pytestmark = pytest.mark.dds
@@ -173,6 +173,11 @@ def test_a_refused_drive_stops_the_task_and_the_ledger_serves_it(ros, launch, ro
     missing = ros.call(GetTask, 'get_task', GetTask.Request(task_id='t999999-0000'))
     assert not missing.found and missing.message
 
+    notes = ros.call(Consolidate, 'consolidate', Consolidate.Request())
+    assert notes.success, notes.message
+    assert notes.method == Consolidate.Response.METHOD_MECHANICAL
+    assert set(notes.notes_written) == {'index', 'overview', 'rooms', 'skills'}
+
     marked = ros.call(Mark, 'mark', Mark.Request(name='charging spot'))
     assert marked.success, marked.message
     assert (marked.views, marked.replaced, marked.map_epoch) == (1, False, 2)
@@ -213,3 +218,23 @@ def test_the_ocr_judge_certifies_a_stop_that_shows_the_sign(ros, launch, robot, 
     assert result.has_stop
     assert result.stop_pose.pose.position.x == pytest.approx(GOAL_XY[0], abs=0.01)
     assert robot.go_to_goals == 2  # the drive, then one turn for the second stop view
+
+
+def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(
+    ros, launch, robot, tmp_path
+):
+    client = start_tasks(ros, launch, tmp_path / 'tasks')
+    mixed = RunTask.Goal(modality=RunTask.Goal.MODALITY_TEXT, text='the hall', place_name='x')
+    refused = result_of(send(client, mixed))
+    assert refused.status == RunTask.Result.STATUS_REFUSED
+    assert 'does not use place_name' in refused.message
+    photo = RunTask.Goal(modality=RunTask.Goal.MODALITY_PHOTO)
+    photo.photo.format, photo.photo.data = 'jpeg', b'not a picture'
+    unknown = RunTask.Goal(modality=RunTask.Goal.MODALITY_PLACE, place_name='the attic')
+    for goal in (photo, unknown):
+        result = result_of(send(client, goal))
+        assert result.status == RunTask.Result.STATUS_STOPPED, result.message
+        assert result.termination == RunTask.Result.TERMINATION_NO_GOAL
+    assert robot.go_to_goals == 0
+    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    assert len(listed.tasks) == 2  # the refusal is not a task

@@ -12,6 +12,7 @@ from waymark.llm_client import api_key_from_env
 from waymark.parameters.common import POSE_TYPES
 from waymark.settings import setting
 from waymark.tasks.checks import CheckSwitches
+from waymark.tasks.consolidation import ConsolidationConfig
 from waymark.tasks.judge import OcrJudgeConfig, VlmJudgeConfig
 from waymark.tasks.outcomes import Budget
 from waymark.tasks.runner import MAX_ATTEMPTS_CAP, MAX_CANDIDATES_CAP, RunnerParams
@@ -143,7 +144,16 @@ class ConsolidationParameters:
     )
     model: str = setting('', 'Model of consolidation.base_url.')
     timeout_s: float = setting(120.0, 'Timeout of one request.', low=0.1, high=600.0)
+    deadline_s: float = setting(
+        300.0,
+        'Longest consolidation with the model; past it the mechanical summary is written.',
+        low=1.0,
+        high=3600.0,
+    )
     max_tokens: int = setting(3000, 'Tokens the model may write.', low=64, high=32_768)
+    max_records: int = setting(
+        100, 'Newest ledger records a consolidation reads.', low=1, high=10_000
+    )
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,10 @@ class TaskNodeParameters:
             accepts_images=True,
         )
         return VlmJudgeConfig(llm, max_tokens=judge.max_tokens)
+
+    def consolidation_config(self) -> ConsolidationConfig:
+        config = self.consolidation
+        return ConsolidationConfig(max_records=config.max_records, max_tokens=config.max_tokens)
 
     def consolidation_llm(self) -> LLMConfig | None:
         """The model that rewrites the notes; None: the mechanical summary."""

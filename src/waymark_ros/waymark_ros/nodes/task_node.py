@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -32,8 +32,8 @@ from waymark.agent.llm import ChatClient
 from waymark.memory.views.ocr import TextReader
 from waymark.parameters.tasks import TaskNodeParameters
 from waymark.tasks.attempts import RunGoal
-from waymark.tasks.consolidation import ConsolidationConfig, consolidate
-from waymark.tasks.house_notes import HouseNotesReader, HouseNotesStore
+from waymark.tasks.consolidation import consolidate
+from waymark.tasks.house_notes import NOTE_NAMES, HouseNotesReader, HouseNotesStore
 from waymark.tasks.judge import Judge, OcrJudge, VlmJudge
 from waymark.tasks.ledger import TaskLedger, UnknownTaskError
 from waymark.tasks.outcomes import Budget, Spent, TerminationReason
@@ -153,9 +153,16 @@ class TaskNode(Node):
             (Mark, 'mark', self._on_mark),
             (ListTasks, 'list_tasks', self._on_list),
             (GetTask, 'get_task', self._on_get),
-            (Consolidate, 'consolidate', self._on_consolidate),
         ):
             self.create_service(kind, name, handler, qos_profile=requests, callback_group=services)
+        # A consolidation with a model takes minutes; reads and marks never wait for it.
+        self.create_service(
+            Consolidate,
+            'consolidate',
+            self._on_consolidate,
+            qos_profile=requests,
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
         self.get_logger().info(
             f'tasks in {root}; judge {params.judge.backend}; '
             f'{len(report.stopped)} interrupted task(s) recorded at start; '
@@ -292,7 +299,8 @@ class TaskNode(Node):
                 self._ledger.reader(),
                 self._notes.read(),
                 ChatClient(llm) if llm else None,
-                ConsolidationConfig(),
+                self._params.consolidation_config(),
+                deadline=time.monotonic() + self._params.consolidation.deadline_s,
             )
             report = self._notes.write(result.notes, result.origin)
         except (OSError, ValueError) as error:
@@ -304,7 +312,7 @@ class TaskNode(Node):
         response.message = f'notes version {report.version} from {result.records} records' + (
             f'; the model was not used: {result.fallback_reason}' if result.fallback_reason else ''
         )
-        response.notes_written = [item.name for item in fields(result.notes)]
+        response.notes_written = list(NOTE_NAMES)  # a version holds all four
         response.method = (
             Consolidate.Response.METHOD_MODEL
             if llm and not result.fallback_reason
