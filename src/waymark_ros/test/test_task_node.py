@@ -23,12 +23,15 @@ from support.actions import connect, result_of, send
 from support.ros_harness import wait_until
 from support.signs import sign_jpeg
 
+from waymark.geometry import Pose
+from waymark.tasks.attempts import RecallQuery, RunGoal
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.records import GoalModality, TaskGoal
 from waymark_interfaces.action import Ask, GoTo, RunTask
 from waymark_interfaces.msg import MemoryHit, TaskSummary
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.ros import qos
+from waymark_ros.tasks.recall import question_text
 
 pytestmark = pytest.mark.dds
 
@@ -238,3 +241,21 @@ def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(
     assert robot.go_to_goals == 0
     listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
     assert len(listed.tasks) == 2  # the refusal is not a task
+
+
+def test_a_recall_question_carries_the_exclusions_and_keeps_the_goal_whole():
+    goal = RunGoal(TaskGoal(GoalModality.TEXT, 'the red mug'))
+    query = RecallQuery(
+        goal,
+        Pose(),
+        max_candidates=3,
+        excluded_entry_ids=('tour:7',),
+        excluded_positions=((1.0, 2.0),),
+        exclusion_radius_m=1.5,
+        briefing='x' * 5000,
+    )
+    text = question_text(query, 300)
+    assert text.startswith('Where is the red mug?')
+    assert 'tour:7' in text and '(1.0, 2.0)' in text
+    assert 'x' * 100 not in text  # the briefing did not fit and was left out
+    assert len(text) <= 300

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import traceback
 from dataclasses import replace
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -184,6 +185,10 @@ class TaskNode(Node):
             return refused_result('another task is running; send the goal when it has ended')
         try:
             return self._run(handle)
+        except Exception as error:  # a bug must cost one goal an explicit answer, not the node
+            self.get_logger().error(f'run_task: {traceback.format_exc()}')
+            handle.abort()
+            return refused_result(f'internal error: {type(error).__name__}: {error}')
         finally:
             self._busy.release()
 
@@ -194,7 +199,7 @@ class TaskNode(Node):
                 handle.request, self._default_budget, params.max_text_chars, params.max_photo_bytes
             )
             goal = self._run_goal(request.modality, request.text, request.place_name, request.photo)
-        except ValueError as error:
+        except (ValueError, OSError) as error:
             handle.abort()
             return refused_result(f'goal refused: {error}')
         cancel = threading.Event()

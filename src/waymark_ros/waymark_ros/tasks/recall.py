@@ -22,6 +22,8 @@ from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.tasks.action_call import ActionCallError, ActionWaits, call_action
 
 _MAX_LISTED = 20  # excluded entries and positions named in one question
+# Statuses of an Ask whose answer says what memory holds, found or not.
+_HEARD = (Ask.Result.STATUS_ANSWERED, Ask.Result.STATUS_NO_ANSWER)
 
 
 class AskRecall:
@@ -63,6 +65,9 @@ class AskRecall:
             raise ActionCallError(f'no recall answer ({outcome.stopped or "no result"})')
         used = max(1, steps[0])
         result = outcome.result
+        if result.status not in _HEARD:
+            # The reasoner could not look (busy, down, refused): not an empty memory.
+            raise ActionCallError(f'the reasoner did not answer: {result.message}')
         if result.status != Ask.Result.STATUS_ANSWERED or not result.answer.has_goal:
             return RecallResult((), used)
         candidate = self._candidate(result.answer)
