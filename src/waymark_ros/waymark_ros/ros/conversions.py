@@ -13,6 +13,7 @@ from sensor_msgs.msg import CameraInfo
 from waymark.geometry import Pose
 from waymark.memory.entries import (
     FRAME,
+    PLACE,
     SEGMENT,
     CameraModel,
     DepthSamples,
@@ -27,6 +28,7 @@ from waymark.memory.ingest.admission import (
     check_keyframe_input,
     check_stamp,
 )
+from waymark.memory.places import name_and_room, place_entry_id
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.store import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -159,12 +161,19 @@ def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
     )
 
 
+_HIT_KINDS = {
+    FRAME: MemoryHit.KIND_FRAME,
+    SEGMENT: MemoryHit.KIND_SEGMENT,
+    PLACE: MemoryHit.KIND_PLACE,
+}
+
+
 def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     record = hit.record
     msg = MemoryHit()
     msg.id = record.id
     msg.session = record.session
-    msg.kind = MemoryHit.KIND_SEGMENT if record.kind == SEGMENT else MemoryHit.KIND_FRAME
+    msg.kind = _HIT_KINDS[record.kind]
     msg.index = record.index
     msg.start_stamp = ns_to_stamp(record.stamp_ns)
     msg.end_stamp = ns_to_stamp(record.end_stamp_ns)
@@ -176,6 +185,10 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.text = record.text
     msg.image_ref = record.image_ref
     msg.sighting = sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES)
+    if record.kind == PLACE:
+        # A place is named by its name: the row that matched is memory's own business.
+        name = name_and_room(record)[0]
+        msg.id, msg.text = place_entry_id(name), name
     return msg
 
 
