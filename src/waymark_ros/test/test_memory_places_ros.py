@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """memory_node's store_place over real DDS: a place stored through the service is found
-by name as a place hit, a bad request is refused and changes nothing, removal works."""
+by name as a place hit, a bad request is refused and changes nothing, removal works; and a
+place hit's way through the message."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from sensor_msgs.msg import CompressedImage
 from support.ros_harness import wait_until
 from support.signs import search, sign_jpeg
 
+from waymark.memory.entries import PLACE, FrameRecord, Hit
+from waymark.memory.places import name_and_room
 from waymark_interfaces.msg import MemoryHit
 from waymark_interfaces.srv import StorePlace
-from waymark_ros.ros.conversions import ns_to_stamp
-
-pytestmark = pytest.mark.dds
+from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
 
 T0 = 1_750_000_000 * 10**9
 
@@ -29,6 +30,27 @@ def place_request(name: str, frame: str = 'map', views=('DOCK',)) -> StorePlace.
     return request
 
 
+def test_a_place_hit_is_named_by_its_name_through_the_message():
+    row = FrameRecord(
+        'place-7', 2, T0, 1.0, 2.0, 0.0, 0.3, 4, True, 'images/a.jpg', 'Dock\ngarage', kind=PLACE
+    )
+
+    msg = hit_to_msg(Hit(row, 0.6, 'image'), 'map')
+    back = hit_from_msg(msg)
+
+    assert (msg.kind, msg.id, msg.text) == (MemoryHit.KIND_PLACE, 'place/dock', 'Dock')
+    assert back.record.kind == PLACE and name_and_room(back.record) == ('Dock', '')
+    assert (back.record.session, back.record.index, back.record.yaw) == (
+        'place-7',
+        2,
+        pytest.approx(0.3),
+    )
+    msg.id = 'place/elsewhere'
+    with pytest.raises(ValueError, match='does not match'):
+        hit_from_msg(msg)
+
+
+@pytest.mark.dds
 def test_store_search_refuse_and_remove_a_place(ros, launch, tmp_path):
     node = launch('memory_node', data_dir=str(tmp_path / 'memory'))
     stats = ros.latest_json('memory/stats')

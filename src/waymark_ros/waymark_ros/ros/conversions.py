@@ -28,7 +28,7 @@ from waymark.memory.ingest.admission import (
     check_keyframe_input,
     check_stamp,
 )
-from waymark.memory.places import name_and_room, place_entry_id
+from waymark.memory.places import name_and_room, place_entry_id, place_text
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.store import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -200,10 +200,10 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
     the start, or a non-finite pose marked valid. A hit whose pose is marked invalid gets
     a zero position, whatever numbers it carries. The OCR text size is not carried by the
     message and comes back as 0. A sighting that is too long or does not parse is dropped
-    (None): the hit still stands for its entry.
+    (None): the hit still stands for its entry. A place hit's id must be its name's, and
+    its room label (not carried) comes back empty.
     """
-    kinds = {MemoryHit.KIND_FRAME: FRAME, MemoryHit.KIND_SEGMENT: SEGMENT}
-    kind = kinds.get(msg.kind)
+    kind = {value: key for key, value in _HIT_KINDS.items()}.get(msg.kind)
     if kind is None:
         raise ValueError(f'memory hit {msg.id!r} has an unknown kind {msg.kind!r}')
     check_session_name(msg.session)
@@ -226,14 +226,15 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
         map_epoch=int(msg.map_epoch),
         pose_valid=bool(msg.pose_valid),
         image_ref=msg.image_ref,
-        text=msg.text,
+        text=place_text(msg.text, '') if kind == PLACE else msg.text,
         kind=kind,
-        end_ns=end if kind == SEGMENT else None,
+        end_ns=None if kind == FRAME else end,
         sighting=sighting_codec.decode(msg.sighting)
         if len(msg.sighting.encode('utf-8')) <= SIGHTING_MAX_BYTES
         else None,
     )
-    if msg.id and msg.id != record.id:
-        raise ValueError(f'memory hit id {msg.id!r} does not match its entry {record.id!r}')
+    expected = place_entry_id(msg.text) if kind == PLACE else record.id
+    if msg.id and msg.id != expected:
+        raise ValueError(f'memory hit id {msg.id!r} does not match its entry {expected!r}')
     score = float(msg.score)
     return Hit(record=record, score=score if math.isfinite(score) else 0.0, view=msg.view)
