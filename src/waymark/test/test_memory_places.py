@@ -183,3 +183,16 @@ def test_places_persist_across_a_reopen(tmp_path, views, draw_sign):
         assert len(reopened.places.places()) == 2
     finally:
         reopened.store.close()
+
+
+def test_a_failed_write_leaves_no_place_and_no_picture(service, draw_sign, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError('database away')
+
+    monkeypatch.setattr(service.store, 'add_many', refuse)
+    with pytest.raises(RuntimeError):
+        service.places.put(place('dock', views=[(draw_sign('DOCK'), 0.0)]))
+
+    monkeypatch.undo()
+    assert service.places.places() == []
+    assert service.image_store.used_bytes == 0

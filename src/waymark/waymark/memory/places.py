@@ -211,7 +211,13 @@ class PlaceBook:
             ]
             # The new place is written before the old ones go: a failure in between leaves
             # both, and `places` shows the newest.
-            self.store.add_many(records, [vectors for _, _, vectors in rows])
+            try:
+                self.store.add_many(records, [vectors for _, _, vectors in rows])
+            except BaseException:
+                # Nothing was stored: its new pictures must not stay behind unreferenced.
+                refs = {ref for _, ref, _ in rows if ref}
+                self.image_store.remove(refs - self.store.image_refs())
+                raise
             self._delete(same)
             stored = self._read(session)
         return stored, len(same)
