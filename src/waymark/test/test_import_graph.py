@@ -42,6 +42,7 @@ MEMORY_RANKS = {
     'storage': 1,
     'views': 2,
     'ingest': 3,
+    'places': 3,
     'service': 4,
     'factory': 5,
 }

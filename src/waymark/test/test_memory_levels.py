@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord
+from waymark.memory.entries import FRAME, PLACE, SEGMENT, FrameRecord
 from waymark.memory.storage.store import MemoryStore, ViewRow
 
 T0 = 1_700_000_000 * 10**9
@@ -61,7 +61,7 @@ def test_segments_are_their_own_level_and_survive_a_restart(db):
         assert (store.count(), store.count(level=SEGMENT)) == (3, 4)
         before = store.search_view('image', unit(0, 1, 0, 3), 2, level=SEGMENT)
     with open_store(db) as store:
-        assert store.load_report.entries == {FRAME: 3, SEGMENT: 4}
+        assert store.load_report.entries == {FRAME: 3, SEGMENT: 4, PLACE: 0}
         after = store.search_view('image', unit(0, 1, 0, 3), 2, level=SEGMENT)
         segment = store.get(['a/s2'], SEGMENT)[0]
     assert ids(after) == ids(before) == ['a/s3', 'a/s2']

@@ -10,7 +10,7 @@ from itertools import pairwise
 from builtin_interfaces.msg import Time
 from visualization_msgs.msg import Marker
 
-from waymark.memory.entries import SEGMENT, FrameRecord, Hit
+from waymark.memory.entries import PLACE, SEGMENT, FrameRecord, Hit
 from waymark_ros.ros.memory_markers import hit_markers, memory_markers
 
 STAMP = Time(sec=12, nanosec=5)
@@ -198,3 +198,23 @@ def test_no_hits_only_clear_the_previous_ones():
     assert [m.action for m in array.markers] == [Marker.DELETEALL]
     array = hit_markers([Hit(record(1, valid=False), 0.5, 'text')], 'map', STAMP, 'q')
     assert [m.action for m in array.markers] == [Marker.DELETEALL]
+
+
+def test_each_place_is_a_pin_labelled_with_its_name_only():
+    places = [
+        record(0, session='place-0', kind=PLACE, text='charging spot\ngarage'),
+        record(1, session='place-0', kind=PLACE, text='charging spot\ngarage'),  # a view row
+        record(0, session='place-3', kind=PLACE, text='fridge\n'),
+    ]
+
+    array = memory_markers([record(5), *places], 'map', STAMP)
+
+    assert len(by_ns(array, 'places')) == 2
+    assert [m.text for m in by_ns(array, 'place_names')] == ['charging spot', 'fridge']
+    assert (
+        by_ns(array, 'place_names')[0].pose.position.z > by_ns(array, 'places')[0].pose.position.z
+    )
+    assert len(by_ns(array, 'keyframes')) == 1  # places are not keyframes
+    assert_ids_unique(array)
+    hits = hit_markers([Hit(places[1], 0.8, 'image')], 'map', STAMP, 'dock')
+    assert any(m.text.endswith(': charging spot') for m in by_ns(hits, 'hits'))

@@ -19,6 +19,9 @@ SESSION_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
 FRAME = 'frame'
 SEGMENT = 'segment'
 LEVELS = (FRAME, SEGMENT)
+# Named places are a level of their own (see places.py): searched only when asked for,
+# so a question about what the robot saw is never answered by a name someone gave.
+PLACE = 'place'
 
 
 @dataclass(frozen=True)
@@ -203,12 +206,15 @@ def frame_id(session: str, index: int) -> str:
 
 
 def entry_id(session: str, index: int, kind: str = FRAME) -> str:
-    """ "<session>/<index>" for frames, "<session>/s<index>" for segments."""
+    """ "<session>/<index>" for frames, "<session>/s<index>" for segments,
+    "<session>/v<index>" for the rows of a place."""
     if kind == FRAME:
         return frame_id(session, index)
     if kind == SEGMENT:
         return f'{session}/s{index}'
-    raise ValueError(f'unknown entry kind {kind!r}; expected one of {LEVELS}')
+    if kind == PLACE:
+        return f'{session}/v{index}'
+    raise ValueError(f'unknown entry kind {kind!r}; expected one of {(*LEVELS, PLACE)}')
 
 
 def is_session_name(name: object) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from waymark.memory.entries import FRAME, SEGMENT
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S, Segmenter
+from waymark.memory.places import DEFAULT_MAX_PLACES
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
@@ -51,6 +52,8 @@ class MemoryConfig:
     # The VLM that captions segments (its answers cached in data_dir); None: no captions.
     captioner: CaptionerConfig | None = None
     caption_queue_size: int = 1000
+    # Most named places memory keeps.
+    max_places: int = DEFAULT_MAX_PLACES
 
 
 def load_models(settings: object, kinds: Sequence[ViewKind] = VIEWS) -> tuple[View, ...]:
@@ -81,6 +84,9 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         segment_views=level_dims(views, SEGMENT) if segmented else {},
         index_params=config.index_params,
         index_dir=data_dir / INDEXES if config.keep_indexes else None,
+        # Places are found by the frame views' models: images by the image view, names by
+        # the text (OCR) view.
+        place_views=level_dims(views, FRAME),
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None
@@ -96,4 +102,11 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
                 on_error=segments.on_caption_error,
                 queue_size=config.caption_queue_size,
             )
-    return MemoryService(store, images, views, segments=segments, image_limits=config.image_limits)
+    return MemoryService(
+        store,
+        images,
+        views,
+        segments=segments,
+        image_limits=config.image_limits,
+        max_places=config.max_places,
+    )

@@ -22,9 +22,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe, Sighting, TextBox
+from waymark.memory.entries import (
+    FRAME,
+    PLACE,
+    SEGMENT,
+    FrameRecord,
+    Hit,
+    Keyframe,
+    Sighting,
+    TextBox,
+)
 from waymark.memory.ingest.admission import RefusedError, same_keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
+from waymark.memory.places import DEFAULT_MAX_PLACES, ROWS_PER_PLACE, PlaceBook, distinct_places
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
@@ -75,9 +85,11 @@ class MemoryService:
         views: Sequence[View],
         segments: SegmentMemory | None = None,
         image_limits: ImageLimits | None = None,
+        max_places: int = DEFAULT_MAX_PLACES,
     ) -> None:
         """`views`: every view of both levels; the store keeps exactly their frame views
-        (open it with `level_dims(views, FRAME)`)."""
+        (open it with `level_dims(views, FRAME)`), and named places (`places`) by those of
+        them it keeps at the place level."""
         wanted = level_dims(views, FRAME)
         for view, dim in wanted.items():
             if store.view_dims.get(view) != dim:
@@ -96,6 +108,9 @@ class MemoryService:
         self._write_lock = threading.RLock()
         self._ingested = 0
         self._ingest_seconds = 0.0
+        self.places = PlaceBook(
+            store, image_store, self._views, self._write_lock, self.image_limits, max_places
+        )
 
     # -- ingest --------------------------------------------------------------------------
 
@@ -224,12 +239,13 @@ class MemoryService:
         for view in self._views.values():
             if view.name in chosen:
                 families.setdefault(view.family, []).append(view)
+        rows = _rows_wanted(k, level)
         rankings = []
         for members in families.values():
             vector = members[0].embed_text(query)
             found = [
                 self.store.search_view(
-                    view.name, vector, k * view.oversampling, sessions, level, index_range
+                    view.name, vector, rows * view.oversampling, sessions, level, index_range
                 )
                 for view in members
             ]
@@ -238,8 +254,8 @@ class MemoryService:
             if len(found) == 1 and not members[0].ranks_text:
                 rankings.append(found[0])
             else:
-                rankings.append(best_per_entry(found)[:k])
-        return reciprocal_rank_fusion(rankings)[:k]
+                rankings.append(best_per_entry(found)[:rows])
+        return _entries(reciprocal_rank_fusion(rankings), level)[:k]
 
     def search_image(
         self,
@@ -254,13 +270,15 @@ class MemoryService:
         names = self.image_views(level)
         if not names:
             raise ValueError('image search needs an image-text embedder')
+        rows = _rows_wanted(k, level)
         rankings = [
             self.store.search_view(
-                name, self._views[name].embed_image(image), k, sessions, level, index_range
+                name, self._views[name].embed_image(image), rows, sessions, level, index_range
             )
             for name in names
         ]
-        return rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings)[:k]
+        fused = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings)
+        return _entries(fused, level)[:k]
 
     def image_views(self, level: str = FRAME) -> list[str]:
         """The views of `level` that a photo can be searched by."""
@@ -378,3 +396,12 @@ class MemoryService:
     def mean_ingest_ms(self) -> float:
         """Mean time of a successful ingest so far (decode, OCR, embeddings, writes)."""
         return 1000.0 * self._ingest_seconds / self._ingested if self._ingested else 0.0
+
+
+def _rows_wanted(k: int, level: str) -> int:
+    """Rows to ask the store for k entries: a place may match by each of its rows."""
+    return k * ROWS_PER_PLACE if level == PLACE else k
+
+
+def _entries(hits: list[Hit], level: str) -> list[Hit]:
+    return distinct_places(hits) if level == PLACE else hits

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
+from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
@@ -150,6 +151,12 @@ class MemoryParameters(ViewSettings):
         high=1e6,
     )
     input_queue_depth: int = setting(200, 'Keyframe subscription depth.', low=1, high=100_000)
+    max_places: int = setting(
+        DEFAULT_MAX_PLACES,
+        'Most named places memory keeps; storing a new name beyond it is refused.',
+        low=1,
+        high=MAX_PLACES_LIMIT,
+    )
     markers_max: int = setting(
         5000, 'Most keyframes drawn in RViz.', low=0, high=1_000_000, live=True
     )
@@ -185,6 +192,7 @@ class MemoryParameters(ViewSettings):
             image_limits=self.image_limits,
             captioner=captioner,
             caption_queue_size=caption.queue_size,
+            max_places=self.max_places,
         )
 
     def keyframe_rules(self) -> KeyframeRules:

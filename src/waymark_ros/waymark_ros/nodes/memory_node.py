@@ -37,7 +37,7 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from waymark.memory.entries import SEGMENT, Hit
+from waymark.memory.entries import PLACE, SEGMENT, Hit
 from waymark.memory.factory import load_models, open_memory
 from waymark.memory.ingest.admission import RefusedError, shown
 from waymark.memory.ingest.journal import KeyframeJournal
@@ -46,7 +46,7 @@ from waymark.memory.service import MemoryService
 from waymark.parameters.memory import MB, MemoryParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
-from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, StorePlace
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_from_msg
 from waymark_ros.ros.memory_markers import hit_markers, memory_markers
@@ -58,6 +58,7 @@ from waymark_ros.ros.memory_requests import (
 )
 from waymark_ros.ros.memory_status import diagnostic, memory_stats, startup_report
 from waymark_ros.ros.params import declare_settings
+from waymark_ros.ros.place_requests import answer_store_place
 from waymark_ros.ros.spin import run_node
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
@@ -99,6 +100,7 @@ class MemoryNode(LifecycleNode):
         self.create_service(SearchMemory, 'search_memory', self._on_search)
         self.create_service(ListSessions, 'list_sessions', self._on_list_sessions)
         self.create_service(DeleteSession, 'delete_session', self._on_delete_session)
+        self.create_service(StorePlace, 'store_place', self._on_store_place)
         latched = qos.latched()
         self._stats_publisher = self.create_lifecycle_publisher(String, 'memory/stats', latched)
         self._diagnostics = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -289,6 +291,15 @@ class MemoryNode(LifecycleNode):
             self._markers_dirty = True
         return response
 
+    def _on_store_place(self, request, response: StorePlace.Response):
+        if self._refused_inactive(response):
+            return response
+        rules, frame = self._limits.rules, self.params.map_frame
+        if answer_store_place(self._memory, rules, frame, request, response, self.counts):
+            self.get_logger().info(response.message)
+            self._markers_dirty = True
+        return response
+
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
         with self._status_lock:
@@ -315,7 +326,11 @@ class MemoryNode(LifecycleNode):
         if self._markers_dirty:
             self._markers_dirty = False
             store = self._memory.store
-            entries = store.search_time(0, most) + store.search_time(0, most, level=SEGMENT)
+            entries = [
+                *store.search_time(0, most),
+                *store.search_time(0, most, level=SEGMENT),
+                *store.search_time(0, most, level=PLACE),
+            ]
             records = [hit.record for hit in entries]
             self._markers.publish(memory_markers(records, frame, stamp, max_points=most))
         if self._last_hits is not None:

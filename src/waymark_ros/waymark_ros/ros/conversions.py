@@ -13,6 +13,7 @@ from sensor_msgs.msg import CameraInfo
 from waymark.geometry import Pose
 from waymark.memory.entries import (
     FRAME,
+    PLACE,
     SEGMENT,
     CameraModel,
     DepthSamples,
@@ -27,6 +28,7 @@ from waymark.memory.ingest.admission import (
     check_keyframe_input,
     check_stamp,
 )
+from waymark.memory.places import name_and_room, place_entry_id, place_text
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.store import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
@@ -159,12 +161,19 @@ def keyframe_from_msg(msg: KeyframeMsg, rules: KeyframeRules) -> Keyframe:
     )
 
 
+_HIT_KINDS = {
+    FRAME: MemoryHit.KIND_FRAME,
+    SEGMENT: MemoryHit.KIND_SEGMENT,
+    PLACE: MemoryHit.KIND_PLACE,
+}
+
+
 def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     record = hit.record
     msg = MemoryHit()
     msg.id = record.id
     msg.session = record.session
-    msg.kind = MemoryHit.KIND_SEGMENT if record.kind == SEGMENT else MemoryHit.KIND_FRAME
+    msg.kind = _HIT_KINDS[record.kind]
     msg.index = record.index
     msg.start_stamp = ns_to_stamp(record.stamp_ns)
     msg.end_stamp = ns_to_stamp(record.end_stamp_ns)
@@ -176,6 +185,10 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.text = record.text
     msg.image_ref = record.image_ref
     msg.sighting = sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES)
+    if record.kind == PLACE:
+        # A place is named by its name: the row that matched is memory's own business.
+        name = name_and_room(record)[0]
+        msg.id, msg.text = place_entry_id(name), name
     return msg
 
 
@@ -187,10 +200,10 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
     the start, or a non-finite pose marked valid. A hit whose pose is marked invalid gets
     a zero position, whatever numbers it carries. The OCR text size is not carried by the
     message and comes back as 0. A sighting that is too long or does not parse is dropped
-    (None): the hit still stands for its entry.
+    (None): the hit still stands for its entry. A place hit's id must be its name's, and
+    its room label (not carried) comes back empty.
     """
-    kinds = {MemoryHit.KIND_FRAME: FRAME, MemoryHit.KIND_SEGMENT: SEGMENT}
-    kind = kinds.get(msg.kind)
+    kind = {value: key for key, value in _HIT_KINDS.items()}.get(msg.kind)
     if kind is None:
         raise ValueError(f'memory hit {msg.id!r} has an unknown kind {msg.kind!r}')
     check_session_name(msg.session)
@@ -213,14 +226,15 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
         map_epoch=int(msg.map_epoch),
         pose_valid=bool(msg.pose_valid),
         image_ref=msg.image_ref,
-        text=msg.text,
+        text=place_text(msg.text, '') if kind == PLACE else msg.text,
         kind=kind,
-        end_ns=end if kind == SEGMENT else None,
+        end_ns=None if kind == FRAME else end,
         sighting=sighting_codec.decode(msg.sighting)
         if len(msg.sighting.encode('utf-8')) <= SIGHTING_MAX_BYTES
         else None,
     )
-    if msg.id and msg.id != record.id:
-        raise ValueError(f'memory hit id {msg.id!r} does not match its entry {record.id!r}')
+    expected = place_entry_id(msg.text) if kind == PLACE else record.id
+    if msg.id and msg.id != expected:
+        raise ValueError(f'memory hit id {msg.id!r} does not match its entry {expected!r}')
     score = float(msg.score)
     return Hit(record=record, score=score if math.isfinite(score) else 0.0, view=msg.view)

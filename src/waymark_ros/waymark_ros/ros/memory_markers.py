@@ -18,7 +18,8 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from waymark.geometry import quaternion_from_yaw
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit
+from waymark.memory.entries import FRAME, PLACE, SEGMENT, FrameRecord, Hit
+from waymark.memory.places import name_and_room
 
 # Time ramp of keyframes: old blue -> new orange. Red rises and blue falls monotonically,
 # so the order stays readable for colour-blind viewers too.
@@ -28,6 +29,7 @@ _LINE = ColorRGBA(r=0.8, g=0.8, b=0.8, a=0.6)
 _LABEL = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
 _BEST = (1.0, 0.85, 0.1)
 _WORST = (0.75, 0.2, 0.2)
+_PLACE = ColorRGBA(r=0.2, g=0.85, b=0.4, a=0.9)
 _LABEL_CHARS = 60
 
 
@@ -39,7 +41,8 @@ def memory_markers(
     max_points: int = 5000,
     max_labels: int = 100,
 ) -> MarkerArray:
-    """Trajectories, keyframes coloured by age, text labels and segments of `records`.
+    """Trajectories, keyframes coloured by age, text labels and segments of `records`,
+    and each named place (a place record's row 0) as a pin with its name.
 
     Frames with pose_valid=false are not drawn and break the trajectory, as do changes of
     session or map epoch: a line across them would join points of unrelated maps. Beyond
@@ -82,6 +85,15 @@ def memory_markers(
     texts = [r for r in frames if r.pose_valid and r.text][-max_labels:] if max_labels > 0 else []
     for marker_id, record in enumerate(texts):
         markers.append(_text(header, 'text', marker_id, _point(record, 0.4), record.text))
+    places = sorted((r for r in records if r.kind == PLACE and r.index == 0), key=_time_order)
+    for marker_id, record in enumerate(places):
+        pin = _marker(header, 'places', marker_id, Marker.CYLINDER)
+        pin.pose.position = _point(record, 0.25)
+        pin.scale.x = pin.scale.y = 0.25
+        pin.scale.z = 0.5
+        pin.color = _PLACE
+        label = _text(header, 'place_names', marker_id, _point(record, 0.8), _shown(record))
+        markers += [pin, label]
     return MarkerArray(markers=markers)
 
 
@@ -113,13 +125,18 @@ def hit_markers(hits: Sequence[Hit], frame_id: str, stamp: Time, query: str) -> 
         arrow.color = colour
         text = f'#{rank} {hit.score:.2f} {hit.view}'
         if record.text:
-            text += f': {record.text}'
+            text += f': {_shown(record)}'
         label = _text(header, 'hits', next(ids), _point(record, 0.6), text)
         markers += [sphere, arrow, label]
     if query and valid:
         position = _point(valid[0][1].record, 1.0)
         markers.append(_text(header, 'hits', next(ids), position, f'query: {query}'))
     return MarkerArray(markers=markers)
+
+
+def _shown(record: FrameRecord) -> str:
+    """The text to label a record with: a place's name, an entry's reading."""
+    return name_and_room(record)[0] if record.kind == PLACE else record.text
 
 
 def _time_order(record: FrameRecord) -> tuple[int, str, int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from waymark.memory.entries import FRAME, LEVELS, Hit
+from waymark.memory.entries import FRAME, LEVELS, PLACE, Hit
 from waymark.memory.ingest.admission import (
     RefusedError,
     SearchRules,
@@ -74,6 +74,8 @@ def answer_search(
 
 
 def count(memory: MemoryService, sessions: list[str] | None, level: str) -> int:
+    if level == PLACE:
+        return len(memory.places.places())
     if not sessions:
         return memory.store.count(level=level)
     return sum(memory.store.count(session, level=level) for session in set(sessions))
@@ -85,8 +87,8 @@ def search(
     """The search the request's mode names; ValueError (or RefusedError) when the request
     is malformed or over a limit."""
     mode, level = request.mode, request.level or FRAME
-    if level not in LEVELS:
-        raise ValueError(f'unknown level {level!r}; use frame or segment')
+    if level not in (*LEVELS, PLACE):
+        raise ValueError(f'unknown level {level!r}; use frame, segment or place')
     views = list(request.views) or None
     check_search_text(rules, request.text)
     if mode == Request.MODE_TEXT:

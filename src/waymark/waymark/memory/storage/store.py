@@ -1,10 +1,10 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Memory entries kept durably in Milvus and searched through in-process indexes.
 
-Two levels of entries, frames and segments, each with a records collection (time, pose,
-text as scalars) and one collection per embedding view keyed by the entry id: a view row
-exists only where the view has content, and a view can be added later (captions arrive
-after their segment) without touching the records.
+Three levels of entries (frames, segments, the rows of named places), each with a records
+collection (time, pose, text as scalars) and one collection per embedding view keyed by the
+entry id: a view row exists only where the view has content, and a view can be added later
+(captions arrive after their segment) without touching the records.
 
 Milvus is the source of truth; every write goes there first. Searches are answered by a
 RecordTable and one VectorIndex per view, filled from Milvus when the store opens and
@@ -36,6 +36,7 @@ from pymilvus import DataType, MilvusClient, MilvusException
 from waymark.memory.entries import (
     FRAME,
     LEVELS,
+    PLACE,
     SEGMENT,
     FrameRecord,
     Hit,
@@ -199,12 +200,14 @@ class MemoryStore:
         segment_views: Mapping[str, int] | None = None,
         index_params: IndexParams | None = None,
         index_dir: str | os.PathLike | None = None,
+        place_views: Mapping[str, int] | None = None,
     ) -> None:
         segment_views = dict(segment_views or {})
-        for name in [prefix, *views, *segment_views]:
+        place_views = dict(place_views or {})
+        for name in [prefix, *views, *segment_views, *place_views]:
             if not _NAME.fullmatch(name):
                 raise ValueError(f'invalid collection name part {name!r}: letters, digits, "_"')
-        for name, dim in [*views.items(), *segment_views.items()]:
+        for name, dim in [*views.items(), *segment_views.items(), *place_views.items()]:
             if not 1 <= int(dim) <= 32768:
                 raise ValueError(f'view {name!r}: dim must be in [1, 32768], got {dim}')
         if max_k < 1:
@@ -215,6 +218,9 @@ class MemoryStore:
         self._levels = {
             FRAME: _level(f'{prefix}_frames', f'{prefix}_view', views, params),
             SEGMENT: _level(f'{prefix}_segments', f'{prefix}_segview', segment_views, params),
+            # Collections of their own, created on first open: older memories open as they
+            # were, with no place yet.
+            PLACE: _level(f'{prefix}_places', f'{prefix}_placeview', place_views, params),
         }
         self._lite_path = _lite_path(uri)
         if index_dir is None and self._lite_path is not None:
@@ -356,15 +362,19 @@ class MemoryStore:
             with self._local_lock:
                 _index_rows(store_level.indexes[view], prepared)
 
-    def delete_session(self, session: str) -> dict[str, list[FrameRecord]]:
-        """Remove a session's entries and views from every level; returns what was removed
-        (so the caller can delete its images). An unknown session removes nothing."""
+    def delete_session(
+        self, session: str, levels: Sequence[str] = LEVELS
+    ) -> dict[str, list[FrameRecord]]:
+        """Remove a session's entries and views from `levels` (frames and segments unless
+        told); returns what was removed (so the caller can delete its images). An unknown
+        session removes nothing."""
         if not is_session_name(session):
             raise ValueError(f'invalid session name {session!r}')
         expression = f'session == {json.dumps(session)}'
         removed = {}
+        chosen = {name: self._level(name) for name in levels}
         with self._write_lock:
-            for name, level in self._levels.items():
+            for name, level in chosen.items():
                 for collection in [*level.views.values(), level.records]:
                     self._client.delete(collection, filter=expression)
                 with self._local_lock:
@@ -550,9 +560,9 @@ class MemoryStore:
         return refs
 
     @_locked
-    def sessions(self) -> list[str]:
-        """Names of the sessions in memory, sorted."""
-        return self._levels[FRAME].table.sessions()
+    def sessions(self, level: str = FRAME) -> list[str]:
+        """Names of the sessions with entries at `level`, sorted."""
+        return self._level(level).table.sessions()
 
     @_locked
     def summary(self, session: str, level: str = FRAME) -> SessionSummary:
@@ -567,7 +577,7 @@ class MemoryStore:
 
     def _level(self, level: str) -> _Level:
         if level not in self._levels:
-            raise ValueError(f'unknown level {level!r}; expected one of {LEVELS}')
+            raise ValueError(f'unknown level {level!r}; expected one of {tuple(self._levels)}')
         return self._levels[level]
 
     def _k(self, k: int) -> int:
