@@ -29,7 +29,7 @@ import numpy as np
 
 from waymark.evaluation.task_geometry import CAMERA_HEIGHT_M, HFOV_DEG, FreeSpace
 from waymark.evaluation.task_scoring import TaskOutcome
-from waymark.evaluation.task_sequences import StepKind, TaskSequence
+from waymark.evaluation.task_sequences import SequenceStep, StepKind, TaskSequence
 from waymark.geometry import Pose
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
@@ -54,6 +54,7 @@ from waymark.tasks.attempts import (
     RecallResult,
     RunGoal,
 )
+from waymark.tasks.house_notes import HouseNotesReader
 from waymark.tasks.judge import Judge
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import Budget
@@ -459,7 +460,7 @@ class FlowRun:
     records: list[TaskRecord]
 
 
-def _goal(step, photos: dict[str, bytes]) -> RunGoal:
+def _goal(step: SequenceStep, photos: dict[str, bytes]) -> RunGoal:
     if step.kind is StepKind.PHOTO:
         return RunGoal(TaskGoal(GoalModality.PHOTO, photo_ref=step.image), photos[step.image])
     if step.kind is StepKind.PLACE:
@@ -467,7 +468,7 @@ def _goal(step, photos: dict[str, bytes]) -> RunGoal:
     return RunGoal(TaskGoal(GoalModality.TEXT, step.goal))
 
 
-def _mark(book: PlaceBook, step, clock: SimClock) -> None:
+def _mark(book: PlaceBook, step: SequenceStep, clock: SimClock) -> None:
     x, y, yaw = step.pose
     book.mark(
         step.place, PlacePose(x, y, yaw), floor=0, epoch=(TASK_SESSION, 0), stamp_ns=clock.time_ns()
@@ -478,7 +479,7 @@ def run_task_layer(
     setting: Setting,
     sequence: TaskSequence,
     folder: Path,
-    notes=None,
+    notes: HouseNotesReader | None = None,
 ) -> FlowRun:
     """The sequence through the task runner; `folder` holds its ledger and places."""
     clock = SimClock(setting.origin_ns)
