@@ -31,6 +31,10 @@ COMMANDS = {
     'suite': Command(
         'waymark.evaluation.suite', 'the standard benchmark: every world size and seed, one table'
     ),
+    'task-eval': Command(
+        'waymark.evaluation.task_cli',
+        'chained tasks in generated worlds: task layer vs single shot',
+    ),
     'bench': Command('waymark.benchmarks.cli', 'ingest, search, storage and planner benchmarks'),
     'tasks': Command('waymark.tasks.cli', 'read the task ledger, rewrite or print the house notes'),
 }

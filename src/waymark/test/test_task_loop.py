@@ -1,0 +1,172 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The closed-loop task evaluation: the simulated clock, the sim base's drive, and one
+short sequence run end to end through the task runner and single-shot in two hand-built
+rooms (one BANK sign on the east room's far wall), with real OCR and embeddings."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from waymark.evaluation.task_geometry import FreeSpace
+from waymark.evaluation.task_loop import (
+    MemoryRecall,
+    Setting,
+    SimBase,
+    SimClock,
+    SimParams,
+    build_tour_memory,
+    run_single_shot,
+    run_task_layer,
+)
+from waymark.evaluation.task_scoring import TaskScorer
+from waymark.evaluation.task_sequences import SequenceStep, StepKind, TaskSequence
+from waymark.geometry import Pose
+from waymark.localisation.params import LocalisationParams
+from waymark.memory.views.registry import ViewSettings
+from waymark.sim.world import Room, World, jambs, make_doorway, place_sign, room_faces
+from waymark.tasks.attempts import DriveOutcome, RecallQuery, RunGoal
+from waymark.tasks.judge import OcrJudge
+from waymark.tasks.outcomes import LedgerStatus
+from waymark.tasks.records import GoalModality, TaskGoal
+
+START = (2.5, 4.0, 0.0)
+
+
+def _two_rooms() -> World:
+    west, east = Room('west', 0.0, 0.0, 5.0, 5.0), Room('east', 5.0, 0.0, 10.0, 5.0)
+    door = make_doorway(('west', 'east'), (5.0, 1.0), horizontal=False)
+    walls = [w for room in (west, east) for w in room_faces(room, [door], (150, 150, 150))]
+    walls += jambs(door)
+    sign = place_sign(np.random.default_rng(0), 'BANK', 'east', (10.0, 3.5), math.pi)
+    return World('two-rooms', 0, (west, east), (door,), tuple(walls), (sign,), size='test')
+
+
+@pytest.fixture(scope='module')
+def rooms():
+    world = _two_rooms()
+    return world, FreeSpace(world)
+
+
+def _base(rooms, params: SimParams | None = None) -> tuple[SimBase, SimClock]:
+    world, space = rooms
+    clock = SimClock(origin_ns=1_000)
+    return SimBase(world, space, clock, START, params), clock
+
+
+def test_clock_moves_only_when_advanced():
+    clock = SimClock(origin_ns=5)
+    assert (clock.monotonic(), clock.time_ns()) == (0.0, 5)
+    clock.advance(1.5)
+    assert clock.monotonic() == 1.5 and clock.time_ns() == 5 + 1_500_000_000
+    for bad in (-1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match='forward'):
+            clock.advance(bad)
+    assert clock.monotonic() == 1.5
+
+
+def test_drive_through_the_door_takes_simulated_time(rooms):
+    base, clock = _base(rooms, SimParams(speed_mps=0.5))
+    goal = Pose.from_xyz_yaw(7.0, 3.5, 0.0, 0.0)
+    result = base.drive(goal, deadline=1_000.0, cancel=threading.Event())
+    assert result.outcome is DriveOutcome.REACHED
+    # The wall between the rooms has its door near the south wall: the way bends round it.
+    assert result.distance_m > math.dist(START[:2], (7.0, 3.5)) + 0.5
+    assert clock.monotonic() == pytest.approx(result.distance_m / 0.5)
+    assert math.dist((base.x, base.y), (7.0, 3.5)) < 0.1 and base.yaw == 0.0
+    assert base.frames_since(0) >= int(result.distance_m) - 1
+    assert base.signals().first_visit  # nothing was explored before this drive
+
+
+def test_drive_stops_at_the_deadline_with_what_it_drove(rooms):
+    base, clock = _base(rooms, SimParams(speed_mps=0.5))
+    goal = Pose.from_xyz_yaw(7.0, 3.5, 0.0, 0.0)
+    result = base.drive(goal, deadline=4.0, cancel=threading.Event())
+    assert result.outcome is DriveOutcome.FAILED
+    assert result.distance_m == pytest.approx(2.0)
+    assert clock.monotonic() == pytest.approx(4.0)
+
+
+def test_drive_refuses_goals_the_map_rules_out(rooms):
+    base, clock = _base(rooms, SimParams(goal_tolerance_m=0.0))
+    for x, y, why in ((20.0, 2.0, 'no free ground'), (5.0, 4.0, 'no free ground')):
+        result = base.drive(Pose.from_xyz_yaw(x, y, 0.0, 0.0), 100.0, threading.Event())
+        assert result.outcome is DriveOutcome.REFUSED and why in result.message
+        assert result.distance_m == 0.0
+    assert (base.x, base.y) == START[:2] and clock.monotonic() == 0.0
+    cancel = threading.Event()
+    cancel.set()
+    result = base.drive(Pose.from_xyz_yaw(7.0, 3.5, 0.0, 0.0), 100.0, cancel)
+    assert result.outcome is DriveOutcome.CANCELED
+
+
+def test_stop_views_turn_a_full_circle(rooms):
+    base, clock = _base(rooms, SimParams(turn_s_per_view=2.0, view_width=64, view_height=48))
+    views = base.stop_views(4, deadline=100.0)
+    headings = [view.heading for view in views]
+    assert headings == pytest.approx([0.0, math.pi / 2, math.pi, 3 * math.pi / 2])
+    assert clock.monotonic() == pytest.approx(8.0)
+    assert base.stops == [START]
+    assert len(base.stop_views(4, deadline=clock.monotonic() + 5.0)) == 2  # 2 s a view
+
+
+@pytest.fixture(scope='module')
+def setting(rooms, tmp_path_factory, text_reader):
+    world, space = rooms
+    folder = tmp_path_factory.mktemp('task_loop')
+    settings = ViewSettings(text_model='default', image_model='')
+    memory = build_tour_memory(world, folder / 'memory', settings, rate_hz=0.5)
+    # A metre from this wall sign the camera looks under it: stand two metres off.
+    yield Setting(
+        world, space, memory, OcrJudge(text_reader), photos={}, explored=[START[:2]],
+        localisation=LocalisationParams(standoff_m=2.0),
+    )  # fmt: skip
+    memory.store.close()
+
+
+def test_recall_honours_exclusions(setting):
+    clock = SimClock()
+    recall = MemoryRecall(setting.memory, setting.space, clock)
+    goal = RunGoal(TaskGoal(GoalModality.TEXT, 'go to the bank sign'))
+    query = RecallQuery(goal, Pose.from_xyz_yaw(*START[:2], 0.0, 0.0), max_candidates=3)
+    found = recall.recall(query, 100.0).candidates
+    assert found and clock.monotonic() > 0.0
+    assert math.dist(found[0].target, (10.0, 3.5)) < 2.0  # memory read the sign
+    again = RecallQuery(
+        goal, query.origin, 3, excluded_positions=(found[0].target,), exclusion_radius_m=3.0
+    )
+    assert all(
+        math.dist(c.target, found[0].target) > 3.0 for c in recall.recall(again, 100.0).candidates
+    )
+
+
+def test_a_short_sequence_runs_end_to_end(setting, tmp_path):
+    sequence = TaskSequence(
+        id='two-rooms-s0', world='two-rooms', world_seed=0, size='test', seed=0, start=START,
+        steps=[
+            SequenceStep(kind=StepKind.SIGN, goal='go to the bank sign', target='sign-0'),
+            SequenceStep(kind=StepKind.MARK, place='dock', pose=(2.0, 2.0, 0.0)),
+            SequenceStep(kind=StepKind.PLACE, goal='go to the dock', place='dock'),
+            SequenceStep(kind=StepKind.SIGN, goal='find the bank sign', target='sign-0'),
+        ],
+    )  # fmt: skip
+    scorer = TaskScorer(setting.world, space=setting.space)
+    layer = run_task_layer(setting, sequence, tmp_path / 'layer')
+    assert len(layer.records) == len(layer.outcomes) == 3
+    assert [r.goal.modality for r in layer.records] == [
+        GoalModality.TEXT, GoalModality.PLACE, GoalModality.TEXT
+    ]  # fmt: skip
+    run = scorer.score_run(sequence, layer.outcomes)
+    sign, dock, again = run.tasks
+    assert sign.success and layer.records[0].status is LedgerStatus.CERTIFIED
+    assert dock.success  # the stop is where the place was marked, whatever the judge says
+    assert again.revisit and again.success
+    # The robot was brought to the dock to mark it, so only the signs cost a drive.
+    assert sign.path_m > 0.0 and dock.path_m == 0.0 and again.path_m > 0.0
+    single = run_single_shot(setting, sequence, tmp_path / 'single')
+    assert single.records == [] and len(single.outcomes) == 3
+    assert all(len(outcome.stop_headings) == 1 for outcome in single.outcomes if outcome.stop)
+    scorer.score_run(sequence, single.outcomes)  # the same sequence scores both flows
