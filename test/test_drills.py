@@ -1,9 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The fault drills of `python -m waymark_ros.tools.drill`, reduced to fit CI: one kill -9 per
 node during a short replay, two questions per LLM fault, the refused goals, the bad
-inputs and the safety chain's stops while driving, each on a fresh stack. A drill passes
-only with nothing lost, nothing answered wrongly, every request answered and every node
-alive at the end.
+inputs, the safety chain's stops while driving and a task node killed mid-task, each on
+a fresh stack. A drill passes only with nothing lost, nothing answered wrongly, every
+request answered and every node alive at the end.
 
 """
 
@@ -60,3 +60,7 @@ def test_bad_inputs_get_a_clear_error_and_lose_nothing(tmp_path):
 )
 def test_the_base_stops_in_time_when_the_chain_breaks_while_driving(name, tmp_path):
     drill(name, tmp_path)
+
+
+def test_a_task_cut_short_by_kill_9_is_recorded_interrupted_and_the_next_one_runs(tmp_path):
+    drill('kill-task-node-mid-task', tmp_path)

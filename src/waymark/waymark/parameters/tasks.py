@@ -55,7 +55,11 @@ class ActionParameters:
     ask: str = setting('ask', "reasoner_node's Ask action (recall).")
     go_to: str = setting('go_to', "navigator_node's GoTo action (drives and stop turns).")
     server_wait_s: float = setting(
-        5.0, 'Longest wait for an action server to be found.', low=0.1, high=120.0
+        5.0,
+        'Longest wait for an action server to be found, and for one that vanished while '
+        'its goal ran to come back before that goal counts as lost.',
+        low=0.1,
+        high=120.0,
     )
     accept_wait_s: float = setting(
         5.0, 'Longest wait for a goal to be accepted.', low=0.1, high=120.0

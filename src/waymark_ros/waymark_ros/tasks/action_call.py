@@ -4,7 +4,9 @@
 The runner calls its parts synchronously from the RunTask goal's thread; the action
 client's futures are completed by the node's other executor threads. A goal still
 running when its deadline passes or the task is canceled is canceled here, so nothing
-keeps moving on behalf of a task that has ended.
+keeps moving on behalf of a task that has ended. A server that vanishes while its goal
+runs (its node died) ends the wait once it has been gone for the server wait: the result
+it owed will never come, and the task should not sit out its whole deadline.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class ActionWaits:
 @dataclass(frozen=True)
 class ActionOutcome:
     """How a goal ended: `result` is None when it was rejected or its result never came;
-    `stopped` says whether it was cut short ('cancel', 'deadline' or '')."""
+    `stopped` says whether it was cut short ('cancel', 'deadline', 'server lost' or '')."""
 
     accepted: bool
     result: Any = None
@@ -64,11 +66,19 @@ def call_action(
         return ActionOutcome(accepted=False)
     result = handle.get_result_async()
     stopped = ''
+    lost_since: float | None = None
     while not result.done():
+        now = time.monotonic()
+        if client.server_is_ready():
+            lost_since = None
+        elif lost_since is None:
+            lost_since = now
         if cancel is not None and cancel.is_set():
             stopped = 'cancel'
-        elif time.monotonic() >= deadline:
+        elif now >= deadline:
             stopped = 'deadline'
+        elif lost_since is not None and now - lost_since >= waits.server_wait_s:
+            stopped = 'server lost'
         if stopped:
             canceling = handle.cancel_goal_async()
             _wait(canceling, waits.cancel_wait_s)

@@ -61,6 +61,8 @@ class GoToDrive:
             return DriveResult(DriveOutcome.CANCELED, distance, 'the task was canceled')
         if outcome.stopped == 'deadline':
             return DriveResult(DriveOutcome.FAILED, distance, 'the drive ran past its deadline')
+        if outcome.stopped == 'server lost':
+            return DriveResult(DriveOutcome.FAILED, distance, 'the navigator went away mid-drive')
         if outcome.result is None:
             return DriveResult(DriveOutcome.FAILED, distance, 'the navigator sent no result')
         result = outcome.result

@@ -18,7 +18,7 @@ from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
 from std_msgs.msg import String
 
-from waymark_interfaces.action import GoTo
+from waymark_interfaces.action import GoTo, RunTask
 from waymark_ros.ros import qos
 from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
 
@@ -44,6 +44,7 @@ REQUESTS = {
     'memory_node': 'rq/search_memoryRequest',
     'reasoner_node': 'rq/queryRequest',
     'navigator_node': 'rq/go_to/_action/send_goalRequest',
+    'task_node': 'rq/run_task/_action/send_goalRequest',
 }
 
 
@@ -88,6 +89,7 @@ class Stack:
         # Made before the executor spins: an action client added while it iterates the
         # node's waitables can be seen half-built, which kills the spinning thread.
         self._go_to = ActionClient(self.node, GoTo, 'go_to')
+        self._run_task = ActionClient(self.node, RunTask, 'run_task')
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
@@ -218,11 +220,36 @@ class Stack:
         # The status tells a real result from a default one left by an aborted goal.
         return outcome, f'{status}: {answer.result.message!r}'
 
+    def run_task(
+        self, goal: RunTask.Goal, timeout_s: float, on_feedback: Callable[[RunTask.Feedback], None]
+    ) -> tuple[str, RunTask.Result | None]:
+        """('ended', result) | ('rejected' | 'unanswered', None); feedback as it comes."""
+        client = self._run_task
+        if not client.wait_for_server(timeout_sec=timeout_s):
+            return 'unanswered', None
+        time.sleep(MATCH_SETTLE_S)
+        deadline = time.monotonic() + timeout_s
+        sent = client.send_goal_async(goal, lambda msg: on_feedback(msg.feedback))
+        while not sent.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not sent.done():
+            return 'unanswered', None
+        handle = sent.result()
+        if not handle.accepted:
+            return 'rejected', None
+        result = handle.get_result_async()
+        while not result.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not result.done():
+            return 'unanswered', None
+        return 'ended', result.result().result
+
     def close(self) -> None:
         for node in reversed(list(self.nodes.values())):
             stop_node(node, timeout_s=20.0)
         self.executor.shutdown()
         self._go_to.destroy()
+        self._run_task.destroy()
         self.node.destroy_node()
         self.context.try_shutdown()
         self._thread.join(timeout=5.0)
