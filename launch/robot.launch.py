@@ -1,5 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""waymark on the robot: capture, memory, reasoner and navigator, with presets as arguments.
+"""waymark on the robot: capture, memory, reasoner, navigator, safety and tasks, with presets
+as arguments.
 
     ros2 launch waymark_ros robot.launch.py camera:=zed2i odometry:=fast_lio_mid360 \\
         models:=orin_nx llm_base_url:=http://192.168.123.20:8000/v1 backend:=nav2

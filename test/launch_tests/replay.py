@@ -42,6 +42,8 @@ def own_parameters() -> dict:
     reasoner = parameters.setdefault('/**/reasoner_node', {}).setdefault('ros__parameters', {})
     reasoner['memory'] = {'data_dir': str(SCRATCH / 'memory')}
     reasoner['traces'] = {'dir': str(SCRATCH / 'traces')}
+    task = parameters.setdefault('/**/task_node', {}).setdefault('ros__parameters', {})
+    task['data_dir'] = str(SCRATCH / 'tasks')
     return parameters
 
 

@@ -40,8 +40,13 @@ WAIT_S = 240.0  # longest wait for one thing; nodes start slowly on a busy machi
 SERVICES = {
     'memory_node': ('search_memory', 'list_sessions', 'delete_session'),
     'reasoner_node': ('query',),
+    'task_node': ('mark', 'list_tasks', 'get_task', 'consolidate'),
 }
-ACTIONS = {'reasoner_node': ('ask',), 'navigator_node': ('go_to', 'explore')}
+ACTIONS = {
+    'reasoner_node': ('ask',),
+    'navigator_node': ('go_to', 'explore'),
+    'task_node': ('run_task',),
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ def own_parameters(namespace: str) -> dict:
                 'traces': {'dir': str(folder / 'traces')},
             }
         },
+        '/**/task_node': {'ros__parameters': {'data_dir': str(folder / 'tasks')}},
     }
 
 

@@ -13,6 +13,7 @@ from waymark.parameters.common import POSE_TYPES
 from waymark.settings import setting
 from waymark.tasks.checks import CheckSwitches
 from waymark.tasks.consolidation import ConsolidationConfig
+from waymark.tasks.coverage import DEFAULT_CELL_M, DEFAULT_MAX_CELLS, MAX_CELLS_CAP, CoverageParams
 from waymark.tasks.judge import OcrJudgeConfig, VlmJudgeConfig
 from waymark.tasks.outcomes import Budget
 from waymark.tasks.runner import MAX_ATTEMPTS_CAP, MAX_CANDIDATES_CAP, RunnerParams
@@ -48,6 +49,39 @@ class InputParameters:
     frame_ring_length: int = setting(
         120, 'Camera frames kept for the judge, newest last.', low=4, high=10_000
     )
+
+
+@dataclass(frozen=True)
+class MarkParameters:
+    radius_m: float = setting(
+        1.0,
+        'A mark keeps recent camera frames taken within this distance of the current position '
+        '(the latest per heading bucket, at most four).',
+        low=0.0,
+        high=20.0,
+    )
+    max_age_s: float = setting(
+        30.0, 'A mark keeps camera frames at most this old.', low=0.1, high=3600.0
+    )
+
+
+@dataclass(frozen=True)
+class CoverageParameters:
+    cell_m: float = setting(
+        DEFAULT_CELL_M,
+        'Grid cell of the explored area and of first visits (recovery signals).',
+        low=0.05,
+        high=10.0,
+    )
+    max_cells: int = setting(
+        DEFAULT_MAX_CELLS,
+        'Most cells kept; past it the explored area stops growing.',
+        low=1,
+        high=MAX_CELLS_CAP,
+    )
+
+    def params(self) -> CoverageParams:
+        return CoverageParams(self.cell_m, self.max_cells)
 
 
 @dataclass(frozen=True)
@@ -175,6 +209,8 @@ class TaskNodeParameters:
     )
     inputs: InputParameters = field(default_factory=InputParameters)
     actions: ActionParameters = field(default_factory=ActionParameters)
+    mark: MarkParameters = field(default_factory=MarkParameters)
+    coverage: CoverageParameters = field(default_factory=CoverageParameters)
     budget: BudgetParameters = field(default_factory=BudgetParameters)
     runner: RunnerParameters = field(default_factory=RunnerParameters)
     judge: JudgeParameters = field(default_factory=JudgeParameters)

@@ -6,7 +6,8 @@ recall over reasoner_node's Ask, drives and stop turns over navigator_node's GoT
 from the camera, a judge (`ocr` here, `vlm` on the robot), and a record in the ledger
 whatever happens. One task runs at a time: a goal that arrives meanwhile, or one that
 does not check out, is answered STATUS_REFUSED with the reason and nothing is recorded.
-`mark` names the place at the current pose with the latest camera view; `list_tasks` and
+`mark` names the place at the current pose with its recent camera views (the latest per
+heading bucket among frames taken nearby); `list_tasks` and
 `get_task` read the ledger; `consolidate` rewrites the house notes (mechanically without
 a consolidation model). At start a task cut short by a crash is recorded as interrupted.
 
@@ -41,6 +42,7 @@ from waymark.tasks.outcomes import Budget, Spent, TerminationReason
 from waymark.tasks.places import PlaceBook, PlacePose, PlaceView
 from waymark.tasks.records import GoalModality, RecordFormatError, TaskGoal
 from waymark.tasks.runner import BudgetLeft, Feedback, TaskRunner
+from waymark.tasks.stop_views import StopView
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.ros import qos
@@ -90,7 +92,7 @@ class TaskNode(Node):
         )
         clients = ReentrantCallbackGroup()
         inputs = params.inputs
-        self._track = PoseTrack(params.map_frame, inputs.pose_timeout_s)
+        self._track = PoseTrack(params.map_frame, inputs.pose_timeout_s, params.coverage.params())
         drive = GoToDrive(
             self, params.actions.go_to, waits, self._track.odometer, params.map_frame, clients
         )
@@ -220,6 +222,7 @@ class TaskNode(Node):
             target=_watch_cancel, args=(handle, cancel, stop_watching), daemon=True
         )
         watcher.start()
+        self._body.begin_task()
         try:
             record = self._runner.run(goal, budget, on_feedback, cancel)
         finally:
@@ -257,14 +260,13 @@ class TaskNode(Node):
             pose = self._track.current()
             x, y, _ = pose.position
             where = PlacePose(x, y, pose.yaw)
-            views = []
-            frame = self._body.latest_frame()
             stamp = time.time_ns()
-            if frame is not None:
-                ref = f'place_views/{hashlib.sha256(frame.image).hexdigest()[:24]}.jpg'
-                (self._root / 'place_views').mkdir(exist_ok=True)
-                (self._root / ref).write_bytes(frame.image)
-                views.append(PlaceView(ref, frame.heading, where, frame.stamp_ns))
+            views = [
+                self._keep_view(frame, where)
+                for frame in self._body.place_views(
+                    self._params.mark.radius_m, self._params.mark.max_age_s
+                )
+            ]
             replaced = request.name in self._places
             place = self._places.mark(
                 request.name, where, views, floor=0, epoch=epoch, stamp_ns=stamp
@@ -280,6 +282,16 @@ class TaskNode(Node):
         response.views = len(place.views)
         response.replaced = replaced
         return response
+
+    def _keep_view(self, frame: StopView, where: PlacePose) -> PlaceView:
+        """The frame's image stored under the task folder, as a view of the place."""
+        ref = f'place_views/{hashlib.sha256(frame.image).hexdigest()[:24]}.jpg'
+        (self._root / 'place_views').mkdir(exist_ok=True)
+        (self._root / ref).write_bytes(frame.image)
+        if frame.pose is not None:
+            x, y, _ = frame.pose.position
+            where = PlacePose(x, y, frame.pose.yaw)
+        return PlaceView(ref, frame.heading, where, frame.stamp_ns)
 
     def _on_list(self, request: ListTasks.Request, response: ListTasks.Response):
         limit = min(int(request.limit) or MAX_LIST_LIMIT, MAX_LIST_LIMIT)

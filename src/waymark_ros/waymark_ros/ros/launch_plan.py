@@ -15,8 +15,16 @@ from pathlib import Path
 
 import yaml
 
-# safety_node stands between navigator_node (cmd_vel_nav) and the base (cmd_vel).
-NODES = ('capture_node', 'memory_node', 'reasoner_node', 'navigator_node', 'safety_node')
+# safety_node stands between navigator_node (cmd_vel_nav) and the base (cmd_vel); task_node
+# runs tasks over reasoner_node's Ask and navigator_node's GoTo.
+NODES = (
+    'capture_node',
+    'memory_node',
+    'reasoner_node',
+    'navigator_node',
+    'safety_node',
+    'task_node',
+)
 MODEL_PRESETS = ('workstation', 'orin_nx')
 NO_ODOMETRY = 'none'  # poses from the camera preset
 # DDS defaults of a launch when the environment sets none: not the domain every other ROS
@@ -97,6 +105,7 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
         'reasoner_node': reasoner,
         'navigator_node': {'backend': arguments['backend']},
         'safety_node': {},
+        'task_node': {},
     }
     for parameters in overrides.values():
         parameters['use_sim_time'] = use_sim_time

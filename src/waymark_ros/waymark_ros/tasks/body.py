@@ -8,9 +8,11 @@ frame that arrives is the view; a turn the navigator does not complete gives no 
 Camera frames are also kept, at most one per `frame_period_s`, in a ring of
 `ring_length`, for the judge's earlier frames.
 
-What is not measured here is reported as such: no explored area (0) and no first-visit
-signal; tracking counts as lost when the pose is older than the track's timeout. Before
-capture_node has reported a map epoch, poses are given as of epoch 0.
+Recovery signals are measured on the pose track: the explored area is that of the grid
+cells the track has passed through since the node started, a first visit is a current
+cell the track had not entered before the task began (`begin_task`), and tracking counts
+as lost when the pose is older than the track's timeout. Before capture_node has reported
+a map epoch, poses are given as of epoch 0.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sensor_msgs.msg import CompressedImage
 
 from waymark.geometry import Pose
 from waymark.tasks.attempts import BodyPose, BodySignals, DriveOutcome
-from waymark.tasks.stop_views import StopView
+from waymark.tasks.stop_views import HEADING_BUCKETS, StopView, latest_per_bucket
 from waymark_ros.tasks.drive import GoToDrive
 from waymark_ros.tasks.pose_track import PoseTrack
 
@@ -42,6 +44,7 @@ class RosBody:
         self._lock = threading.Lock()
         self._frames: deque[StopView] = deque(maxlen=ring_length)
         self._latest: StopView | None = None
+        self._task_mark = 0  # the track's coverage mark when the current task began
 
     def on_image(self, msg: CompressedImage) -> None:
         """Frames taken while the pose is unknown have no heading and are dropped."""
@@ -54,6 +57,29 @@ class RosBody:
             last = self._frames[-1].stamp_ns if self._frames else 0
             if view.stamp_ns - last >= self._frame_period_ns:
                 self._frames.append(view)
+
+    def place_views(self, radius_m: float, max_age_s: float) -> list[StopView]:
+        """The views of the place the base stands at, for a mark: of the recent frames taken
+        within `radius_m` of the current position and at most `max_age_s` ago, the latest
+        per heading bucket (at most four, in the order taken)."""
+        x, y, _ = self._track.current().position
+        since_ns = time.time_ns() - int(max_age_s * 1e9)
+        with self._lock:
+            frames = list(self._frames)
+            if self._latest is not None and (not frames or frames[-1] is not self._latest):
+                frames.append(self._latest)
+        near = [
+            view
+            for view in frames
+            if view.stamp_ns >= since_ns
+            and view.pose is not None
+            and math.dist(view.pose.position[:2], (x, y)) <= radius_m
+        ]
+        return latest_per_bucket(near, HEADING_BUCKETS)
+
+    def begin_task(self) -> None:
+        """Ground covered from now on is new to the task that begins."""
+        self._task_mark = self._track.coverage_mark()
 
     def latest_frame(self) -> StopView | None:
         with self._lock:
@@ -97,7 +123,12 @@ class RosBody:
             return sum(1 for view in self._frames if view.stamp_ns >= since_ns)
 
     def signals(self) -> BodySignals:
-        return BodySignals(tracking_lost=self._track.fresh() is None)
+        pose = self._track.fresh()
+        return BodySignals(
+            explored_area_m2=self._track.explored_area_m2(),
+            tracking_lost=pose is None,
+            first_visit=pose is not None and self._track.first_visit(pose, self._task_mark),
+        )
 
     def _next_frame(self, after_ns: int, deadline: float) -> StopView | None:
         while time.monotonic() < deadline:

@@ -1,6 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The base's latest pose, the path length it has moved and the current map epoch, from
-the pose topic and capture_node's stats; shared by the drive (distance) and the body."""
+"""The base's latest pose, the path length it has moved, the ground its track has covered
+and the current map epoch, from the pose topic and capture_node's stats; shared by the
+drive (distance) and the body (pose, recovery signals)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from std_msgs.msg import Header, String
 
 from waymark.geometry import Pose
 from waymark.navigation.epochs import MapEpoch, parse_epoch
+from waymark.tasks.coverage import Coverage, CoverageParams
 
 
 class PoseUnavailableError(RuntimeError):
@@ -23,13 +25,14 @@ class PoseTrack:
     """Poses in another frame than `map_frame`, or not finite, are ignored; a pose older
     than `timeout_s` counts as none."""
 
-    def __init__(self, map_frame: str, timeout_s: float) -> None:
+    def __init__(self, map_frame: str, timeout_s: float, coverage: CoverageParams) -> None:
         self.map_frame = map_frame
         self.timeout_s = timeout_s
         self._lock = threading.Lock()
         self._pose: Pose | None = None
         self._pose_at = 0.0  # monotonic seconds
         self._travelled_m = 0.0
+        self._coverage = Coverage(coverage)
         self._epoch: MapEpoch | None = None
         self.epoch_error = ''  # why the last stats could not be read
 
@@ -46,6 +49,7 @@ class PoseTrack:
             if self._pose is not None:
                 self._travelled_m += math.dist(self._pose.position[:2], pose.position[:2])
             self._pose, self._pose_at = pose, time.monotonic()
+            self._coverage.add(p.x, p.y)
 
     def on_epoch(self, msg: String) -> None:
         try:
@@ -61,6 +65,22 @@ class PoseTrack:
         """Path length the pose has moved since start (m)."""
         with self._lock:
             return self._travelled_m
+
+    def explored_area_m2(self) -> float:
+        """Area of the grid cells the track has passed through since start."""
+        with self._lock:
+            return self._coverage.area_m2()
+
+    def coverage_mark(self) -> int:
+        """Now, in the track's history: cells entered later are new to what follows."""
+        with self._lock:
+            return self._coverage.mark()
+
+    def first_visit(self, pose: Pose, since: int) -> bool:
+        """Whether `pose` lies in a cell the track had not entered before the mark `since`."""
+        x, y, _ = pose.position
+        with self._lock:
+            return self._coverage.first_visit(x, y, since)
 
     def map_epoch(self) -> MapEpoch | None:
         """The (session, map epoch) capture_node last reported; None before it has one."""

@@ -1,0 +1,81 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""RosBody and PoseTrack without a node: the views a mark keeps and the recovery signals."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from geometry_msgs.msg import Pose as PoseMsg
+from sensor_msgs.msg import CompressedImage
+from std_msgs.msg import Header
+
+from waymark.tasks.coverage import CoverageParams
+from waymark.tasks.stop_views import heading_bucket
+from waymark_ros.tasks.body import RosBody
+from waymark_ros.tasks.pose_track import PoseTrack
+
+
+def at(track: PoseTrack, x: float, y: float, yaw: float = 0.0) -> None:
+    msg = PoseMsg()
+    msg.position.x, msg.position.y = x, y
+    msg.orientation.z, msg.orientation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+    track.on_pose(Header(frame_id='map'), msg, None)
+
+
+def look(body: RosBody, track: PoseTrack, x: float, y: float, yaw: float, tag: str) -> None:
+    at(track, x, y, yaw)
+    body.on_image(CompressedImage(format='jpeg', data=tag.encode()))
+
+
+@pytest.fixture
+def track() -> PoseTrack:
+    return PoseTrack('map', timeout_s=60.0, coverage=CoverageParams(cell_m=0.5))
+
+
+@pytest.fixture
+def body(track) -> RosBody:
+    return RosBody(track, drive=None, frame_period_s=0.0, ring_length=32)
+
+
+def test_a_mark_keeps_the_latest_view_per_heading_nearby_and_leaves_far_frames_out(track, body):
+    for k, yaw in enumerate((0.0, math.pi / 2, math.pi, -math.pi / 2)):
+        look(body, track, 0.0, 0.0, yaw, f'near-{k}')
+    look(body, track, 5.0, 0.0, 0.0, 'far')  # the latest facing 0, but 5 m away
+    at(track, 0.3, 0.0, 0.0)
+
+    views = body.place_views(radius_m=1.0, max_age_s=60.0)
+
+    assert [view.image for view in views] == [b'near-0', b'near-1', b'near-2', b'near-3']
+    assert sorted(heading_bucket(view.heading) for view in views) == [0, 1, 2, 3]
+    wide = body.place_views(radius_m=10.0, max_age_s=60.0)  # the far frame counts now
+    assert [view.image for view in wide] == [b'near-1', b'near-2', b'near-3', b'far']
+
+
+def test_a_mark_keeps_no_frame_older_than_the_max_age(track, body):
+    look(body, track, 0.0, 0.0, 0.0, 'old')
+    time.sleep(0.2)
+    assert body.place_views(radius_m=1.0, max_age_s=0.1) == []
+
+
+def test_signals_measure_the_area_covered_and_a_first_visit_since_the_task_began(track, body):
+    at(track, 0.1, 0.1)
+    at(track, 0.6, 0.1)
+    body.begin_task()
+    at(track, 1.1, 0.1)
+    signals = body.signals()
+    assert signals.explored_area_m2 == pytest.approx(0.75)
+    assert signals.first_visit and not signals.tracking_lost
+    at(track, 0.2, 0.2)  # the task began after this cell was passed
+    assert not body.signals().first_visit
+    body.begin_task()
+    at(track, 1.2, 0.2)
+    assert not body.signals().first_visit
+    assert body.signals().explored_area_m2 == pytest.approx(0.75)
+
+
+def test_without_a_pose_tracking_is_lost_and_nothing_is_new(body):
+    signals = body.signals()
+    assert signals.tracking_lost and not signals.first_visit
+    assert signals.explored_area_m2 == 0.0
