@@ -7,9 +7,9 @@ from the camera, a judge (`ocr` here, `vlm` on the robot), and a record in the l
 whatever happens. One task runs at a time: a goal that arrives meanwhile, or one that
 does not check out, is answered STATUS_REFUSED with the reason and nothing is recorded.
 `mark` names the place at the current pose with its recent camera views (the latest per
-heading bucket among frames taken nearby); `list_tasks` and
-`get_task` read the ledger; `consolidate` rewrites the house notes (mechanically without
-a consolidation model). At start a task cut short by a crash is recorded as interrupted.
+heading bucket among frames taken nearby); `list_tasks` and `get_task` read the ledger;
+`consolidate` rewrites the house notes (mechanically without a consolidation model). At
+start a task cut short by a crash is recorded as interrupted.
 
 Tasks run in a reentrant callback group and their action clients in another, so the
 answers a task waits for are taken while it waits; services never wait behind a task.
