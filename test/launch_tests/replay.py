@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""replay.launch.py, run: a synthetic bag replayed through the four nodes fills the memory,
+"""replay.launch.py, run: a synthetic bag replayed through the stack fills the memory,
 and with exit_when_done:=true the launch ends, every node with 0, when the bag does.
 
 Run by test_launch_testing.py with `python -m launch_testing.launch_test`; reads the
