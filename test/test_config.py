@@ -82,6 +82,8 @@ def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
         if name == 'memory_node':
             # No model download in a test: the preset's model ids are checked as names only.
             overrides = {'data_dir': str(tmp_path / 'memory'), 'image_model': ''}
+        if name == 'task_node':  # its ledger and places in the test's folder
+            overrides = {'data_dir': str(tmp_path / 'tasks')}
         node = launch(name, params_file=path, **overrides)
         request = GetParameters.Request(names=list(expected))
         response = ros.call(
