@@ -1,7 +1,7 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """memory_node's store_place over real DDS: a place stored through the service is found
-by name as a place hit, a bad request is refused and changes nothing, removal works; and a
-place hit's way through the message."""
+by name as a place hit, a bad request is refused and changes nothing, removal works, and
+task_node's client stores a marked place; and a place hit's way through the message."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from sensor_msgs.msg import CompressedImage
 from support.ros_harness import wait_until
 from support.signs import search, sign_jpeg
 
+from waymark.geometry import Pose
 from waymark.memory.entries import PLACE, FrameRecord, Hit
 from waymark.memory.places import name_and_room
+from waymark.tasks.stop_views import StopView
 from waymark_interfaces.msg import MemoryHit
 from waymark_interfaces.srv import StorePlace
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
+from waymark_ros.tasks.place_memory import PlaceMemory
 
 T0 = 1_750_000_000 * 10**9
 
@@ -79,4 +82,14 @@ def test_store_search_refuse_and_remove_a_place(ros, launch, tmp_path):
     removed = ros.call(StorePlace, 'store_place', removal)
     assert removed.success and removed.removed == 1
     assert list(search(ros, 'text', text='charging', level='place').hits) == []
+
+    # task_node's client of the service: what a Mark hands to memory.
+    with ros.paused():
+        places = PlaceMemory(ros.node, 'store_place', wait_s=10.0)
+    view = StopView(sign_jpeg('EXIT'), heading=0.5, stamp_ns=T0)
+    pose = Pose.from_xyz_yaw(1.0, 2.0, 0.0, 0.5)
+    assert places.store('Back Door', pose, 'map', 2, T0, [view]) == ''
+    (door,) = search(ros, 'text', text='back door', level='place', top_k=3).hits
+    assert (door.text, door.map_epoch) == ('Back Door', 2)
+    assert 'frame' in places.store('Back Door', pose, 'odom', 2, T0, [view])
     assert node.running()

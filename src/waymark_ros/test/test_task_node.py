@@ -184,6 +184,7 @@ def test_a_refused_drive_stops_the_task_and_the_ledger_serves_it(ros, launch, ro
     marked = ros.call(Mark, 'mark', Mark.Request(name='charging spot'))
     assert marked.success, marked.message
     assert (marked.views, marked.replaced, marked.map_epoch) == (1, False, 2)
+    assert 'not in memory yet (no store_place service' in marked.message  # no memory_node here
     again = ros.call(Mark, 'mark', Mark.Request(name='Charging Spot'))
     assert again.success and again.replaced
     bad = ros.call(Mark, 'mark', Mark.Request(name='   '))

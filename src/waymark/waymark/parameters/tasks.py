@@ -88,6 +88,9 @@ class CoverageParameters:
 class ActionParameters:
     ask: str = setting('ask', "reasoner_node's Ask action (recall).")
     go_to: str = setting('go_to', "navigator_node's GoTo action (drives and stop turns).")
+    store_place: str = setting(
+        'store_place', "memory_node's service that keeps a marked place searchable."
+    )
     server_wait_s: float = setting(
         5.0,
         'Longest wait for an action server to be found, and for one that vanished while '

@@ -63,6 +63,7 @@ from waymark_ros.ros.task_msgs import (
 from waymark_ros.tasks.action_call import ActionWaits
 from waymark_ros.tasks.body import RosBody
 from waymark_ros.tasks.drive import GoToDrive
+from waymark_ros.tasks.place_memory import PlaceMemory
 from waymark_ros.tasks.pose_track import PoseTrack
 from waymark_ros.tasks.recall import AskRecall
 
@@ -99,6 +100,9 @@ class TaskNode(Node):
         self._body = RosBody(self._track, drive, inputs.frame_period_s, inputs.frame_ring_length)
         recall = AskRecall(
             self, params.actions.ask, waits, params.map_frame, params.max_text_chars, clients
+        )
+        self._place_memory = PlaceMemory(
+            self, params.actions.store_place, params.actions.server_wait_s, clients
         )
         sensors = MutuallyExclusiveCallbackGroup()
         subscribe_pose(
@@ -261,12 +265,8 @@ class TaskNode(Node):
             x, y, _ = pose.position
             where = PlacePose(x, y, pose.yaw)
             stamp = time.time_ns()
-            views = [
-                self._keep_view(frame, where)
-                for frame in self._body.place_views(
-                    self._params.mark.radius_m, self._params.mark.max_age_s
-                )
-            ]
+            kept = self._body.place_views(self._params.mark.radius_m, self._params.mark.max_age_s)
+            views = [self._keep_view(frame, where) for frame in kept]
             replaced = request.name in self._places
             place = self._places.mark(
                 request.name, where, views, floor=0, epoch=epoch, stamp_ns=stamp
@@ -275,8 +275,13 @@ class TaskNode(Node):
             response.success = False
             response.message = f'{type(error).__name__}: {error}'
             return response
+        stored = self._place_memory.store(
+            place.name, pose, self._params.map_frame, epoch[1], stamp, kept
+        )
         response.success = True
-        response.message = f'marked {place.name!r}'
+        response.message = f'marked {place.name!r}' + (
+            f'; not in memory yet ({stored})' if stored else '; stored in memory'
+        )
         response.pose = pose_stamped(pose, self._params.map_frame, stamp)
         response.map_epoch = epoch[1]
         response.views = len(place.views)
