@@ -145,7 +145,7 @@ def _sequence(*steps: SequenceStep, start=(2.5, 4.0, 0.0)) -> TaskSequence:
     )  # fmt: skip
 
 
-SIGN = SequenceStep(kind=StepKind.SIGN, goal='go to the bank sign', target='sign-0')
+SIGN = SequenceStep(kind=StepKind.SIGN, goal='go to the BANK sign', target='sign-0')
 
 
 def test_stop_near_a_viewpoint_but_facing_away_fails(scorer):
@@ -204,6 +204,19 @@ def test_chained_start_is_the_previous_stop(scorer):
     assert second.spl == 1.0
 
 
+def test_a_wrong_first_stop_then_a_right_one_is_a_converted_failure(scorer):
+    away, facing = (4.0, 3.5, 0.0), (7.0, 3.5, 0.0)  # the other room, then the sign's
+    turn = (0.0, math.pi / 2, math.pi, -math.pi / 2)
+    later = TaskOutcome(facing, turn, 9.0, LedgerStatus.CERTIFIED, first_stop=away, attempts=2)
+    at_once = TaskOutcome(facing, turn, 6.0, LedgerStatus.CERTIFIED, first_stop=facing)
+    in_vain = TaskOutcome(away, turn, 9.0, LedgerStatus.NOT_DONE, first_stop=away, attempts=3)
+    runs = [scorer.score_run(_sequence(SIGN), [o]).tasks[0] for o in (later, at_once, in_vain)]
+    assert [t.first_success for t in runs] == [False, True, False]
+    assert [t.first_attempt_failed for t in runs] == [True, False, True]
+    assert [t.converted for t in runs] == [True, False, False]  # with no controller recovery
+    assert summarise([RunScore('a', tuple(runs))]).extra_attempts == 3
+
+
 def test_outcomes_must_match_the_sequence(scorer):
     with pytest.raises(ValueError, match='1 tasks, got 2'):
         scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(None, 0.0)] * 2)
@@ -221,11 +234,13 @@ def test_spl_arithmetic():
 # --- aggregates ---------------------------------------------------------------------------
 
 
-def _task(success, status=None, revisit=False, recoveries=0, first_success=None) -> TaskScore:
+def _task(
+    success, status=None, revisit=False, recoveries=0, first_success=None, attempts=1
+) -> TaskScore:
     return TaskScore(
         number=1, kind=StepKind.SIGN, revisit=revisit, success=success, near_view=success,
         in_view=success, shortest_m=2.0, path_m=4.0, spl=spl(success, 2.0, 4.0),
-        status=status, recoveries=recoveries, first_success=first_success,
+        status=status, recoveries=recoveries, first_success=first_success, attempts=attempts,
     )  # fmt: skip
 
 
@@ -235,21 +250,23 @@ def test_judge_precision_recall_and_recovery_conversion():
         'a',
         (
             _task(True, certified),
-            _task(True, certified, recoveries=1),  # first attempt failed: converted
+            _task(True, certified, recoveries=1, first_success=False, attempts=2),  # converted
+            _task(True, certified, first_success=False, attempts=2),  # next candidate: converted
             _task(False, certified),  # a false certificate
             _task(True, not_done),  # a success the judge missed
-            _task(False, not_done, recoveries=2),  # recovered in vain
-            _task(True, LedgerStatus.UNRESOLVED, recoveries=1, first_success=True),
+            _task(False, not_done, recoveries=2, first_success=False, attempts=3),  # in vain
+            _task(True, LedgerStatus.UNRESOLVED, recoveries=1, first_success=True, attempts=2),
         ),
     )
     summary = summarise([run])
-    assert (summary.judge_precision.hits, summary.judge_precision.total) == (2, 3)
-    assert (summary.judge_recall.hits, summary.judge_recall.total) == (2, 4)
-    assert summary.statuses == {'CERTIFIED': 3, 'NOT DONE': 2, 'UNRESOLVED': 1}
-    assert summary.recoveries == 4
-    # Failed first attempts: the converted one, the false certificate, the vain recovery.
-    assert (summary.conversion.hits, summary.conversion.total) == (1, 3)
-    assert summary.spl == pytest.approx(4 * 0.5 / 6)
+    assert (summary.judge_precision.hits, summary.judge_precision.total) == (3, 4)
+    assert (summary.judge_recall.hits, summary.judge_recall.total) == (3, 5)
+    assert summary.statuses == {'CERTIFIED': 4, 'NOT DONE': 2, 'UNRESOLVED': 1}
+    assert summary.recoveries == 4 and summary.extra_attempts == 5
+    # Failed first stops: the two converted, the false certificate, the vain recovery; a
+    # first stop that succeeded is no failure, whatever came after it.
+    assert (summary.conversion.hits, summary.conversion.total) == (2, 4)
+    assert summary.spl == pytest.approx(5 * 0.5 / 7)
     assert summary.chain_success.hits == 0
 
 
@@ -267,13 +284,16 @@ def test_revisit_split_and_chain_success():
 
 def test_comparison_table_puts_flows_side_by_side():
     layer = summarise([RunScore('a', (_task(True, LedgerStatus.CERTIFIED), _task(False)))])
-    single = summarise([RunScore('a', (_task(False), _task(False)))])
+    single = summarise([RunScore('a', (_task(True), _task(False)))])
     table = comparison_table({'task layer': layer, 'single-shot Ask -> GoTo': single})
     lines = table.splitlines()
     assert lines[0] == '| metric | task layer | single-shot Ask -> GoTo |'
-    assert '| success | 50.0 % (1/2) | 0.0 % (0/2) |' in lines
+    assert '| success | 50.0 % (1/2) | 50.0 % (1/2) |' in lines
     assert '| CERTIFIED | 1 | - |' in lines
-    assert '| judge precision (CERTIFIED and true) | 100.0 % (1/1) | - |' in lines
+    # Single-shot has no ledger, so no judge: a dash, not a recall of 0 %.
+    assert '| judge precision (CERTIFIED and true) | 100.0 % (1/1) | \u2013 |' in lines
+    assert '| judge recall (true and CERTIFIED) | 100.0 % (1/1) | \u2013 |' in lines
+    assert '| attempts beyond the first | 0 | 0 |' in lines
     assert all(line.count('|') == 4 for line in lines)
     with pytest.raises(ValueError):
         comparison_table({})

@@ -224,11 +224,17 @@ def test_a_judge_input_needs_a_goal_and_a_bounded_record():
         ('the PHARMACY sign', {'pharmacy'}),
         ('go to the sign that says "Fresh Bread"', {'fresh', 'bread'}),
         ('find the \u201cNo Entry\u201d board', {'no', 'entry'}),
+        ('go to the COFFEE SHOP sign', {'coffee', 'shop'}),
+        ('the door of SUITE 204', {'suite', '204'}),
+        ('room b12 please', {'b12'}),
+        ('GO TO THE EXIT', {'exit'}),
+        ('the green ball near the blue box', set()),
+        ('I want the pharmacy sign', set()),
         ('go to the sign', set()),
         ('', set()),
     ],
 )
-def test_goal_words_are_the_quoted_words_or_the_words_less_the_filler(goal, words):
+def test_goal_words_are_the_quoted_words_or_those_written_as_a_sign(goal, words):
     assert goal_words(goal) == words
 
 
@@ -263,6 +269,30 @@ def test_ocr_nothing_readable_or_no_words_to_read_is_unknown(text_reader, signs)
     photo_only = JudgeInput(record=RECORD, frames=frames([signs['PHARMACY']]), goal_photo=plain(5))
     assert judge.judge(photo_only).verdict is VerdictKind.UNKNOWN
     assert judge.judge(task([], earlier=[signs['PHARMACY']])).verdict is VerdictKind.UNKNOWN
+
+
+def test_ocr_a_goal_without_sign_text_is_unknown_even_when_signs_are_read(text_reader, signs):
+    verdict = OcrJudge(text_reader).judge(
+        task([signs['BAKERY'], signs['LIBRARY']], goal='the green ball near the blue box')
+    )
+    assert verdict.verdict is VerdictKind.UNKNOWN
+    assert 'cannot judge' in verdict.evidence and not verdict.error
+    lower = OcrJudge(text_reader).judge(task([signs['PHARMACY']], goal='the pharmacy sign'))
+    assert lower.verdict is VerdictKind.UNKNOWN
+
+
+def test_ocr_judges_a_quoted_goal_by_its_quote(text_reader, signs):
+    judge = OcrJudge(text_reader)
+    goal = 'the green door with the sign that says "Pharmacy"'
+    assert judge.judge(task([signs['PHARMACY']], goal=goal)).verdict is VerdictKind.COMPLETE
+    assert judge.judge(task([signs['BAKERY']], goal=goal)).verdict is VerdictKind.INCOMPLETE
+
+
+def test_ocr_judges_a_goal_in_capitals(text_reader, signs):
+    judge = OcrJudge(text_reader)
+    goal = 'take me to the LIBRARY sign'
+    assert judge.judge(task([signs['LIBRARY']], goal=goal)).verdict is VerdictKind.COMPLETE
+    assert judge.judge(task([signs['BAKERY']], goal=goal)).verdict is VerdictKind.INCOMPLETE
 
 
 def test_ocr_stop_views_that_do_not_decode_are_a_failed_check(text_reader):

@@ -147,10 +147,10 @@ def test_a_short_sequence_runs_end_to_end(setting, tmp_path):
     sequence = TaskSequence(
         id='two-rooms-s0', world='two-rooms', world_seed=0, size='test', seed=0, start=START,
         steps=[
-            SequenceStep(kind=StepKind.SIGN, goal='go to the bank sign', target='sign-0'),
+            SequenceStep(kind=StepKind.SIGN, goal='go to the BANK sign', target='sign-0'),
             SequenceStep(kind=StepKind.MARK, place='dock', pose=(2.0, 2.0, 0.0)),
             SequenceStep(kind=StepKind.PLACE, goal='go to the dock', place='dock'),
-            SequenceStep(kind=StepKind.SIGN, goal='find the bank sign', target='sign-0'),
+            SequenceStep(kind=StepKind.SIGN, goal='find the "BANK" sign', target='sign-0'),
         ],
     )  # fmt: skip
     scorer = TaskScorer(setting.world, space=setting.space)
@@ -162,6 +162,9 @@ def test_a_short_sequence_runs_end_to_end(setting, tmp_path):
     run = scorer.score_run(sequence, layer.outcomes)
     sign, dock, again = run.tasks
     assert sign.success and layer.records[0].status is LedgerStatus.CERTIFIED
+    # The first stop is recorded, and it is scored: this one was right at once.
+    assert layer.outcomes[0].first_stop is not None and sign.first_success
+    assert not sign.first_attempt_failed and sign.attempts == layer.records[0].spent.attempts
     assert dock.success  # the stop is where the place was marked, whatever the judge says
     assert again.revisit and again.success
     # The robot was brought to the dock to mark it, so only the signs cost a drive.

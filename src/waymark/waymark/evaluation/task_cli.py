@@ -120,7 +120,7 @@ def done_when(summaries: dict[str, Summary]) -> list[str]:
     if layer is not None:
         lines.append(f'P(true success | CERTIFIED): {layer.judge_precision} (wanted >= 95 %)')
         lines.append(
-            f'failed first attempts converted by recovery: {layer.conversion} (wanted >= 30 %)'
+            f'failed first stops converted by a later attempt: {layer.conversion} (wanted >= 30 %)'
         )
     if layer is not None and single is not None and layer.success.total and single.success.total:
         points = 100.0 * (layer.success.value - single.success.value)

@@ -36,6 +36,7 @@ from waymark.tasks.records import GoalModality, TaskRecord
 from waymark.tasks.stop_views import HEADING_BUCKETS
 
 SUCCESS_RADIUS_M = 1.0
+NO_JUDGE = '\u2013'  # what a flow without a ledger shows for the judge's rates
 
 Pose2 = tuple[float, float, float]
 
@@ -52,7 +53,8 @@ class TaskOutcome:
     """How one task ended, in any flow. `stop` is None when the base never stopped
     anywhere meaningful; `stop_headings` are the headings (radians, map frame) the stop
     views faced; `status` is None for a flow without a ledger; `first_stop` is where the
-    first attempt stopped, when the flow recorded it."""
+    first stop views were taken, when the flow recorded it; `attempts` counts the runner's
+    attempts (a flow without a runner makes one)."""
 
     stop: Pose2 | None
     stop_headings: tuple[float, ...]
@@ -61,12 +63,13 @@ class TaskOutcome:
     recoveries: int = 0
     first_stop: Pose2 | None = None
     modality: GoalModality | None = None
+    attempts: int = 1
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.path_m) and self.path_m >= 0.0):
             raise ValueError(f'path_m must be finite and >= 0, got {self.path_m}')
-        if self.recoveries < 0:
-            raise ValueError(f'recoveries must be >= 0, got {self.recoveries}')
+        if min(self.recoveries, self.attempts) < 0:
+            raise ValueError(f'recoveries and attempts must be >= 0: {self}')
 
     @classmethod
     def from_record(cls, record: TaskRecord, views: int = HEADING_BUCKETS) -> TaskOutcome:
@@ -82,6 +85,7 @@ class TaskOutcome:
             record.status,
             record.spent.recoveries,
             modality=record.goal.modality,
+            attempts=record.spent.attempts,
         )
 
     @classmethod
@@ -101,7 +105,7 @@ def outcomes_from_records(
 @dataclass(frozen=True)
 class TaskScore:
     """One task scored. `shortest_m` is inf when no successful position is reachable;
-    `first_success` is None when the first attempt's stop was not recorded."""
+    `first_success` is None when the first stop was not recorded."""
 
     number: int  # 1-based, within the sequence
     kind: StepKind
@@ -115,19 +119,21 @@ class TaskScore:
     status: LedgerStatus | None
     recoveries: int
     first_success: bool | None
+    attempts: int = 1
 
     @property
     def first_attempt_failed(self) -> bool:
-        """A task without recovery ended with its first attempt; one that recovered did so
-        because its first attempt did not end it, unless the first stop was scored."""
-        if self.recoveries == 0:
+        """The first stop was not a success. Going on to the next memory candidate is
+        recovery too (its narrowest scope), whether or not the controller was asked, so the
+        first stop is what counts; with none recorded, the task's end is its first stop."""
+        if self.first_success is None:
             return not self.success
-        return self.first_success is not True
+        return not self.first_success
 
     @property
     def converted(self) -> bool:
-        """A recovery turned a failed first attempt into a success."""
-        return self.recoveries > 0 and self.first_attempt_failed and self.success
+        """A failed first attempt that the task went on to turn into a success."""
+        return self.first_attempt_failed and self.success
 
 
 @dataclass(frozen=True)
@@ -248,6 +254,7 @@ class TaskScorer:
             status=outcome.status,
             recoveries=outcome.recoveries,
             first_success=first_success,
+            attempts=outcome.attempts,
         )
 
 
@@ -289,8 +296,9 @@ class Summary:
     statuses: dict[str, int]
     judge_precision: Rate  # CERTIFIED tasks that truly succeeded
     judge_recall: Rate  # true successes that were CERTIFIED
-    recoveries: int
-    conversion: Rate  # failed first attempts that a recovery turned into a success
+    recoveries: int  # asked of the recovery controller
+    extra_attempts: int  # attempts beyond each task's first
+    conversion: Rate  # failed first attempts that the task turned into a success
     revisit_success: Rate
     first_visit_success: Rate
 
@@ -315,6 +323,7 @@ def summarise(runs: Sequence[RunScore]) -> Summary:
             sum(task.status is LedgerStatus.CERTIFIED for task in successes), len(successes)
         ),
         recoveries=sum(task.recoveries for task in tasks),
+        extra_attempts=sum(max(0, task.attempts - 1) for task in tasks),
         conversion=Rate(sum(task.converted for task in failed_first), len(failed_first)),
         revisit_success=Rate(sum(task.success for task in revisits), len(revisits)),
         first_visit_success=Rate(sum(task.success for task in firsts), len(firsts)),
@@ -339,9 +348,13 @@ def comparison_table(flows: Mapping[str, Summary]) -> str:
             )
             for status in statuses
         ),
-        ('judge precision (CERTIFIED and true)', [str(s.judge_precision) for s in flows.values()]),
-        ('judge recall (true and CERTIFIED)', [str(s.judge_recall) for s in flows.values()]),
-        ('recoveries', [str(s.recoveries) for s in flows.values()]),
+        (
+            'judge precision (CERTIFIED and true)',
+            [_judged(s, s.judge_precision) for s in flows.values()],
+        ),
+        ('judge recall (true and CERTIFIED)', [_judged(s, s.judge_recall) for s in flows.values()]),
+        ('recoveries (controller)', [str(s.recoveries) for s in flows.values()]),
+        ('attempts beyond the first', [str(s.extra_attempts) for s in flows.values()]),
         ('failed first attempts converted', [str(s.conversion) for s in flows.values()]),
         ('success on revisited targets', [str(s.revisit_success) for s in flows.values()]),
         ('success on first visits', [str(s.first_visit_success) for s in flows.values()]),
@@ -350,6 +363,11 @@ def comparison_table(flows: Mapping[str, Summary]) -> str:
     lines = [_row(header), _row(['---'] * len(header))]
     lines += [_row([name, *cells]) for name, cells in rows]
     return '\n'.join(lines) + '\n'
+
+
+def _judged(summary: Summary, rate: Rate) -> str:
+    """A judge's rate, or a dash for a flow with no ledger and so no judge."""
+    return str(rate) if summary.statuses else NO_JUDGE
 
 
 def _row(cells: Sequence[str]) -> str:

@@ -50,7 +50,8 @@ PLACE_NAMES = (
     'waiting spot',
     'delivery desk',
 )
-SIGN_GOALS = ('go to the {} sign', 'take me to the {} sign', 'find the {} sign')
+# A sign goal writes the sign's text as the sign does (capitals), as a person reading it would.
+SIGN_GOALS = ('go to the {} sign', 'take me to the {} sign', 'find the sign that says "{}"')
 PLACE_MARGIN_M = 1.0  # a marked place keeps this far inside its room
 
 Pose2 = tuple[float, float, float]
@@ -250,7 +251,7 @@ class _Targets:
     def signs(self, rng: random.Random) -> list[SequenceStep]:
         return [
             SequenceStep(
-                kind=StepKind.SIGN, goal=rng.choice(SIGN_GOALS).format(lm.key), target=lm.id
+                kind=StepKind.SIGN, goal=rng.choice(SIGN_GOALS).format(lm.label), target=lm.id
             )
             for lm in self.world.unique_seen
             if lm.kind == 'sign'

@@ -9,7 +9,7 @@ and never a guess, so that a failed check can leave a task unresolved but never 
 
 Two backends share the `Judge` protocol: `VlmJudge` asks a vision-language model over the
 project's chat client; `OcrJudge` reads the stop views with the memory's OCR and decides
-goals that name readable text (a sign's words) without any model server.
+only goals that name readable text (a sign's words), without any model server.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ MAX_PLACE_NAMES = 32
 _MAX_REPLY_CHARS = 20_000
 # Shorter words must be read on their own: "on" is inside too many longer words.
 MIN_JOINED_WORD = 4
+# A goal's unquoted word names sign text only from this length: "A" or "I" is prose.
+MIN_SIGN_WORD = 2
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
 
@@ -268,12 +270,19 @@ _QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
 
 
 def goal_words(goal: str) -> set[str]:
-    """The words a goal asks to read, lower case: those quoted in it when it quotes any,
-    else its words less the filler of a request."""
+    """The sign text a goal names, lower case: the words quoted in it when it quotes any,
+    else its words written as a sign writes them (all capitals or with a digit, at least
+    `MIN_SIGN_WORD` characters), less the filler of a request. "The green ball" names no
+    text, so a sign read near it says nothing about it."""
     quoted = [next(part for part in match if part) for match in _QUOTED.findall(goal)]
     if quoted:
         return {word for text in quoted for word in _words(text)}
-    return _words(goal) - _FILLER
+    signed = {word for word in _WORD.findall(goal) if _written_as_sign(word)}
+    return {word.lower() for word in signed} - _FILLER
+
+
+def _written_as_sign(word: str) -> bool:
+    return len(word) >= MIN_SIGN_WORD and (word.isupper() or any(c.isdigit() for c in word))
 
 
 def coverage(wanted: set[str], text: str) -> float:
@@ -292,8 +301,10 @@ def _words(text: str) -> set[str]:
 
 class OcrJudge:
     """A judge for goals that name readable text, with no model server: a stop view that
-    reads enough of the goal's words shows the goal; stop views that read only other text
-    show somewhere else; with no text read, or no words in the goal, it cannot tell.
+    reads enough of the goal's sign text shows the goal; stop views that read only other
+    text show somewhere else; with no text read it cannot tell. A goal that names no sign
+    text ("the green ball near the blue box") is not its to judge: the signs around a right
+    stop would only make it say incomplete, so it answers unknown whatever it reads.
 
     Only stop views are read: text passed on the way does not make the stop right.
     """
@@ -308,7 +319,11 @@ class OcrJudge:
         steps = task.record.steps_used
         wanted = goal_words(task.goal_text)
         if not wanted:
-            return self._unknown('the goal names no words to read', steps)
+            return self._unknown(
+                'the goal names no sign text (quoted, in capitals or with a digit), so the '
+                'OCR judge cannot judge it',
+                steps,
+            )
         stops = task.stop_frames
         if not stops:
             return self._unknown('no stop views to read', steps)
