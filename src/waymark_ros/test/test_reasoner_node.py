@@ -649,7 +649,7 @@ def test_hit_from_msg_inverts_hit_to_msg():
     assert hit_from_msg(lost).record.x == 0.0 and not hit_from_msg(lost).record.pose_valid
 
     for field, value, why in (
-        ('kind', 'place', 'unknown kind'),
+        ('kind', 'room', 'unknown kind'),
         ('id', 'tour/8', 'does not match'),
         ('session', '../x', 'invalid session name'),
     ):
