@@ -23,6 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.msg import TaskSummary
 from waymark_interfaces.srv import GetTask
+from waymark_ros.ros.task_msgs import status_from_constant, termination_from_constant
 from waymark_ros.tools.drill.drills import (
     T0,
     Settings,
@@ -43,23 +44,17 @@ TASK_TIME_BUDGET_S = 240.0
 TASK_TIMEOUT_S = TASK_TIME_BUDGET_S + 60.0
 DRIVING_SPEED_MPS = 0.2  # the fault is injected once the base drives at least this fast
 DRIVE_WAIT_S = 120.0
-STATUS_WORDS = {
-    value: name.removeprefix('STATUS_')
-    for name, value in vars(TaskSummary).items()
-    if name.startswith('STATUS_')
-}
-TERMINATION_WORDS = {
-    value: name.removeprefix('TERMINATION_')
-    for name, value in vars(TaskSummary).items()
-    if name.startswith('TERMINATION_')
-}
 
 
 def described(status: int, termination: int) -> str:
-    return (
-        f'{STATUS_WORDS.get(status, status)} '
-        f'({TERMINATION_WORDS.get(termination, termination).lower()})'
-    )
+    """A task's status and termination constants as the ledger words them (RunTask.Result
+    and TaskSummary share the values); a refused goal has no ledger status."""
+    try:
+        word = str(status_from_constant(status))
+        reason = str(termination_from_constant(termination))
+    except ValueError:
+        return f'status {status} (termination {termination})'
+    return f'{word} ({reason})'
 
 
 class RunningTask:
