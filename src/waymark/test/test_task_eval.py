@@ -235,12 +235,19 @@ def test_spl_arithmetic():
 
 
 def _task(
-    success, status=None, revisit=False, recoveries=0, first_success=None, attempts=1
+    success,
+    status=None,
+    revisit=False,
+    recoveries=0,
+    first_success=None,
+    attempts=1,
+    stopped=True,
 ) -> TaskScore:
     return TaskScore(
         number=1, kind=StepKind.SIGN, revisit=revisit, success=success, near_view=success,
         in_view=success, shortest_m=2.0, path_m=4.0, spl=spl(success, 2.0, 4.0),
         status=status, recoveries=recoveries, first_success=first_success, attempts=attempts,
+        stopped=stopped,
     )  # fmt: skip
 
 
@@ -256,17 +263,20 @@ def test_judge_precision_recall_and_recovery_conversion():
             _task(True, not_done),  # a success the judge missed
             _task(False, not_done, recoveries=2, first_success=False, attempts=3),  # in vain
             _task(True, LedgerStatus.UNRESOLVED, recoveries=1, first_success=True, attempts=2),
+            _task(False, LedgerStatus.STOPPED, stopped=False),  # nothing recalled: no stop
         ),
     )
     summary = summarise([run])
     assert (summary.judge_precision.hits, summary.judge_precision.total) == (3, 4)
     assert (summary.judge_recall.hits, summary.judge_recall.total) == (3, 5)
-    assert summary.statuses == {'CERTIFIED': 4, 'NOT DONE': 2, 'UNRESOLVED': 1}
+    assert summary.statuses == {'CERTIFIED': 4, 'NOT DONE': 2, 'STOPPED': 1, 'UNRESOLVED': 1}
     assert summary.recoveries == 4 and summary.extra_attempts == 5
-    # Failed first stops: the two converted, the false certificate, the vain recovery; a
-    # first stop that succeeded is no failure, whatever came after it.
-    assert (summary.conversion.hits, summary.conversion.total) == (2, 4)
-    assert summary.spl == pytest.approx(5 * 0.5 / 7)
+    # Failed first attempts: the two converted, the false certificate, the vain recovery and
+    # the task that never stopped; a first stop that succeeded is no failure, whatever came
+    # after it.
+    assert (summary.conversion.hits, summary.conversion.total) == (2, 5)
+    assert summary.stopless == 1
+    assert summary.spl == pytest.approx(5 * 0.5 / 8)
     assert summary.chain_success.hits == 0
 
 
@@ -294,6 +304,7 @@ def test_comparison_table_puts_flows_side_by_side():
     assert '| judge precision (CERTIFIED and true) | 100.0 % (1/1) | \u2013 |' in lines
     assert '| judge recall (true and CERTIFIED) | 100.0 % (1/1) | \u2013 |' in lines
     assert '| attempts beyond the first | 0 | 0 |' in lines
+    assert '| of which never stopped (nothing recalled) | 0 | 0 |' in lines
     assert all(line.count('|') == 4 for line in lines)
     with pytest.raises(ValueError):
         comparison_table({})

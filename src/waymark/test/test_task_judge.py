@@ -16,7 +16,9 @@ from support.scripted_llm import ScriptedLLMServer, http_error, text
 
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.geometry import Pose
+from waymark.memory.views.ocr import TextLine
 from waymark.tasks.judge import (
+    PHOTO_UPSCALE_MAX_SIDE,
     JudgeInput,
     MechanicalRecord,
     OcrJudge,
@@ -26,6 +28,7 @@ from waymark.tasks.judge import (
     coverage,
     goal_words,
     parse_answer,
+    photo_words,
 )
 from waymark.tasks.outcomes import VerdictKind
 from waymark.tasks.stop_views import SelectedFrame, StopView
@@ -229,12 +232,15 @@ def test_a_judge_input_needs_a_goal_and_a_bounded_record():
         ('room b12 please', {'b12'}),
         ('GO TO THE EXIT', {'exit'}),
         ('the green ball near the blue box', set()),
-        ('I want the pharmacy sign', set()),
+        ('I want the pharmacy sign', {'pharmacy'}),
+        ('the yellow keys next to the bank sign', {'bank'}),
+        ('the keys between the bank sign and the book store sign', {'bank', 'book', 'store'}),
+        ('the red box by the sign', set()),
         ('go to the sign', set()),
         ('', set()),
     ],
 )
-def test_goal_words_are_the_quoted_words_or_those_written_as_a_sign(goal, words):
+def test_goal_words_are_quoted_written_as_a_sign_or_naming_a_sign(goal, words):
     assert goal_words(goal) == words
 
 
@@ -277,8 +283,58 @@ def test_ocr_a_goal_without_sign_text_is_unknown_even_when_signs_are_read(text_r
     )
     assert verdict.verdict is VerdictKind.UNKNOWN
     assert 'cannot judge' in verdict.evidence and not verdict.error
-    lower = OcrJudge(text_reader).judge(task([signs['PHARMACY']], goal='the pharmacy sign'))
-    assert lower.verdict is VerdictKind.UNKNOWN
+
+
+def test_ocr_judges_a_goal_by_the_sign_it_names(text_reader, signs):
+    judge = OcrJudge(text_reader)
+    goal = 'the green ball next to the pharmacy sign'
+    assert judge.judge(task([signs['PHARMACY']], goal=goal)).verdict is VerdictKind.COMPLETE
+    assert judge.judge(task([signs['BAKERY']], goal=goal)).verdict is VerdictKind.INCOMPLETE
+
+
+class _SizedReader:
+    """Reads "SUITE 263 x" only in pictures at least `min_width` wide; logs each width."""
+
+    def __init__(self, min_width: int) -> None:
+        self.min_width, self.widths = min_width, []
+
+    def read(self, image: np.ndarray) -> list[TextLine]:
+        self.widths.append(image.shape[1])
+        if image.shape[1] < self.min_width:
+            return []
+        return [TextLine('SUITE 263 x', 0.9, ((0, 0), (1, 0), (1, 1), (0, 1)))]
+
+
+def test_photo_words_read_small_print_again_at_twice_the_size():
+    photo = np.zeros((240, 320, 3), np.uint8)
+    assert photo_words(_SizedReader(0), photo) == {'suite', '263'}  # a lone "x" is noise
+    small_print = _SizedReader(640)
+    assert photo_words(small_print, photo) == {'suite', '263'}
+    assert small_print.widths == [320, 640]
+    unreadable = _SizedReader(10_000)
+    assert photo_words(unreadable, photo) == set() and unreadable.widths == [320, 640]
+    too_big = _SizedReader(10_000)
+    photo_words(too_big, np.zeros((1000, PHOTO_UPSCALE_MAX_SIDE + 1, 3), np.uint8))
+    assert too_big.widths == [PHOTO_UPSCALE_MAX_SIDE + 1]  # not read again at twice that
+
+
+def test_ocr_judges_a_photo_goal_by_the_writing_it_shows(text_reader, signs):
+    judge = OcrJudge(text_reader)
+
+    def photo_task(stops: list[bytes], photo: bytes) -> JudgeInput:
+        return JudgeInput(record=RECORD, frames=frames(stops), goal_photo=photo)
+
+    right = judge.judge(photo_task([signs['BAKERY'], signs['PHARMACY']], signs['PHARMACY']))
+    assert right.verdict is VerdictKind.COMPLETE, right.evidence
+    assert right.evidence.startswith('stop view 2 reads "PHARMACY"')
+    wrong = judge.judge(photo_task([signs['BAKERY'], signs['LIBRARY']], signs['PHARMACY']))
+    assert wrong.verdict is VerdictKind.INCOMPLETE, wrong.evidence
+    for photo in (signs[''], b'not an image'):  # nothing written, or nothing to read
+        unknown = judge.judge(photo_task([signs['PHARMACY']], photo))
+        assert unknown.verdict is VerdictKind.UNKNOWN and 'cannot judge' in unknown.evidence
+    # The goal's own words come first: a photo does not override the text it comes with.
+    both = task([signs['BAKERY']], goal='the BAKERY sign', goal_photo=signs['PHARMACY'])
+    assert judge.judge(both).verdict is VerdictKind.COMPLETE
 
 
 def test_ocr_judges_a_quoted_goal_by_its_quote(text_reader, signs):

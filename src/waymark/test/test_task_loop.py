@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import threading
 
+import cv2
 import numpy as np
 import pytest
 
@@ -27,6 +28,7 @@ from waymark.evaluation.task_sequences import SequenceStep, StepKind, TaskSequen
 from waymark.geometry import Pose
 from waymark.localisation.params import LocalisationParams
 from waymark.memory.views.registry import ViewSettings
+from waymark.sim.render import render
 from waymark.sim.world import Room, World, jambs, make_doorway, place_sign, room_faces
 from waymark.tasks.attempts import DriveOutcome, RecallQuery, RunGoal
 from waymark.tasks.judge import OcrJudge
@@ -141,6 +143,19 @@ def test_recall_honours_exclusions(setting):
     assert all(
         math.dist(c.target, found[0].target) > 3.0 for c in recall.recall(again, 100.0).candidates
     )
+
+
+def test_a_photo_is_recalled_by_its_writing_when_memory_has_no_image_view(setting, text_reader):
+    eye = Pose.from_xyz_yaw(6.5, 3.5, 0.45, 0.0)  # facing the BANK sign from 3.5 m
+    pixels = render(setting.world, eye, 320, 240, SimParams().hfov_deg)
+    photo = cv2.imencode('.png', cv2.cvtColor(np.asarray(pixels), cv2.COLOR_RGB2BGR))[1]
+    goal = RunGoal(TaskGoal(GoalModality.PHOTO, photo_ref='bank.png'), photo.tobytes())
+    query = RecallQuery(goal, Pose.from_xyz_yaw(*START[:2], 0.0, 0.0), max_candidates=3)
+    blind = MemoryRecall(setting.memory, setting.space, SimClock())
+    assert blind.recall(query, 100.0).candidates == ()
+    reading = MemoryRecall(setting.memory, setting.space, SimClock(), reader=text_reader)
+    found = reading.recall(query, 100.0).candidates
+    assert found and math.dist(found[0].target, (10.0, 3.5)) < 2.0
 
 
 def test_a_short_sequence_runs_end_to_end(setting, tmp_path):

@@ -198,6 +198,7 @@ def _run(args) -> int:
                     space=space,
                     memory=memory,
                     judge=judge,
+                    photo_reader=reader,
                     photos=photo_bytes(sequence, world, sim),
                     explored=tour_positions(world, world_seed),
                     sim=sim,

@@ -37,6 +37,7 @@ from waymark.memory.entries import FRAME, CameraModel, Keyframe
 from waymark.memory.factory import MemoryConfig, load_models, open_memory
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.memory.views.ocr import TextReader
 from waymark.memory.views.registry import ViewSettings
 from waymark.navigation.planner import PlanError
 from waymark.sim.bag import DEFAULT_EXTRINSIC
@@ -55,7 +56,7 @@ from waymark.tasks.attempts import (
     RunGoal,
 )
 from waymark.tasks.house_notes import HouseNotesReader
-from waymark.tasks.judge import Judge
+from waymark.tasks.judge import Judge, photo_words
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import Budget
 from waymark.tasks.places import PlaceBook, PlacePose, UnknownPlaceError
@@ -334,7 +335,8 @@ class MemoryRecall:
     """The embedder-only answerer's ranked hits as candidates: each hit located as the
     answerer locates its best one (with the map's free space for the standoff pose),
     near-duplicate places merged, the query's exclusions honoured. It reads no briefing or
-    note: an embedding search has no use for them."""
+    note: an embedding search has no use for them. A photo goal is searched by image when
+    memory has an image view, else by the writing `reader` reads in the photo."""
 
     def __init__(
         self,
@@ -344,8 +346,10 @@ class MemoryRecall:
         sim: SimParams | None = None,
         params: RecallParams | None = None,
         localisation: LocalisationParams | None = None,
+        reader: TextReader | None = None,
     ) -> None:
         self.memory = memory
+        self.reader = reader
         self.space = space
         self.clock = clock
         self.sim = sim or SimParams()
@@ -359,10 +363,12 @@ class MemoryRecall:
         goal = query.goal
         text = goal.goal.text if goal.goal.modality is not GoalModality.PHOTO else ''
         if goal.goal.modality is GoalModality.PHOTO:
-            if not self.memory.image_views(FRAME):
-                return RecallResult(())
             image = decode_image(goal.photo, ImageLimits())
-            hits = self.memory.search_image(image, k, level=FRAME)
+            if self.memory.image_views(FRAME):
+                hits = self.memory.search_image(image, k, level=FRAME)
+            else:
+                text = self._photo_text(image)
+                hits = self.memory.search_text(text, k, level=FRAME) if text else []
         else:
             hits = self.memory.search_text(text, k, level=FRAME)
         others = [hit.record for hit in hits]
@@ -384,6 +390,11 @@ class MemoryRecall:
             near = [c for c in candidates if math.dist(c.target, (ox, oy)) <= query.search_radius_m]
             candidates = near + [c for c in candidates if c not in near]
         return RecallResult(tuple(candidates[: query.max_candidates]))
+
+    def _photo_text(self, image: np.ndarray) -> str:
+        if self.reader is None:
+            return ''
+        return ' '.join(sorted(photo_words(self.reader, image)))
 
 
 def _near_any(
@@ -450,6 +461,7 @@ class Setting:
     budget: Budget = dataclasses.field(default_factory=Budget)
     localisation: LocalisationParams = dataclasses.field(default_factory=LocalisationParams)
     origin_ns: int = 0
+    photo_reader: TextReader | None = None  # reads photo goals when memory has no image view
 
 
 @dataclass
@@ -487,7 +499,12 @@ def run_task_layer(
         setting.world, setting.space, clock, sequence.start, setting.sim, setting.explored
     )
     recall = MemoryRecall(
-        setting.memory, setting.space, clock, setting.sim, localisation=setting.localisation
+        setting.memory,
+        setting.space,
+        clock,
+        setting.sim,
+        localisation=setting.localisation,
+        reader=setting.photo_reader,
     )
     ledger = TaskLedger(folder / 'ledger', fsync=False)
     places = PlaceBook(folder / 'places.json', fsync=False)
@@ -526,7 +543,12 @@ def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> F
         setting.world, setting.space, clock, sequence.start, setting.sim, setting.explored
     )
     recall: Recall = MemoryRecall(
-        setting.memory, setting.space, clock, setting.sim, localisation=setting.localisation
+        setting.memory,
+        setting.space,
+        clock,
+        setting.sim,
+        localisation=setting.localisation,
+        reader=setting.photo_reader,
     )
     places = PlaceBook(folder / 'places.json', fsync=False)
     outcomes = []

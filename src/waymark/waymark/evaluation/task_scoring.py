@@ -120,6 +120,7 @@ class TaskScore:
     recoveries: int
     first_success: bool | None
     attempts: int = 1
+    stopped: bool = True  # the base stopped somewhere: recall gave it a place to go
 
     @property
     def first_attempt_failed(self) -> bool:
@@ -255,6 +256,7 @@ class TaskScorer:
             recoveries=outcome.recoveries,
             first_success=first_success,
             attempts=outcome.attempts,
+            stopped=outcome.stop is not None,
         )
 
 
@@ -299,6 +301,7 @@ class Summary:
     recoveries: int  # asked of the recovery controller
     extra_attempts: int  # attempts beyond each task's first
     conversion: Rate  # failed first attempts that the task turned into a success
+    stopless: int  # failed first attempts that never stopped anywhere (nothing recalled)
     revisit_success: Rate
     first_visit_success: Rate
 
@@ -325,6 +328,7 @@ def summarise(runs: Sequence[RunScore]) -> Summary:
         recoveries=sum(task.recoveries for task in tasks),
         extra_attempts=sum(max(0, task.attempts - 1) for task in tasks),
         conversion=Rate(sum(task.converted for task in failed_first), len(failed_first)),
+        stopless=sum(not task.stopped for task in failed_first),
         revisit_success=Rate(sum(task.success for task in revisits), len(revisits)),
         first_visit_success=Rate(sum(task.success for task in firsts), len(firsts)),
     )
@@ -356,6 +360,7 @@ def comparison_table(flows: Mapping[str, Summary]) -> str:
         ('recoveries (controller)', [str(s.recoveries) for s in flows.values()]),
         ('attempts beyond the first', [str(s.extra_attempts) for s in flows.values()]),
         ('failed first attempts converted', [str(s.conversion) for s in flows.values()]),
+        ('of which never stopped (nothing recalled)', [str(s.stopless) for s in flows.values()]),
         ('success on revisited targets', [str(s.revisit_success) for s in flows.values()]),
         ('success on first visits', [str(s.first_visit_success) for s in flows.values()]),
     ]

@@ -9,7 +9,8 @@ and never a guess, so that a failed check can leave a task unresolved but never 
 
 Two backends share the `Judge` protocol: `VlmJudge` asks a vision-language model over the
 project's chat client; `OcrJudge` reads the stop views with the memory's OCR and decides
-only goals that name readable text (a sign's words), without any model server.
+only goals that name readable text (a sign's words, or the words a goal photo shows),
+without any model server.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import cv2
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from waymark.agent.evidence import quote
@@ -41,6 +44,8 @@ MIN_JOINED_WORD = 4
 # A goal's unquoted word names sign text only from this length: "A" or "I" is prose.
 MIN_SIGN_WORD = 2
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+# A goal photo that reads nothing is read again at twice its size up to this side (pixels).
+PHOTO_UPSCALE_MAX_SIDE = 1280
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,9 @@ _FILLER = frozenset(
         'is are and or'
     ).split()
 )
+_SIGN_NOUNS = frozenset(('sign', 'signs'))
+# How many words before "sign" can name it ("the book store sign").
+MAX_SIGN_NAME_WORDS = 3
 _WORD = re.compile(r'[^\W_]+')
 _QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
 
@@ -272,13 +280,45 @@ _QUOTED = re.compile(r'"([^"]+)"|\u201c([^\u201d]+)\u201d')
 def goal_words(goal: str) -> set[str]:
     """The sign text a goal names, lower case: the words quoted in it when it quotes any,
     else its words written as a sign writes them (all capitals or with a digit, at least
-    `MIN_SIGN_WORD` characters), less the filler of a request. "The green ball" names no
-    text, so a sign read near it says nothing about it."""
+    `MIN_SIGN_WORD` characters), else the words that name a sign ("the keys by the bank
+    sign"), less the filler of a request. "The green ball" names no text, so a sign read
+    near it says nothing about it."""
     quoted = [next(part for part in match if part) for match in _QUOTED.findall(goal)]
     if quoted:
         return {word for text in quoted for word in _words(text)}
-    signed = {word for word in _WORD.findall(goal) if _written_as_sign(word)}
-    return {word.lower() for word in signed} - _FILLER
+    signed = {word.lower() for word in _WORD.findall(goal) if _written_as_sign(word)}
+    return (signed - _FILLER) or _sign_names(goal)
+
+
+def _sign_names(goal: str) -> set[str]:
+    """The words just before each "sign" of a goal, back to the first filler word: "the
+    bank sign" is a sign that reads BANK. Every sign named must be read, which is the
+    stricter reading of "between the bank sign and the cafe sign"."""
+    words = [word.lower() for word in _WORD.findall(goal)]
+    named: set[str] = set()
+    for index, word in enumerate(words):
+        if word not in _SIGN_NOUNS:
+            continue
+        for before in reversed(words[max(0, index - MAX_SIGN_NAME_WORDS) : index]):
+            if before in _FILLER or len(before) < MIN_SIGN_WORD:
+                break
+            named.add(before)
+    return named
+
+
+def photo_words(reader: TextReader, image: np.ndarray) -> set[str]:
+    """The words a goal photo shows, lower case; a lone character is more often noise on a
+    texture than a word. A photo that reads nothing is read again at twice its size (up to
+    `PHOTO_UPSCALE_MAX_SIDE`): the detector misses print a few pixels high."""
+    words = _read_words(reader, image)
+    if not words and max(image.shape[:2]) <= PHOTO_UPSCALE_MAX_SIDE:
+        words = _read_words(reader, cv2.resize(image, None, fx=2.0, fy=2.0))
+    return words
+
+
+def _read_words(reader: TextReader, image: np.ndarray) -> set[str]:
+    read = ' '.join(line.text for line in reader.read(image))
+    return {word for word in _words(read) if len(word) >= MIN_SIGN_WORD}
 
 
 def _written_as_sign(word: str) -> bool:
@@ -304,7 +344,8 @@ class OcrJudge:
     reads enough of the goal's sign text shows the goal; stop views that read only other
     text show somewhere else; with no text read it cannot tell. A goal that names no sign
     text ("the green ball near the blue box") is not its to judge: the signs around a right
-    stop would only make it say incomplete, so it answers unknown whatever it reads.
+    stop would only make it say incomplete, so it answers unknown whatever it reads. A goal
+    photo that shows writing is judged by that writing, read as the stop views are.
 
     Only stop views are read: text passed on the way does not make the stop right.
     """
@@ -318,10 +359,12 @@ class OcrJudge:
     def judge(self, task: JudgeInput, deadline: float | None = None) -> JudgeVerdict:
         steps = task.record.steps_used
         wanted = goal_words(task.goal_text)
+        if not wanted and task.goal_photo:
+            wanted = self._photo_words(task.goal_photo)
         if not wanted:
             return self._unknown(
-                'the goal names no sign text (quoted, in capitals or with a digit), so the '
-                'OCR judge cannot judge it',
+                'the goal names no sign text (quoted, in capitals, with a digit, before '
+                '"sign" or shown in its photo), so the OCR judge cannot judge it',
                 steps,
             )
         stops = task.stop_frames
@@ -351,6 +394,15 @@ class OcrJudge:
         seen = '; '.join(f'stop view {n} reads {quote(text)}' for n, text, _ in readings)
         evidence = f'{seen}; none shows enough of the goal words {goal}'
         return self._verdict(VerdictKind.INCOMPLETE, evidence, 1.0 - best[2], steps)
+
+    def _photo_words(self, photo: bytes) -> set[str]:
+        """What a goal photo shows written; none when it does not decode: the stop views
+        are then all there is, and they cannot be compared with it."""
+        try:
+            image = decode_image(photo, self.config.image_limits)
+        except ValueError:
+            return set()
+        return photo_words(self.reader, image)
 
     def _verdict(
         self, verdict: VerdictKind, evidence: str, confidence: float, steps: int
