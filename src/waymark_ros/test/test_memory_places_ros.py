@@ -15,7 +15,7 @@ from waymark.memory.entries import PLACE, FrameRecord, Hit
 from waymark.memory.places import name_and_room
 from waymark.tasks.stop_views import StopView
 from waymark_interfaces.msg import MemoryHit
-from waymark_interfaces.srv import StorePlace
+from waymark_interfaces.srv import SearchMemory, StorePlace
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
 from waymark_ros.tasks.place_memory import PlaceMemory
 
@@ -63,7 +63,10 @@ def test_store_search_refuse_and_remove_a_place(ros, launch, tmp_path):
     assert stored.success, stored.message
     assert stored.entry_id == 'place/charging spot' and stored.removed == 0
 
-    found = search(ros, 'text', text='charging spot', level=MemoryHit.KIND_PLACE, top_k=3)
+    assert SearchMemory.Request.LEVEL_PLACE == MemoryHit.KIND_PLACE == PLACE
+    found = search(
+        ros, 'text', text='charging spot', level=SearchMemory.Request.LEVEL_PLACE, top_k=3
+    )
     assert found.success, found.message
     (hit,) = found.hits  # one place, one hit, whichever of its rows matched
     assert (hit.kind, hit.id, hit.text) == ('place', 'place/charging spot', 'Charging Spot')

@@ -25,6 +25,11 @@ from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
 # Discovery is asymmetric: a server can be seen a moment before it has matched the client
 # back, and a request sent in that moment gets no response. Wait this long after discovery.
 MATCH_SETTLE_S = 1.0
+# A go_to goal still unanswered after this long is sent again, at most this many times: a
+# restarted server can miss the first while it matches the client back, and a navigator
+# takes a new goal in place of the old one, so a duplicate does no harm.
+GOAL_RESEND_S = 5.0
+MAX_GOAL_SENDS = 3
 OUTCOMES = {
     GoTo.Result.OUTCOME_REACHED: 'reached',
     GoTo.Result.OUTCOME_REFUSED: 'refused',
@@ -200,11 +205,15 @@ class Stack:
             return 'unanswered', 'no go_to action server'
         time.sleep(MATCH_SETTLE_S)
         deadline = time.monotonic() + timeout_s
-        sent = client.send_goal_async(goal)
-        while not sent.done() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        for _ in range(MAX_GOAL_SENDS):
+            sent = client.send_goal_async(goal)
+            resend_at = min(deadline, time.monotonic() + GOAL_RESEND_S)
+            while not sent.done() and time.monotonic() < resend_at:
+                time.sleep(0.05)
+            if sent.done() or time.monotonic() >= deadline:
+                break
         if not sent.done():
-            return 'unanswered', 'the goal was neither accepted nor rejected'
+            return 'unanswered', f'the goal, sent {MAX_GOAL_SENDS} times, was not answered'
         handle = sent.result()
         if not handle.accepted:
             return 'rejected', 'goal rejected without a result'
