@@ -7,10 +7,10 @@ The nodes take the same arguments as robot.launch.py (presets, memory URI, LLM s
 use the bag's clock (`use_sim_time`, true here: the player publishes /clock), and write
 to replay_memory, not the robot's memory (config/replay.yaml).
 waymark's `replay` plays the bag (no ros2 CLI needed): it waits up to `wait_subscribers_s`
-for the nodes to subscribe, publishes /clock, and waits for every message to be
-acknowledged; with `exit_when_done:=true` the launch ends when the bag does. For scoring
-answers against a question file, use the evaluation tool instead (README, "Offline
-evaluation").
+for memory_node to open its memory and the nodes to subscribe, publishes /clock, and
+waits for every message to be acknowledged; with `exit_when_done:=true` the launch ends
+when the bag does. For scoring answers against a question file, use the evaluation tool
+instead (README, "Offline evaluation").
 """
 
 from pathlib import Path
@@ -29,9 +29,12 @@ CONFIG = SHARE / 'config'
 
 
 def generate_launch_description() -> LaunchDescription:
+    # In the stack's namespace, so that it waits for this memory_node to be open before
+    # playing; the bag's own topics are absolute and stay as recorded.
     play = Node(
         package='waymark_ros',
         executable='replay',
+        namespace=LaunchConfiguration('namespace'),
         arguments=[
             LaunchConfiguration('bag'),
             '--clock',
@@ -39,6 +42,8 @@ def generate_launch_description() -> LaunchDescription:
             LaunchConfiguration('rate'),
             '--wait-subscribers',
             LaunchConfiguration('wait_subscribers_s'),
+            '--wait-ready',
+            'memory/stats',
         ],
         output='screen',
     )
@@ -51,7 +56,7 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 'wait_subscribers_s',
                 default_value='60.0',
-                description='longest wait for the nodes to subscribe to every topic of the bag',
+                description='longest wait for memory to open and the nodes to subscribe to the bag',
             ),
             DeclareLaunchArgument(
                 'exit_when_done',

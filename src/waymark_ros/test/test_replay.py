@@ -46,6 +46,33 @@ def test_replays_everything_in_order_and_skips_types_not_installed(ros, bag):
         assert report.skipped == {'/tf_static': 'tf2_msgs/msg/TFMessage'}
 
 
+def test_waits_for_a_status_topic_before_playing_and_plays_anyway_when_it_stays_silent(ros, bag):
+    """memory_node's stats come once its memory is open; a bag played before that can end
+    before anything stores it. The replay node spins itself while it waits, so it is a node
+    of its own here, outside the harness's executor."""
+    import threading
+    import time
+
+    import rclpy
+
+    from waymark_ros.ros import qos
+
+    received = ros.collect(String, '/chatter', qos.sensor_input(True, 10))
+    status = ros.node.create_publisher(String, '/status', qos.latched())
+    publish_at = time.monotonic() + 1.5
+    threading.Timer(1.5, lambda: status.publish(String(data='{"frames": 0}'))).start()
+    player = rclpy.create_node('replay_under_test', context=ros.context)
+    try:
+        report = replay(player, bag, rate=0.0, wait_subscribers_s=30.0, wait_ready=['/status'])
+        assert report.not_ready == [] and report.published['/chatter'] == 300
+        assert time.monotonic() >= publish_at  # it did wait for the status
+        silent = replay(player, bag, rate=0.0, wait_subscribers_s=1.0, wait_ready=['/silent'])
+        assert silent.not_ready == ['/silent'] and silent.published['/chatter'] == 300
+    finally:
+        player.destroy_node()
+    wait_until(lambda: len(received) == 600, 10, 'not every message arrived')
+
+
 def test_topics_asked_for_must_exist_and_be_installed(ros, bag):
     with pytest.raises(ReplayError, match=r'\[\'/camera\'\] are not in .*/chatter \[std_msgs'):
         replay(ros.node, bag, topics=['/camera'])

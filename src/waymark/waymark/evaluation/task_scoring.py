@@ -256,7 +256,7 @@ class TaskScorer:
             recoveries=outcome.recoveries,
             first_success=first_success,
             attempts=outcome.attempts,
-            stopped=outcome.stop is not None,
+            stopped=_stopped(outcome),
         )
 
 
@@ -267,6 +267,15 @@ def spl(success: bool, shortest_m: float, path_m: float) -> float:
         return 0.0
     longest = max(path_m, shortest_m)
     return 1.0 if longest <= 0.0 else shortest_m / longest
+
+
+def _stopped(outcome: TaskOutcome) -> bool:
+    """A flow with a ledger records where its first stop views were taken (none: recall gave
+    it nowhere to go, and its end pose is only where it stood); one without records only
+    the stop it drove to."""
+    if outcome.status is not None:
+        return outcome.first_stop is not None
+    return outcome.stop is not None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,8 +43,6 @@ MIN_JOINED_WORD = 4
 # A goal's unquoted word names sign text only from this length: "A" or "I" is prose.
 MIN_SIGN_WORD = 2
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
-# A goal photo that reads nothing is read again at twice its size up to this side (pixels).
-PHOTO_UPSCALE_MAX_SIDE = 1280
 
 
 @dataclass(frozen=True)
@@ -308,15 +305,8 @@ def _sign_names(goal: str) -> set[str]:
 
 def photo_words(reader: TextReader, image: np.ndarray) -> set[str]:
     """The words a goal photo shows, lower case; a lone character is more often noise on a
-    texture than a word. A photo that reads nothing is read again at twice its size (up to
-    `PHOTO_UPSCALE_MAX_SIDE`): the detector misses print a few pixels high."""
-    words = _read_words(reader, image)
-    if not words and max(image.shape[:2]) <= PHOTO_UPSCALE_MAX_SIDE:
-        words = _read_words(reader, cv2.resize(image, None, fx=2.0, fy=2.0))
-    return words
-
-
-def _read_words(reader: TextReader, image: np.ndarray) -> set[str]:
+    texture than a word. The photo is read as it is: read again enlarged, a sign seen at a
+    slant gave letters it does not have."""
     read = ' '.join(line.text for line in reader.read(image))
     return {word for word in _words(read) if len(word) >= MIN_SIGN_WORD}
 

@@ -162,6 +162,9 @@ class MemoryNode(LifecycleNode):
         result = super().on_activate(state)  # the lifecycle publishers publish from now on
         with self._gate:
             self._active = True
+        # The first status at once, not on the timer: on simulated time the timer waits for
+        # a clock, and a replay starts its clock only once it has heard memory is open.
+        self._publish_status()
         return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:

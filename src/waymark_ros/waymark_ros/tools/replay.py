@@ -6,7 +6,10 @@ stamps times `--rate`. Publishers are reliable with a deep history and the repla
 waits for subscribers before it starts and for acknowledgements before it ends, so
 a replay at any rate loses nothing to a reliable subscriber. `--preset` replays the
 camera and pose topics of sensor presets (this package's config/sensors/NAME.yaml, or a
-path), the ones a stack launched with those presets listens to.
+path), the ones a stack launched with those presets listens to. `--wait-ready TOPIC` also
+waits for a first message on a latched status topic (memory_node's `memory/stats` is
+published once memory is open), so that a bag shorter than the stack's start-up is not
+over before anything stores it.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from pathlib import Path
 import rclpy
 from ament_index_python.packages import get_package_share_directory
 from rclpy.duration import Duration
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import String
 
 from waymark.evaluation.sensors import SensorError, preset_path, read_presets
+from waymark_ros.ros import qos as waymark_qos
 from waymark_ros.ros.conversions import ns_to_stamp
 
 
@@ -41,6 +47,7 @@ class ReplayReport:
     skipped: dict[str, str] = field(default_factory=dict)  # topic -> type not installed here
     duration_s: float = 0.0
     all_acknowledged: bool = True
+    not_ready: list[str] = field(default_factory=list)  # status topics still silent
 
 
 def message_type(name: str):
@@ -62,8 +69,11 @@ def replay(
     publish_clock: bool = False,
     wait_subscribers_s: float = 5.0,
     ack_timeout_s: float = 30.0,
+    wait_ready: Sequence[str] = (),
 ) -> ReplayReport:
-    """Publish the bag's messages; rate 0 means as fast as the subscribers take them."""
+    """Publish the bag's messages; rate 0 means as fast as the subscribers take them.
+    `wait_ready` names latched std_msgs/String status topics to hear from first (within
+    the same `wait_subscribers_s`)."""
     if rate < 0:
         raise ReplayError('rate must be >= 0')
     remap = remap or {}
@@ -96,9 +106,13 @@ def replay(
             )
         connections = [c for c in connections if c.topic in publishers]
         clock = node.create_publisher(Clock, '/clock', 10) if publish_clock else None
-        _wait_for_subscribers(publishers.values(), wait_subscribers_s)
+        deadline = time.monotonic() + wait_subscribers_s
+        not_ready = _wait_for_status(node, wait_ready, deadline)
+        _wait_for_subscribers(publishers.values(), max(0.0, deadline - time.monotonic()))
 
-        report = ReplayReport(published=dict.fromkeys(publishers, 0), skipped=skipped)
+        report = ReplayReport(
+            published=dict.fromkeys(publishers, 0), skipped=skipped, not_ready=not_ready
+        )
         started = time.monotonic()
         first_ns = None
         for connection, stamp_ns, data in reader.messages(connections=connections):
@@ -117,6 +131,32 @@ def replay(
                 report.all_acknowledged = False
         report.duration_s = time.monotonic() - started
         return report
+
+
+def _wait_for_status(node: Node, topics: Sequence[str], deadline: float) -> list[str]:
+    """Spin until each status topic has spoken once or the deadline passes; the silent
+    ones are returned (the replay then goes ahead, as it would without the wait). The node
+    must be in no executor while it waits: it is spun here."""
+    if not topics:
+        return []
+    heard: set[str] = set()
+    subscriptions = [
+        node.create_subscription(
+            String, topic, lambda _msg, topic=topic: heard.add(topic), waymark_qos.latched()
+        )
+        for topic in topics
+    ]
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        while len(heard) < len(topics) and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        for subscription in subscriptions:
+            node.destroy_subscription(subscription)
+    return [topic for topic in topics if topic not in heard]
 
 
 def _wait_for_subscribers(publishers, timeout_s: float) -> None:
@@ -156,6 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument('--clock', action='store_true', help='publish /clock from the bag stamps')
     parser.add_argument('--wait-subscribers', type=float, default=5.0, metavar='S')
+    parser.add_argument(
+        '--wait-ready',
+        action='append',
+        default=[],
+        metavar='TOPIC',
+        help='latched std_msgs/String status topic to hear from before playing (repeatable)',
+    )
     args, ros_args = parser.parse_known_args(argv)
     remap = dict(item.split(':=', 1) for item in args.remap)
     try:
@@ -174,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             remap=remap,
             publish_clock=args.clock,
             wait_subscribers_s=args.wait_subscribers,
+            wait_ready=args.wait_ready,
         )
     except ReplayError as error:
         print(f'replay: {error}', file=sys.stderr)
@@ -185,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'{topic}: {count} messages')
     for topic, kind in report.skipped.items():
         print(f'{topic}: skipped, {kind} is not installed')
+    for topic in report.not_ready:
+        print(f'{topic}: nothing heard within --wait-subscribers; played anyway')
     print(
         f'replayed in {report.duration_s:.1f} s'
         + ('' if report.all_acknowledged else ' (not all acknowledged)')
