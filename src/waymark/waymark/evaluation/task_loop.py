@@ -487,13 +487,8 @@ def _mark(book: PlaceBook, step: SequenceStep, clock: SimClock) -> None:
     )
 
 
-def run_task_layer(
-    setting: Setting,
-    sequence: TaskSequence,
-    folder: Path,
-    notes: HouseNotesReader | None = None,
-) -> FlowRun:
-    """The sequence through the task runner; `folder` holds its ledger and places."""
+def _robot(setting: Setting, sequence: TaskSequence) -> tuple[SimClock, SimBase, MemoryRecall]:
+    """A fresh simulated clock, base at the sequence's start, and recall over the memory."""
     clock = SimClock(setting.origin_ns)
     base = SimBase(
         setting.world, setting.space, clock, sequence.start, setting.sim, setting.explored
@@ -506,6 +501,17 @@ def run_task_layer(
         localisation=setting.localisation,
         reader=setting.photo_reader,
     )
+    return clock, base, recall
+
+
+def run_task_layer(
+    setting: Setting,
+    sequence: TaskSequence,
+    folder: Path,
+    notes: HouseNotesReader | None = None,
+) -> FlowRun:
+    """The sequence through the task runner; `folder` holds its ledger and places."""
+    clock, base, recall = _robot(setting, sequence)
     ledger = TaskLedger(folder / 'ledger', fsync=False)
     places = PlaceBook(folder / 'places.json', fsync=False)
     runner = TaskRunner(
@@ -538,18 +544,7 @@ def run_task_layer(
 def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> FlowRun:
     """Ask then GoTo: the best candidate (a named place from the same PlaceBook), one
     drive, stop; no views, no judge, no recovery, no ledger."""
-    clock = SimClock(setting.origin_ns)
-    base = SimBase(
-        setting.world, setting.space, clock, sequence.start, setting.sim, setting.explored
-    )
-    recall: Recall = MemoryRecall(
-        setting.memory,
-        setting.space,
-        clock,
-        setting.sim,
-        localisation=setting.localisation,
-        reader=setting.photo_reader,
-    )
+    clock, base, recall = _robot(setting, sequence)
     places = PlaceBook(folder / 'places.json', fsync=False)
     outcomes = []
     for step in sequence.steps:
