@@ -1,0 +1,140 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The lesson bank with the real sentence embedder: retrieval by similarity and trust,
+calibration (concurrent included), merging near-duplicates, the cap, and read-only."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from waymark.lessons.bank import BankLimits, BankMode, LessonBank, ReadOnlyError, empty_snapshot
+from waymark.lessons.cards import LessonCard, Provenance, Snapshot, snapshot_json
+from waymark.lessons.retrieval import RetrievalParams
+from waymark.lessons.trust import TrustPrior, Visits
+
+LAST_SEEN = 'where did I last see the fire extinguisher?'
+ON_THE_WAY = 'where is the coffee shop on the way from the office to the station?'
+SORT_BY_TIME = 'When asked for the last sighting, order the sightings by time first.'
+ROUTE_FIRST = 'For a place on the way between two others, find the route before the place.'
+
+
+@pytest.fixture(scope='module')
+def embed(sentence_embedder):
+    return lambda text: sentence_embedder.embed_texts([text])[0]
+
+
+def card(embed, card_id, task, lesson, visits=None, stamp_ns=0) -> LessonCard:
+    return LessonCard(
+        card_id,
+        task,
+        tuple(float(x) for x in embed(task)),
+        'A question of this shape went wrong by skipping a check.',
+        lesson,
+        Provenance('run', card_id, 'test-model', stamp_ns),
+        visits or Visits(),
+    )
+
+
+def bank(embed, cards, mode=BankMode.ACQUIRE, **limits) -> LessonBank:
+    dimension = len(embed('x'))
+    snapshot = Snapshot('all-MiniLM-L6-v2', dimension, TrustPrior(), tuple(cards))
+    return LessonBank(
+        snapshot,
+        embed,
+        mode,
+        RetrievalParams(min_similarity=0.3),
+        BankLimits(**limits) if limits else None,
+    )
+
+
+def test_a_task_retrieves_lessons_of_its_own_kind_and_trust_orders_them(embed):
+    # All-MiniLM puts "where did I last see X?" questions at a cosine near 0.4 of each other
+    # (the object weighs as much as the shape): the threshold here is set for it.
+    cards = [
+        card(embed, 'doubted', LAST_SEEN, SORT_BY_TIME, Visits(4, 0.0)),
+        card(embed, 'trusted', LAST_SEEN, SORT_BY_TIME, Visits(4, 4.0)),
+        card(embed, 'route', ON_THE_WAY, ROUTE_FIRST),
+    ]
+    lessons = bank(embed, cards).retrieve(embed('where did I last see my keys?'))
+    assert [r.card.card_id for r in lessons] == ['trusted', 'doubted']  # not the route one
+    assert lessons[0].ranked.similarity == pytest.approx(lessons[1].ranked.similarity)
+    assert bank(embed, cards).retrieve(embed('what colour is the sky on Mars?')) == []
+
+
+def test_calibration_counts_each_guiding_card_once_and_skips_gone_ones(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+    assert lessons.calibrate(['a', 'a', 'gone'], 1.0) == 1
+    (updated,) = lessons.snapshot().cards
+    assert (updated.visits.count, updated.visits.reward_sum) == (1, 1.0)
+    assert updated.trust(TrustPrior()) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        lessons.calibrate(['a'], 2.0)
+
+
+def test_concurrent_calibrations_of_one_card_lose_no_update(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+
+    def answer(reward: float) -> None:
+        for _ in range(200):
+            lessons.calibrate(['a'], reward)
+
+    threads = [threading.Thread(target=answer, args=(i % 2,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    (updated,) = lessons.snapshot().cards
+    assert (updated.visits.count, updated.visits.reward_sum) == (1600, 800.0)
+
+
+def test_a_near_duplicate_lesson_is_merged_into_the_card_that_has_it(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME, Visits(2, 1.0))])
+    again = card(
+        embed, 'b', 'where did I last see the ladder?', SORT_BY_TIME.replace('first', 'first.')
+    )
+    added = lessons.add(again)
+    assert added.merged and added.card_id == 'a' and len(lessons) == 1 and lessons.merged == 1
+    other = lessons.add(card(embed, 'c', ON_THE_WAY, ROUTE_FIRST))
+    assert not other.merged and other.card_id == 'c' and len(lessons) == 2
+
+
+def test_the_cap_evicts_the_least_trusted_well_visited_card_first(embed):
+    cards = [
+        card(embed, 'new-doubtful', LAST_SEEN, SORT_BY_TIME, Visits(1, 0.0), stamp_ns=1),
+        card(embed, 'well-bad', ON_THE_WAY, ROUTE_FIRST, Visits(5, 1.0), stamp_ns=2),
+        card(embed, 'well-good', 'how far is the door?', 'Measure along the path.', Visits(5, 5.0)),
+    ]
+    lessons = bank(embed, cards, max_cards=3, well_visited=3)
+    lesson = 'Count the objects once per room, never twice.'
+    added = lessons.add(card(embed, 'fresh', 'how many chairs are there?', lesson))
+    assert added.evicted == ('well-bad',)  # not the less trusted card seen only once
+    assert sorted(c.card_id for c in lessons.snapshot().cards) == [
+        'fresh', 'new-doubtful', 'well-good'
+    ]  # fmt: skip
+    assert lessons.evicted == 1
+
+
+def test_read_only_changes_nothing_byte_for_byte(embed):
+    cards = [card(embed, 'a', LAST_SEEN, SORT_BY_TIME, Visits(3, 2.0))]
+    lessons = bank(embed, cards, mode=BankMode.READ_ONLY)
+    before = snapshot_json(lessons.snapshot())
+    assert lessons.retrieve(embed(LAST_SEEN))
+    with pytest.raises(ReadOnlyError):
+        lessons.calibrate(['a'], 1.0)
+    with pytest.raises(ReadOnlyError):
+        lessons.add(card(embed, 'b', ON_THE_WAY, ROUTE_FIRST))
+    assert snapshot_json(lessons.snapshot()) == before
+
+
+def test_an_embedding_of_another_size_is_refused(embed):
+    lessons = LessonBank(empty_snapshot('all-MiniLM-L6-v2', 384), embed, BankMode.ACQUIRE)
+    assert lessons.retrieve(embed(LAST_SEEN)) == []  # an empty bank retrieves nothing
+    with pytest.raises(ValueError, match='3-d embedding'):
+        lessons.retrieve(np.ones(3))
+    short = LessonCard(
+        's', LAST_SEEN, (1.0, 0.0, 0.0), 'summary', 'lesson', Provenance('r', 't', 'm', 0)
+    )
+    with pytest.raises(ValueError, match='3-d embedding'):
+        lessons.add(short)

@@ -1,0 +1,194 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The lesson bank: retrieval over the cards, calibration by verified outcomes, and the
+writing rules (near-duplicates merged, a size cap), in one of two modes.
+
+`acquire` writes and calibrates; `read_only` retrieves and changes nothing, so a robot
+deployed with a snapshot keeps it byte for byte. Calibration and writing hold one lock:
+two answers calibrating the same card at once both count.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from waymark.lessons.cards import LessonCard, Snapshot
+from waymark.lessons.retrieval import Candidate, Ranked, RetrievalParams, rank
+from waymark.lessons.trust import TrustPrior
+from waymark.tasks.outcomes import Word
+
+Embed = Callable[[str], np.ndarray]
+
+
+class BankMode(Word):
+    ACQUIRE = 'acquire'
+    READ_ONLY = 'read_only'
+
+
+class ReadOnlyError(RuntimeError):
+    """A change asked of a read-only bank."""
+
+
+@dataclass(frozen=True)
+class BankLimits:
+    """At most `max_cards`; a new lesson whose text is this close (cosine) to a card's is
+    merged into it; a card is well visited from `well_visited` visits, and such cards are
+    evicted first, least trusted first."""
+
+    max_cards: int = 500
+    duplicate_similarity: float = 0.92
+    well_visited: int = 3
+
+    def __post_init__(self) -> None:
+        if self.max_cards < 1 or self.well_visited < 1:
+            raise ValueError(f'max_cards and well_visited must be >= 1: {self}')
+        if not 0.0 < self.duplicate_similarity <= 1.0:
+            raise ValueError(f'duplicate_similarity must be in (0, 1]: {self}')
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    card: LessonCard
+    ranked: Ranked
+
+
+@dataclass(frozen=True)
+class Added:
+    """What writing a card did: `card_id` is the card that now holds the lesson (the new
+    one, or the one it was merged into); `evicted` the cards the cap removed."""
+
+    card_id: str
+    merged: bool
+    evicted: tuple[str, ...] = ()
+
+
+class LessonBank:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        embed_lesson: Embed,
+        mode: BankMode = BankMode.READ_ONLY,
+        params: RetrievalParams | None = None,
+        limits: BankLimits | None = None,
+    ) -> None:
+        self.embedder = snapshot.embedder
+        self.dimension = snapshot.dimension
+        self.prior = snapshot.prior
+        self.mode = mode
+        self.params = params or RetrievalParams()
+        self.limits = limits or BankLimits()
+        self._embed_lesson = embed_lesson
+        self._cards = {card.card_id: card for card in snapshot.cards}
+        self._lesson_vectors: dict[str, np.ndarray] = {}  # filled as needed
+        self._lock = threading.Lock()
+        self.merged = 0
+        self.evicted = 0
+
+    def __len__(self) -> int:
+        return len(self._cards)
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            cards = tuple(self._cards.values())
+        return Snapshot(self.embedder, self.dimension, self.prior, cards)
+
+    def retrieve(self, task_embedding: Sequence[float]) -> list[Retrieved]:
+        """The lessons for a task, best first (none when nothing is similar enough)."""
+        query = _unit(task_embedding, self.dimension)
+        with self._lock:
+            cards = list(self._cards.values())
+        candidates = [
+            Candidate(
+                card.card_id,
+                float(query @ _unit(card.embedding, self.dimension)),
+                card.trust(self.prior),
+            )
+            for card in cards
+        ]
+        by_id = {card.card_id: card for card in cards}
+        return [Retrieved(by_id[r.lesson_id], r) for r in rank(candidates, self.params)]
+
+    def calibrate(self, card_ids: Sequence[str], reward: float) -> int:
+        """Counts one verified outcome with `reward` for each card that guided it; cards
+        gone since (evicted) are skipped. Returns how many were updated."""
+        self._writable()
+        with self._lock:
+            updated = 0
+            for card_id in dict.fromkeys(card_ids):
+                card = self._cards.get(card_id)
+                if card is not None:
+                    self._cards[card_id] = replace(card, visits=card.visits.after(reward))
+                    updated += 1
+            return updated
+
+    def add(self, card: LessonCard) -> Added:
+        """Writes a new card, or merges it into a card with nearly the same lesson (which
+        keeps its own visits); then holds the size cap."""
+        self._writable()
+        _unit(card.embedding, self.dimension)  # a card of another embedder is refused
+        vector = _unit(self._embed_lesson(card.lesson), None)
+        with self._lock:
+            if card.card_id in self._cards:
+                raise ValueError(f'card {card.card_id} is already in the bank')
+            twin = self._nearest_lesson(vector)
+            if twin is not None:
+                self.merged += 1
+                return Added(twin, merged=True)
+            self._cards[card.card_id] = card
+            self._lesson_vectors[card.card_id] = vector
+            evicted = self._hold_cap(keep=card.card_id)
+            return Added(card.card_id, merged=False, evicted=evicted)
+
+    def _writable(self) -> None:
+        if self.mode is not BankMode.ACQUIRE:
+            raise ReadOnlyError('the lesson bank is read-only: nothing is written or calibrated')
+
+    def _nearest_lesson(self, vector: np.ndarray) -> str | None:
+        best, best_id = self.limits.duplicate_similarity, None
+        for card_id, card in self._cards.items():
+            known = self._lesson_vectors.get(card_id)
+            if known is None:
+                known = self._lesson_vectors[card_id] = _unit(self._embed_lesson(card.lesson), None)
+            similarity = float(vector @ known)
+            if similarity >= best:
+                best, best_id = similarity, card_id
+        return best_id
+
+    def _hold_cap(self, keep: str) -> tuple[str, ...]:
+        evicted = []
+        while len(self._cards) > self.limits.max_cards:
+            victim = self._eviction_order(keep)[0]
+            del self._cards[victim]
+            self._lesson_vectors.pop(victim, None)
+            evicted.append(victim)
+        self.evicted += len(evicted)
+        return tuple(evicted)
+
+    def _eviction_order(self, keep: str) -> list[str]:
+        """Well-visited cards, least trusted first; then the rest, least trusted and
+        oldest first. The card just written is never its own victim."""
+        well = self.limits.well_visited
+
+        def order(card: LessonCard) -> tuple:
+            seen_enough = card.visits.count >= well
+            return (not seen_enough, card.trust(self.prior), card.provenance.stamp_ns)
+
+        cards = [card for card in self._cards.values() if card.card_id != keep]
+        return [card.card_id for card in sorted(cards, key=order)]
+
+
+def _unit(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:
+    array = np.asarray(vector, dtype=float).ravel()
+    if dimension is not None and array.size != dimension:
+        raise ValueError(f'a {array.size}-d embedding in a bank of {dimension}-d embeddings')
+    norm = float(np.linalg.norm(array))
+    if not np.isfinite(norm) or norm == 0.0:
+        raise ValueError('an embedding needs a finite, non-zero length')
+    return array / norm
+
+
+def empty_snapshot(embedder: str, dimension: int, prior: TrustPrior | None = None) -> Snapshot:
+    return Snapshot(embedder, dimension, prior or TrustPrior(), ())
