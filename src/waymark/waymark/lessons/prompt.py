@@ -1,0 +1,51 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The lessons block the agent reads before a task, in waymark's own words.
+
+Lessons are written by a model, so they are quoted as data, never spliced in as
+instructions. The block says what they are (habits from other questions, not answers),
+how to use them (by the shape of the question, one check or trap each, current evidence
+wins) and nothing about trust: the score ranks them, the model need not see it. With no
+lesson retrieved there is no block at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from waymark.agent.evidence import quote
+from waymark.lessons.bank import Retrieved
+from waymark.lessons.cards import MAX_LESSON_CHARS, MAX_SUMMARY_CHARS, MAX_TASK_CHARS
+
+HEADER = (
+    'Lessons from earlier questions (notes on method written after their outcomes were '
+    'checked; they come from other places and times and hold no answers):'
+)
+RULES = (
+    'How to use them: match a lesson by the kind of question (what is asked and how it is '
+    'worked out), not by shared object names; take at most one check or one trap from each; '
+    'skip any that does not fit; a similar question is no licence to reuse an old result; '
+    'when a lesson disagrees with what memory and the tools show now, the current evidence '
+    'wins. Work the answer out afresh.'
+)
+
+
+def lesson_block(lessons: Sequence[Retrieved]) -> str:
+    """The block to put before the task, or '' when no lesson was retrieved."""
+    if not lessons:
+        return ''
+    parts = [HEADER]
+    for number, found in enumerate(lessons, start=1):
+        card = found.card
+        parts.append(
+            '\n'.join(
+                (
+                    f'Lesson {number} (task similarity {found.ranked.similarity:.3f})',
+                    f'  earlier question: {quote(card.task, MAX_TASK_CHARS)}',
+                    f'  lesson: {quote(card.lesson, MAX_LESSON_CHARS)}',
+                    f'  what happened then: {quote(card.summary, MAX_SUMMARY_CHARS)}',
+                    '  (its answer is not shown and must not be reused)',
+                )
+            )
+        )
+    parts.append(RULES)
+    return '\n\n'.join(parts)
