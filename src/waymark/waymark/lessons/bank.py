@@ -4,7 +4,8 @@ writing rules (near-duplicates merged, a size cap), in one of two modes.
 
 `acquire` writes and calibrates; `read_only` retrieves and changes nothing, so a robot
 deployed with a snapshot keeps it byte for byte. Calibration and writing hold one lock:
-two answers calibrating the same card at once both count.
+two answers calibrating the same card at once both count. With a `LessonStore`, every
+change is written there first; a change the store refuses is not made in memory either.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from waymark.lessons.cards import LessonCard, Snapshot
 from waymark.lessons.retrieval import Candidate, Ranked, RetrievalParams, rank
+from waymark.lessons.store import LessonStore
 from waymark.lessons.trust import TrustPrior
 from waymark.tasks.outcomes import Word
 
@@ -73,7 +75,13 @@ class LessonBank:
         mode: BankMode = BankMode.READ_ONLY,
         params: RetrievalParams | None = None,
         limits: BankLimits | None = None,
+        store: LessonStore | None = None,
     ) -> None:
+        if store is not None and store.dimension != snapshot.dimension:
+            raise ValueError(
+                f'a {snapshot.dimension}-d bank over a {store.dimension}-d lesson collection'
+            )
+        self.store = store
         self.embedder = snapshot.embedder
         self.dimension = snapshot.dimension
         self.prior = snapshot.prior
@@ -116,13 +124,16 @@ class LessonBank:
         gone since (evicted) are skipped. Returns how many were updated."""
         self._writable()
         with self._lock:
-            updated = 0
-            for card_id in dict.fromkeys(card_ids):
-                card = self._cards.get(card_id)
-                if card is not None:
-                    self._cards[card_id] = replace(card, visits=card.visits.after(reward))
-                    updated += 1
-            return updated
+            updated = [
+                replace(card, visits=card.visits.after(reward))
+                for card in (self._cards.get(card_id) for card_id in dict.fromkeys(card_ids))
+                if card is not None
+            ]
+            if self.store is not None:
+                self.store.put(updated)
+            for card in updated:
+                self._cards[card.card_id] = card
+            return len(updated)
 
     def add(self, card: LessonCard) -> Added:
         """Writes a new card, or merges it into a card with nearly the same lesson (which
@@ -137,10 +148,17 @@ class LessonBank:
             if twin is not None:
                 self.merged += 1
                 return Added(twin, merged=True)
+            victims = self._victims(keep=card.card_id, extra=1)
+            if self.store is not None:
+                self.store.put([card])
+                self.store.remove(victims)
             self._cards[card.card_id] = card
             self._lesson_vectors[card.card_id] = vector
-            evicted = self._hold_cap(keep=card.card_id)
-            return Added(card.card_id, merged=False, evicted=evicted)
+            for victim in victims:
+                del self._cards[victim]
+                self._lesson_vectors.pop(victim, None)
+            self.evicted += len(victims)
+            return Added(card.card_id, merged=False, evicted=victims)
 
     def _writable(self) -> None:
         if self.mode is not BankMode.ACQUIRE:
@@ -157,15 +175,10 @@ class LessonBank:
                 best, best_id = similarity, card_id
         return best_id
 
-    def _hold_cap(self, keep: str) -> tuple[str, ...]:
-        evicted = []
-        while len(self._cards) > self.limits.max_cards:
-            victim = self._eviction_order(keep)[0]
-            del self._cards[victim]
-            self._lesson_vectors.pop(victim, None)
-            evicted.append(victim)
-        self.evicted += len(evicted)
-        return tuple(evicted)
+    def _victims(self, keep: str, extra: int) -> tuple[str, ...]:
+        """The cards to evict so that `extra` more fit under the cap."""
+        over = len(self._cards) + extra - self.limits.max_cards
+        return tuple(self._eviction_order(keep)[: max(0, over)])
 
     def _eviction_order(self, keep: str) -> list[str]:
         """Well-visited cards, least trusted first; then the rest, least trusted and
@@ -188,6 +201,20 @@ def _unit(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.nda
     if not np.isfinite(norm) or norm == 0.0:
         raise ValueError('an embedding needs a finite, non-zero length')
     return array / norm
+
+
+def open_bank(
+    store: LessonStore,
+    embedder: str,
+    embed_lesson: Embed,
+    mode: BankMode = BankMode.READ_ONLY,
+    params: RetrievalParams | None = None,
+    limits: BankLimits | None = None,
+    prior: TrustPrior | None = None,
+) -> LessonBank:
+    """The bank kept in `store`, as it was last written."""
+    snapshot = Snapshot(embedder, store.dimension, prior or TrustPrior(), tuple(store.cards()))
+    return LessonBank(snapshot, embed_lesson, mode, params, limits, store)
 
 
 def empty_snapshot(embedder: str, dimension: int, prior: TrustPrior | None = None) -> Snapshot:

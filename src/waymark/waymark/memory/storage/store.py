@@ -93,7 +93,9 @@ class MemoryStoreSchemaError(MemoryStoreError):
 
 
 @dataclass(frozen=True)
-class _Field:
+class FieldSpec:
+    """One field of a collection: what `ensure_collection` creates or checks."""
+
     name: str
     dtype: DataType
     params: dict = field(default_factory=dict)
@@ -101,40 +103,44 @@ class _Field:
     partition_key: bool = False
 
 
-def _records_fields() -> list[_Field]:
+def _records_fields() -> list[FieldSpec]:
     return [
-        _Field('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
-        _Field('session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True),
-        _Field('idx', DataType.INT64),
-        _Field('stamp_ns', DataType.INT64),
-        _Field('end_ns', DataType.INT64),
+        FieldSpec('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
+        FieldSpec(
+            'session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True
+        ),
+        FieldSpec('idx', DataType.INT64),
+        FieldSpec('stamp_ns', DataType.INT64),
+        FieldSpec('end_ns', DataType.INT64),
         # Doubles, so a record reads back exactly as it was written.
-        _Field('x', DataType.DOUBLE),
-        _Field('y', DataType.DOUBLE),
-        _Field('z', DataType.DOUBLE),
-        _Field('yaw', DataType.DOUBLE),
-        _Field('map_epoch', DataType.INT64),
-        _Field('pose_valid', DataType.BOOL),
-        _Field('image_ref', DataType.VARCHAR, {'max_length': IMAGE_REF_MAX_BYTES}),
-        _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
-        _Field('text_size', DataType.DOUBLE),
+        FieldSpec('x', DataType.DOUBLE),
+        FieldSpec('y', DataType.DOUBLE),
+        FieldSpec('z', DataType.DOUBLE),
+        FieldSpec('yaw', DataType.DOUBLE),
+        FieldSpec('map_epoch', DataType.INT64),
+        FieldSpec('pose_valid', DataType.BOOL),
+        FieldSpec('image_ref', DataType.VARCHAR, {'max_length': IMAGE_REF_MAX_BYTES}),
+        FieldSpec('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
+        FieldSpec('text_size', DataType.DOUBLE),
         # What target localisation needs (camera, text boxes, depth samples) as JSON; ''
         # for none. Added to databases made before it when they are opened.
-        _Field(SIGHTING_FIELD, DataType.VARCHAR, {'max_length': SIGHTING_MAX_BYTES}),
+        FieldSpec(SIGHTING_FIELD, DataType.VARCHAR, {'max_length': SIGHTING_MAX_BYTES}),
         # Milvus requires a vector field in every collection; the planar position is the
         # natural one and lets a Milvus server answer range queries on its own.
-        _Field('planar', DataType.FLOAT_VECTOR, {'dim': 2}),
+        FieldSpec('planar', DataType.FLOAT_VECTOR, {'dim': 2}),
     ]
 
 
-def _view_fields(dim: int) -> list[_Field]:
+def _view_fields(dim: int) -> list[FieldSpec]:
     return [
-        _Field('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
-        _Field('session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True),
-        _Field('idx', DataType.INT64),
-        _Field('vector', DataType.FLOAT_VECTOR, {'dim': dim}),
+        FieldSpec('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
+        FieldSpec(
+            'session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True
+        ),
+        FieldSpec('idx', DataType.INT64),
+        FieldSpec('vector', DataType.FLOAT_VECTOR, {'dim': dim}),
         # The text the vector was made from, where it is not the record's (captions).
-        _Field('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
+        FieldSpec('text', DataType.VARCHAR, {'max_length': TEXT_MAX_BYTES}),
     ]
 
 
@@ -731,31 +737,38 @@ class MemoryStore:
             'collection %s: %d records copied to add the %s field', name, copied, SIGHTING_FIELD
         )
 
-    def _ensure(self, name: str, fields: list[_Field], vector_field: str, metric: str) -> None:
-        """Open a collection, creating it (and its index) on the way."""
-        if self._client.has_collection(name):
-            _check_schema(name, fields, self._client.describe_collection(name))
-        else:
-            schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False)
-            for spec in fields:
-                schema.add_field(
-                    spec.name,
-                    spec.dtype,
-                    is_primary=spec.primary,
-                    is_partition_key=spec.partition_key,
-                    **spec.params,
-                )
-            # Strong consistency: an entry is readable as soon as add() returns (a server's
-            # default level lets reads miss the latest writes).
-            self._client.create_collection(name, schema=schema, consistency_level='Strong')
-        if vector_field not in set(self._client.list_indexes(name)):
-            params = self._client.prepare_index_params()
-            # Searches run in process; Milvus only needs the index a collection must have
-            # to load. Exact search keeps a Milvus server's own answers exact too.
-            params.add_index(vector_field, index_type='FLAT', metric_type=metric)
-            # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
-            self._client.create_index(name, params, sync=False)
-        self._client.load_collection(name)
+    def _ensure(self, name: str, fields: list[FieldSpec], vector_field: str, metric: str) -> None:
+        ensure_collection(self._client, name, fields, vector_field, metric)
+
+
+def ensure_collection(
+    client: MilvusClient, name: str, fields: list[FieldSpec], vector_field: str, metric: str
+) -> None:
+    """Open a collection, creating it (and its index) on the way; one that exists must
+    have `fields` exactly (MemoryStoreSchemaError says how it differs)."""
+    if client.has_collection(name):
+        _check_schema(name, fields, client.describe_collection(name))
+    else:
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        for spec in fields:
+            schema.add_field(
+                spec.name,
+                spec.dtype,
+                is_primary=spec.primary,
+                is_partition_key=spec.partition_key,
+                **spec.params,
+            )
+        # Strong consistency: an entry is readable as soon as add() returns (a server's
+        # default level lets reads miss the latest writes).
+        client.create_collection(name, schema=schema, consistency_level='Strong')
+    if vector_field not in set(client.list_indexes(name)):
+        params = client.prepare_index_params()
+        # Searches run in process; Milvus only needs the index a collection must have
+        # to load. Exact search keeps a Milvus server's own answers exact too.
+        params.add_index(vector_field, index_type='FLAT', metric_type=metric)
+        # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
+        client.create_index(name, params, sync=False)
+    client.load_collection(name)
 
 
 def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:
@@ -780,6 +793,12 @@ def _index_rows(index: VectorIndex, rows: Sequence[dict]) -> None:
 
 def _lite_path(uri: str) -> Path | None:
     return Path(uri).expanduser().resolve() if uri.endswith('.db') else None
+
+
+def connect(uri: str, token: str = '') -> MilvusClient:
+    """A client of the Milvus at `uri`: a server address, or a Milvus Lite file (`.db`),
+    which clients in one process share."""
+    return _connect(uri, token, _lite_path(uri))
 
 
 def _connect(uri: str, token: str, lite_path: Path | None) -> MilvusClient:
@@ -823,7 +842,7 @@ def _held_by_other_process(lite_path: Path) -> bool:
         os.close(descriptor)
 
 
-def _check_schema(name: str, expected: list[_Field], description: dict) -> None:
+def _check_schema(name: str, expected: list[FieldSpec], description: dict) -> None:
     actual = {item['name']: item for item in description.get('fields', [])}
 
     def shape(spec_type, params, primary, partition_key) -> str:
