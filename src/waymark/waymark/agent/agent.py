@@ -27,6 +27,7 @@ plain similarity search for the question, flagged `used_fallback`.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -78,6 +79,7 @@ from waymark.localisation.standoff import FreeSpace
 from waymark.memory.entries import FRAME, LEVELS, Hit
 from waymark.memory.views.fusion import per_view_zscores
 
+_LOG = logging.getLogger(__name__)
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
 # How fallback_reason starts when memory could not be searched.
 MEMORY_UNAVAILABLE = 'memory unavailable'
@@ -174,6 +176,17 @@ class AgentAnswer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The lessons put before the question: the cards a verified outcome will calibrate.
+    lesson_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LessonsGiven:
+    """A lesson source's answer for one question: the block to put before it ('' for
+    none) and the ids of the lessons in it."""
+
+    block: str = ''
+    lesson_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,10 +265,12 @@ class Agent:
         traces: TraceWriter | None = None,
         free_space: FreeSpace | None = None,
         position_of: PositionOf | None = None,
+        lessons: Callable[[str], LessonsGiven] | None = None,
     ) -> None:
         """`position_of` places a hit in the map for anchor-then-instance searches: by
         default where target localisation puts the thing the hit shows (where the camera
-        stood when the hit has no sighting)."""
+        stood when the hit has no sighting). `lessons` gives the lessons block for a
+        question (SMA); a source that fails is logged and the question goes without."""
         self.chat = chat
         self.memory = memory
         self.images = images
@@ -266,6 +281,7 @@ class Agent:
         self.free_space = free_space
         self.route = RouteSearch(memory, images, verifier, self.config.bintrack)
         self.position_of = position_of or self._located
+        self.lessons = lessons
 
     def _located(self, hit: Hit, query: str) -> tuple[float, float]:
         """Where the thing `hit` shows for `query` is, from that one entry."""
@@ -310,9 +326,14 @@ class Agent:
             if (name != 'retrieve_from_image' or _has_photo(run))
             and (name != 'search_between' or config.search_between)
         ]
+        given = self._lessons_for(run.question.question)
+        run.answer.lesson_ids = given.lesson_ids
+        question = self._question_text(run)
+        if given.block:
+            question = f'{given.block}\n\n{question}'
         run.messages = [
             {'role': 'system', 'content': prompts.SYSTEM.format(max_steps=config.max_steps)},
-            {'role': 'user', 'content': self._question_text(run)},
+            {'role': 'user', 'content': question},
         ]
         searches, refusals, told = 0, 0, False
         # Searches, the forced final call, one re-ask and one nudge; nothing beyond.
@@ -388,6 +409,15 @@ class Agent:
             self._record(run, on_step, call.name, call.arguments, hits, started, error)
             searches += 1
         return self._fallback(run, f'no usable answer within {config.max_steps} searches')
+
+    def _lessons_for(self, question: str) -> LessonsGiven:
+        if self.lessons is None:
+            return LessonsGiven()
+        try:
+            return self.lessons(question)
+        except Exception as error:  # lessons help; a question never fails for them
+            _LOG.warning('no lessons for this question: %s', error)
+            return LessonsGiven()
 
     def _question_text(self, run: _Run) -> str:
         question = run.question

@@ -10,10 +10,11 @@ lesson retrieved there is no block at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from waymark.agent.agent import LessonsGiven
 from waymark.agent.evidence import quote
-from waymark.lessons.bank import Retrieved
+from waymark.lessons.bank import Embed, LessonBank, Retrieved
 from waymark.lessons.cards import MAX_LESSON_CHARS, MAX_SUMMARY_CHARS, MAX_TASK_CHARS
 
 HEADER = (
@@ -49,3 +50,13 @@ def lesson_block(lessons: Sequence[Retrieved]) -> str:
         )
     parts.append(RULES)
     return '\n\n'.join(parts)
+
+
+def lesson_source(bank: LessonBank, embed_task: Embed) -> Callable[[str], LessonsGiven]:
+    """What the agent calls per question: the bank's lessons for it, as a block."""
+
+    def given(question: str) -> LessonsGiven:
+        lessons = bank.retrieve(embed_task(question))
+        return LessonsGiven(lesson_block(lessons), tuple(f.card.card_id for f in lessons))
+
+    return given
