@@ -37,6 +37,9 @@ COMMANDS = {
     ),
     'bench': Command('waymark.benchmarks.cli', 'ingest, search, storage and planner benchmarks'),
     'tasks': Command('waymark.tasks.cli', 'read the task ledger, rewrite or print the house notes'),
+    'lessons-sweep': Command(
+        'waymark.lessons.sweep_cli', "tune the lessons' similarity threshold for an embedder"
+    ),
 }
 PROG = 'python -m waymark'
 
