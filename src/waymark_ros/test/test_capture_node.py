@@ -169,6 +169,10 @@ def test_time_going_backwards_resets_instead_of_crashing(capture):
     # The bag loops: time jumps back to T0 and the robot is back at the start.
     for i in range(11):
         odom.publish(odometry(T0 + i * 100 * MS, x=5.0 + 0.1 * i))
+    # Two topics: the image must not overtake the poses it is to be placed by.
+    wait_until(
+        lambda: 'pose time went backwards' in node.log_tail(), 10, 'the pose jump was not seen'
+    )
     images.publish(jpeg_image(T0 + 400 * MS))
     wait_until(lambda: len(keyframes) == 2, 10, 'no keyframe after the time jump')
     assert keyframes[1].pose.pose.position.x == pytest.approx(5.4 + 0.25)
