@@ -90,6 +90,10 @@ class LessonBank:
         self.limits = limits or BankLimits()
         self._embed_lesson = embed_lesson
         self._cards = {card.card_id: card for card in snapshot.cards}
+        # Unit task embeddings, made once per card rather than on every retrieval.
+        self._task_vectors = {
+            card.card_id: _unit(card.embedding, self.dimension) for card in snapshot.cards
+        }
         self._lesson_vectors: dict[str, np.ndarray] = {}  # filled as needed
         self._lock = threading.Lock()
         self.merged = 0
@@ -108,13 +112,10 @@ class LessonBank:
         query = _unit(task_embedding, self.dimension)
         with self._lock:
             cards = list(self._cards.values())
+            vectors = [self._task_vectors[card.card_id] for card in cards]
         candidates = [
-            Candidate(
-                card.card_id,
-                float(query @ _unit(card.embedding, self.dimension)),
-                card.trust(self.prior),
-            )
-            for card in cards
+            Candidate(card.card_id, float(query @ vector), card.trust(self.prior))
+            for card, vector in zip(cards, vectors, strict=True)
         ]
         by_id = {card.card_id: card for card in cards}
         return [Retrieved(by_id[r.lesson_id], r) for r in rank(candidates, self.params)]
@@ -139,7 +140,7 @@ class LessonBank:
         """Writes a new card, or merges it into a card with nearly the same lesson (which
         keeps its own visits); then holds the size cap."""
         self._writable()
-        _unit(card.embedding, self.dimension)  # a card of another embedder is refused
+        task_vector = _unit(card.embedding, self.dimension)  # another embedder's is refused
         vector = _unit(self._embed_lesson(card.lesson), None)
         with self._lock:
             if card.card_id in self._cards:
@@ -148,14 +149,15 @@ class LessonBank:
             if twin is not None:
                 self.merged += 1
                 return Added(twin, merged=True)
-            victims = self._victims(keep=card.card_id, extra=1)
+            victims = self._victims(extra=1)
             if self.store is not None:
                 self.store.put([card])
                 self.store.remove(victims)
             self._cards[card.card_id] = card
+            self._task_vectors[card.card_id] = task_vector
             self._lesson_vectors[card.card_id] = vector
             for victim in victims:
-                del self._cards[victim]
+                del self._cards[victim], self._task_vectors[victim]
                 self._lesson_vectors.pop(victim, None)
             self.evicted += len(victims)
             return Added(card.card_id, merged=False, evicted=victims)
@@ -175,22 +177,22 @@ class LessonBank:
                 best, best_id = similarity, card_id
         return best_id
 
-    def _victims(self, keep: str, extra: int) -> tuple[str, ...]:
-        """The cards to evict so that `extra` more fit under the cap."""
+    def _victims(self, extra: int) -> tuple[str, ...]:
+        """The cards to evict so that `extra` more fit under the cap; chosen before the
+        new card is in, so it is never its own victim."""
         over = len(self._cards) + extra - self.limits.max_cards
-        return tuple(self._eviction_order(keep)[: max(0, over)])
+        return tuple(self._eviction_order()[: max(0, over)])
 
-    def _eviction_order(self, keep: str) -> list[str]:
+    def _eviction_order(self) -> list[str]:
         """Well-visited cards, least trusted first; then the rest, least trusted and
-        oldest first. The card just written is never its own victim."""
+        oldest first."""
         well = self.limits.well_visited
 
         def order(card: LessonCard) -> tuple:
             seen_enough = card.visits.count >= well
             return (not seen_enough, card.trust(self.prior), card.provenance.stamp_ns)
 
-        cards = [card for card in self._cards.values() if card.card_id != keep]
-        return [card.card_id for card in sorted(cards, key=order)]
+        return [card.card_id for card in sorted(self._cards.values(), key=order)]
 
 
 def _unit(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:

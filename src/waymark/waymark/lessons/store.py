@@ -10,7 +10,6 @@ once when it opens and keeps its cards in memory; this store is written first.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator, Sequence
 
 from pymilvus import DataType, MilvusClient, MilvusException
@@ -22,11 +21,11 @@ from waymark.lessons.cards import (
 )
 from waymark.lessons.trust import Visits
 from waymark.memory.storage.store import (
-    READ_BATCH,
     FieldSpec,
     MemoryStoreError,
     connect,
     ensure_collection,
+    scan_collection,
 )
 
 # A card's JSON: the three texts (1000 + 400 + 400 characters, up to 4 bytes each) and its
@@ -88,19 +87,9 @@ class LessonStore:
         return self._client
 
     def _scan(self) -> Iterator[dict]:
-        logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
+        fields = ['id', 'vector', 'card', 'visits', 'reward_sum']
         try:
-            iterator = self._open().query_iterator(
-                self.collection,
-                batch_size=READ_BATCH,
-                filter='',
-                output_fields=['id', 'vector', 'card', 'visits', 'reward_sum'],
-            )
-            try:
-                while batch := iterator.next():
-                    yield from batch
-            finally:
-                iterator.close()
+            yield from scan_collection(self._open(), self.collection, fields)
         except MilvusException as error:
             raise LessonStoreError(f'cannot read the lesson cards: {error}') from error
 

@@ -668,17 +668,7 @@ class MemoryStore:
         return self._index_dir / f'{key.replace("/", "-")}.vindex'
 
     def _scan(self, collection: str, fields: Sequence[str]) -> Iterator[dict]:
-        # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
-        # reads consistently anyway, which is all a scan at open needs.
-        logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
-        iterator = self._client.query_iterator(
-            collection, batch_size=READ_BATCH, filter='', output_fields=['id', *fields]
-        )
-        try:
-            while batch := iterator.next():
-                yield from batch
-        finally:
-            iterator.close()
+        return scan_collection(self._client, collection, ['id', *fields])
 
     def _add_sighting_field(self, name: str) -> None:
         """Give a records collection made before sightings existed its sighting field.
@@ -769,6 +759,21 @@ def ensure_collection(
         # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
         client.create_index(name, params, sync=False)
     client.load_collection(name)
+
+
+def scan_collection(client: MilvusClient, name: str, fields: Sequence[str]) -> Iterator[dict]:
+    """Every row of a collection with `fields`, in batches of READ_BATCH."""
+    # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
+    # reads consistently anyway, which is all a scan at open needs.
+    logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
+    iterator = client.query_iterator(
+        name, batch_size=READ_BATCH, filter='', output_fields=list(fields)
+    )
+    try:
+        while batch := iterator.next():
+            yield from batch
+    finally:
+        iterator.close()
 
 
 def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:
