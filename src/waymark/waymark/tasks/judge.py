@@ -28,7 +28,7 @@ from waymark.agent.evidence import quote
 from waymark.agent.llm import ChatClient, LLMConfig, LLMError, image_part
 from waymark.geometry import Pose
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
-from waymark.memory.views.ocr import TextReader
+from waymark.memory.views.ocr import TextReader, joined
 from waymark.model_text import first_json_object, validation_problems
 from waymark.tasks.outcomes import JudgeVerdict, VerdictKind
 from waymark.tasks.stop_views import FRAME_LIMIT_CAP, SelectedFrame
@@ -307,7 +307,7 @@ def photo_words(reader: TextReader, image: np.ndarray) -> set[str]:
     """The words a goal photo shows, lower case; a lone character is more often noise on a
     texture than a word. The photo is read as it is: read again enlarged, a sign seen at a
     slant gave letters it does not have."""
-    read = ' '.join(line.text for line in reader.read(image))
+    read = joined(reader.read(image))
     return {word for word in _words(read) if len(word) >= MIN_SIGN_WORD}
 
 
@@ -368,7 +368,7 @@ class OcrJudge:
             except ValueError:
                 undecodable += 1
                 continue
-            text = ' '.join(line.text for line in self.reader.read(image))
+            text = joined(self.reader.read(image))
             if text:
                 readings.append((number, text, coverage(wanted, text)))
         if undecodable == len(stops):
