@@ -32,6 +32,7 @@ CORE_RANKS = {
     'evaluation': 3,
     'parameters': 3,
     'tasks': 3,
+    'lessons': 3,
     'benchmarks': 4,
     '__main__': 5,
 }

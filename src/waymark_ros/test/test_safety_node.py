@@ -215,6 +215,23 @@ def start_navigator(ros, launch, **parameters):
     return client
 
 
+def send_once_released(client, goal, timeout_s: float = 10.0):
+    """Send `goal` until the navigator has heard the release too.
+
+    The test sees the safety chain release before the navigator's own latched e-stop
+    subscription does; a goal sent in between is rightly refused, so resend it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        handle = send(client, goal)
+        result = handle.get_result_async()
+        settle = time.monotonic() + 2.0  # a refusal ends the goal at once; a drive does not
+        while not result.done() and time.monotonic() < settle:
+            time.sleep(0.05)
+        refused = result.done() and result.result().result.outcome == GoTo.Result.OUTCOME_REFUSED
+        if not refused or time.monotonic() > deadline:
+            return handle
+
+
 def test_navigator_refuses_goals_while_e_stopped_and_aborts_the_running_one(ros, launch):
     latched_map(ros, grid_msg(room()))
     e_stop = latched_e_stop(ros)
@@ -229,7 +246,7 @@ def test_navigator_refuses_goals_while_e_stopped_and_aborts_the_running_one(ros,
 
     e_stop(False)
     wait_until(lambda: not chain.state['e_stop'], 10, 'e-stop not released')
-    handle = send(client, target(8.0, 1.0))
+    handle = send_once_released(client, target(8.0, 1.0))
     wait_until(lambda: chain.pose()[0] > START[0] + 0.3, 30, 'the goal did not drive the base')
     e_stop(True)
     aborted = result_of(handle, timeout=10)
@@ -239,7 +256,7 @@ def test_navigator_refuses_goals_while_e_stopped_and_aborts_the_running_one(ros,
 
     e_stop(False)
     wait_until(lambda: not chain.state['e_stop'], 10, 'e-stop not released')
-    reached = result_of(send(client, target(*START)), timeout=60)
+    reached = result_of(send_once_released(client, target(*START)), timeout=60)
     assert reached.outcome == GoTo.Result.OUTCOME_REACHED, reached.message
 
 
