@@ -7,7 +7,7 @@ import pytest
 from support.agent_memory import NOW, answer_with_first_hit, build_memory, image_loader, scripted
 from support.scripted_llm import ScriptedLLMServer, tool_call
 
-from waymark.agent.agent import Agent, AgentQuestion
+from waymark.agent.agent import Agent, AgentQuestion, LessonsGiven
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.lessons.bank import BankMode, LessonBank
 from waymark.lessons.cards import LessonCard, Provenance, Snapshot
@@ -67,3 +67,15 @@ def test_a_failing_lesson_source_leaves_the_question_as_it_was(memory):
     answer, user = ask(memory, broken)
     assert answer.kind == 'position' and answer.lesson_ids == ()
     assert HEADER not in user and 'Question: Where is the bakery?' in user
+
+
+def test_an_answer_that_falls_back_still_names_the_lessons_it_was_given(memory):
+    def given(question: str) -> LessonsGiven:
+        return LessonsGiven('Lessons: none that matter here.', ('a-lesson',))
+
+    script = scripted(tool_call('no_such_tool', {}))  # the model never answers
+    with ScriptedLLMServer(script) as server:
+        chat = ChatClient(LLMConfig(base_url=server.base_url, model='test/llm', max_retries=0))
+        agent = Agent(chat, memory, image_loader(memory), lessons=given)
+        answer = agent.ask(AgentQuestion('Where is the bakery?', NOW))
+    assert answer.used_fallback and answer.lesson_ids == ('a-lesson',)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -409,3 +410,29 @@ def test_an_exception_in_recall_is_recorded_as_an_error(world, ledger):
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(ValueError):
         RunnerParams(**bad)
+
+
+def test_the_lessons_of_every_candidate_tried_are_recorded_and_handed_on_once_closed(world, ledger):
+    world.candidates = [
+        replace(world.candidate('bakery', 2.0), lesson_ids=('sort-by-time', 'route-first')),
+        replace(world.candidate('pharmacy', 6.0), lesson_ids=('route-first', 'read-the-sign')),
+    ]
+    world.outcomes = [DriveOutcome.FAILED, DriveOutcome.REACHED]
+    closed = []
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), on_closed=closed.append)
+    record = runner.run(text_goal(), Budget())
+    assert record.status is LedgerStatus.CERTIFIED and record.spent.attempts == 2
+    assert record.lesson_ids == ('sort-by-time', 'route-first', 'read-the-sign')
+    assert closed == [record] and ledger.record(record.task_id).lesson_ids == record.lesson_ids
+
+
+def test_a_failing_closed_hook_leaves_the_record_as_it_was(world, ledger):
+    world.candidate('pharmacy', 4.0)
+
+    def broken(record) -> None:
+        raise RuntimeError('memory_node is away')
+
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), on_closed=broken)
+    record = runner.run(text_goal(), Budget())
+    assert record.status is LedgerStatus.CERTIFIED
+    assert_recorded(ledger, record)

@@ -669,6 +669,7 @@ class Agent:
             trace_id=run.trace_id,
             used_fallback=True,
             fallback_reason=reason,
+            lesson_ids=run.answer.lesson_ids,  # they were in front of the question all the same
             **{key: getattr(run.answer, key) for key in _COUNTS},
         )
         run.answer = answer
@@ -814,6 +815,7 @@ class Agent:
                 'confidence': answer.confidence,
                 'evidence': [hit.record.id for hit in answer.evidence],
             },
+            'lesson_ids': list(answer.lesson_ids),
             'localisation': run.localised,
             'used_fallback': answer.used_fallback,
             'fallback_reason': answer.fallback_reason,

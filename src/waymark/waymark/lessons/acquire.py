@@ -24,7 +24,7 @@ import numpy as np
 from waymark.lessons.bank import Embed, LessonBank
 from waymark.lessons.cards import LessonCard, Provenance
 from waymark.lessons.leakage import LeakContext
-from waymark.lessons.prompt import lesson_block
+from waymark.lessons.prompt import ShownLesson, lesson_block
 from waymark.lessons.reflect import Pending, ReflectionInput
 from waymark.lessons.reflection import Reflection, Rejected
 
@@ -141,7 +141,7 @@ def _answer(
     bank: LessonBank, problem: Problem, vector: np.ndarray, solve: Solve, score: Score
 ) -> tuple[Outcome, Solved]:
     lessons = bank.retrieve(vector)
-    solved = solve(problem, lesson_block(lessons))
+    solved = solve(problem, lesson_block([ShownLesson.of(found) for found in lessons]))
     reward = score(problem, solved)
     trusts = [found.ranked.trust for found in lessons]
     ids = tuple(found.card.card_id for found in lessons)

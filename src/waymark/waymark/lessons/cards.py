@@ -110,14 +110,17 @@ class _ProvenanceModel(BaseModel):
     stamp_ns: int = Field(ge=0)
 
 
-class _CardModel(BaseModel):
+class _BodyModel(BaseModel):
     model_config = ConfigDict(extra='forbid', strict=True)
-    card_id: str
     task: str
-    embedding: list[float]
     summary: str
     lesson: str
     provenance: _ProvenanceModel
+
+
+class _CardModel(_BodyModel):
+    card_id: str
+    embedding: list[float]
     visits: int = Field(ge=0)
     reward_sum: float = Field(ge=0.0)
 
@@ -151,12 +154,12 @@ def snapshot_json(snapshot: Snapshot) -> str:
     )
 
 
-def _card_dict(card: LessonCard) -> dict:
+def card_body(card: LessonCard) -> dict:
+    """A card's texts and provenance: what a snapshot and the lesson collection both keep
+    as JSON beside the id, embedding and visits."""
     source = card.provenance
     return {
-        'card_id': card.card_id,
         'task': card.task,
-        'embedding': list(card.embedding),
         'summary': card.summary,
         'lesson': card.lesson,
         'provenance': {
@@ -165,6 +168,34 @@ def _card_dict(card: LessonCard) -> dict:
             'model': source.model,
             'stamp_ns': source.stamp_ns,
         },
+    }
+
+
+def card_from_body(
+    card_id: str, body: dict, embedding: Sequence[float], visits: Visits
+) -> LessonCard:
+    """The card `card_body` gave `body` for; ValueError names what is wrong."""
+    try:
+        raw = _BodyModel.model_validate(body)
+    except ValidationError as error:
+        raise ValueError(validation_problems(error, 'card')) from error
+    source = raw.provenance
+    return LessonCard(
+        card_id=card_id,
+        task=raw.task,
+        embedding=tuple(float(x) for x in embedding),
+        summary=raw.summary,
+        lesson=raw.lesson,
+        provenance=Provenance(source.run, source.task, source.model, source.stamp_ns),
+        visits=visits,
+    )
+
+
+def _card_dict(card: LessonCard) -> dict:
+    return {
+        'card_id': card.card_id,
+        **card_body(card),
+        'embedding': list(card.embedding),
         'visits': card.visits.count,
         'reward_sum': card.visits.reward_sum,
     }
@@ -201,16 +232,8 @@ def read_snapshot(text: str, embedder: str = '', dimension: int = 0) -> Snapshot
 
 
 def _card(raw: _CardModel) -> LessonCard:
-    source = raw.provenance
-    return LessonCard(
-        card_id=raw.card_id,
-        task=raw.task,
-        embedding=tuple(raw.embedding),
-        summary=raw.summary,
-        lesson=raw.lesson,
-        provenance=Provenance(source.run, source.task, source.model, source.stamp_ns),
-        visits=Visits(raw.visits, raw.reward_sum),
-    )
+    body = raw.model_dump(include={'task', 'summary', 'lesson', 'provenance'})
+    return card_from_body(raw.card_id, body, raw.embedding, Visits(raw.visits, raw.reward_sum))
 
 
 def _duplicates(ids: Sequence[str]) -> list[str]:

@@ -11,6 +11,7 @@ lesson retrieved there is no block at all.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from waymark.agent.agent import LessonsGiven
 from waymark.agent.evidence import quote
@@ -30,20 +31,35 @@ RULES = (
 )
 
 
-def lesson_block(lessons: Sequence[Retrieved]) -> str:
+@dataclass(frozen=True)
+class ShownLesson:
+    """What the agent is shown of a lesson: from the bank here, or from memory_node."""
+
+    lesson_id: str
+    task: str
+    summary: str
+    lesson: str
+    similarity: float
+
+    @classmethod
+    def of(cls, found: Retrieved) -> ShownLesson:
+        card = found.card
+        return cls(card.card_id, card.task, card.summary, card.lesson, found.ranked.similarity)
+
+
+def lesson_block(lessons: Sequence[ShownLesson]) -> str:
     """The block to put before the task, or '' when no lesson was retrieved."""
     if not lessons:
         return ''
     parts = [HEADER]
-    for number, found in enumerate(lessons, start=1):
-        card = found.card
+    for number, shown in enumerate(lessons, start=1):
         parts.append(
             '\n'.join(
                 (
-                    f'Lesson {number} (task similarity {found.ranked.similarity:.3f})',
-                    f'  earlier question: {quote(card.task, MAX_TASK_CHARS)}',
-                    f'  lesson: {quote(card.lesson, MAX_LESSON_CHARS)}',
-                    f'  what happened then: {quote(card.summary, MAX_SUMMARY_CHARS)}',
+                    f'Lesson {number} (task similarity {shown.similarity:.3f})',
+                    f'  earlier question: {quote(shown.task, MAX_TASK_CHARS)}',
+                    f'  lesson: {quote(shown.lesson, MAX_LESSON_CHARS)}',
+                    f'  what happened then: {quote(shown.summary, MAX_SUMMARY_CHARS)}',
                     '  (its answer is not shown and must not be reused)',
                 )
             )
@@ -56,7 +72,10 @@ def lesson_source(bank: LessonBank, embed_task: Embed) -> Callable[[str], Lesson
     """What the agent calls per question: the bank's lessons for it, as a block."""
 
     def given(question: str) -> LessonsGiven:
-        lessons = bank.retrieve(embed_task(question))
-        return LessonsGiven(lesson_block(lessons), tuple(f.card.card_id for f in lessons))
+        return lessons_given([ShownLesson.of(f) for f in bank.retrieve(embed_task(question))])
 
     return given
+
+
+def lessons_given(lessons: Sequence[ShownLesson]) -> LessonsGiven:
+    return LessonsGiven(lesson_block(lessons), tuple(shown.lesson_id for shown in lessons))

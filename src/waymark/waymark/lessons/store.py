@@ -14,11 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from pymilvus import DataType, MilvusClient, MilvusException
 
-from waymark.lessons.cards import (
-    MAX_ID_CHARS,
-    LessonCard,
-    Provenance,
-)
+from waymark.lessons.cards import MAX_ID_CHARS, LessonCard, card_body, card_from_body
 from waymark.lessons.trust import Visits
 from waymark.memory.storage.store import (
     FieldSpec,
@@ -106,20 +102,10 @@ def _fields(dimension: int) -> list[FieldSpec]:
 
 
 def _row(card: LessonCard) -> dict:
-    source = card.provenance
-    text = json.dumps(
-        {
-            'task': card.task,
-            'summary': card.summary,
-            'lesson': card.lesson,
-            'provenance': [source.run, source.task, source.model, source.stamp_ns],
-        },
-        ensure_ascii=False,
-    )
     return {
         'id': card.card_id,
         'vector': [float(x) for x in card.embedding],
-        'card': text,
+        'card': json.dumps(card_body(card), ensure_ascii=False),
         'visits': card.visits.count,
         'reward_sum': card.visits.reward_sum,
     }
@@ -127,16 +113,7 @@ def _row(card: LessonCard) -> dict:
 
 def _card(row: dict) -> LessonCard:
     try:
-        body = json.loads(row['card'])
-        run, task, model, stamp_ns = body['provenance']
-        return LessonCard(
-            card_id=row['id'],
-            task=body['task'],
-            embedding=tuple(float(x) for x in row['vector']),
-            summary=body['summary'],
-            lesson=body['lesson'],
-            provenance=Provenance(run, task, model, int(stamp_ns)),
-            visits=Visits(int(row['visits']), float(row['reward_sum'])),
-        )
+        visits = Visits(int(row['visits']), float(row['reward_sum']))
+        return card_from_body(row['id'], json.loads(row['card']), row['vector'], visits)
     except (KeyError, TypeError, ValueError) as error:
         raise LessonStoreError(f'lesson card {row.get("id")!r} cannot be read: {error}') from error

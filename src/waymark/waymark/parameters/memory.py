@@ -16,6 +16,7 @@ from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
+from waymark.parameters.lessons import LessonParameters
 from waymark.settings import setting
 
 MB = 1 << 20
@@ -163,6 +164,7 @@ class MemoryParameters(ViewSettings):
     segments: SegmentParameters = field(default_factory=SegmentParameters)
     captioner: CaptionerParameters = field(default_factory=CaptionerParameters)
     index: IndexParams = field(default_factory=IndexParams)
+    lessons: LessonParameters = field(default_factory=LessonParameters)
 
     @property
     def image_limits(self) -> ImageLimits:

@@ -478,6 +478,29 @@ class TracesParameters:
 
 
 @dataclass(frozen=True)
+class LessonsParameters:
+    enabled: bool = setting(
+        True,
+        "Put memory_node's lessons for each question before it (lessons/get); a bank that "
+        'is off or away leaves the question without lessons.',
+    )
+    timeout_s: float = setting(
+        2.0,
+        'Longest wait for lessons/get before the question goes on without lessons, and for '
+        'each call the feedback service makes.',
+        low=0.05,
+        high=60.0,
+        live=True,
+    )
+    calibrate_service: str = setting(
+        'lessons/calibrate', "memory_node's service the feedback service counts outcomes with."
+    )
+    get_task_service: str = setting(
+        'get_task', "task_node's service the feedback service looks tasks up with."
+    )
+
+
+@dataclass(frozen=True)
 class LimitsParameters:
     max_question_chars: int = setting(
         2000,
@@ -554,6 +577,7 @@ class ReasonerParameters:
     localisation: LocalisationParameters = field(default_factory=LocalisationParameters)
     relations: RelationParameters = field(default_factory=RelationParameters)
     traces: TracesParameters = field(default_factory=TracesParameters)
+    lessons: LessonsParameters = field(default_factory=LessonsParameters)
     diagnostics: InputDiagnosticsParameters = field(default_factory=InputDiagnosticsParameters)
 
     def __post_init__(self) -> None:

@@ -91,6 +91,11 @@ class ActionParameters:
     store_place: str = setting(
         'store_place', "memory_node's service that keeps a marked place searchable."
     )
+    calibrate_lessons: str = setting(
+        'lessons/calibrate',
+        "memory_node's service that counts a verified task (CERTIFIED, NOT DONE) for the "
+        'lessons its answers were given; empty: tasks calibrate no lessons.',
+    )
     server_wait_s: float = setting(
         5.0,
         'Longest wait for an action server to be found, and for one that vanished while '

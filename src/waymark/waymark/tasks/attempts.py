@@ -38,12 +38,14 @@ class RunGoal:
 @dataclass(frozen=True)
 class Candidate:
     """A place the goal may be: the target's position, the standoff pose to drive to,
-    the memory entry it came from and what memory says of it."""
+    the memory entry it came from and what memory says of it; `lesson_ids` are the lessons
+    the answer that proposed it was given (the task's verified outcome calibrates them)."""
 
     target: tuple[float, float]
     goal_pose: Pose
     entry_id: str
     description: str = ''
+    lesson_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.entry_id:

@@ -106,6 +106,8 @@ class TaskRecord:
     stop_pose: StopPose | None = None
     started_ns: int = 0
     ended_ns: int = 0
+    # The lessons the task's answers were given: its verified outcome calibrates them.
+    lesson_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.claim is None:
@@ -177,6 +179,7 @@ class TaskRecord:
                 'stop_pose': None if self.stop_pose is None else vars(self.stop_pose),
                 'started_ns': self.started_ns,
                 'ended_ns': self.ended_ns,
+                'lesson_ids': list(self.lesson_ids),
             },
             ensure_ascii=False,
             indent=1,
@@ -214,6 +217,7 @@ class TaskRecord:
                 else StopPose(**data.stop_pose.model_dump()),
                 started_ns=data.started_ns,
                 ended_ns=data.ended_ns,
+                lesson_ids=tuple(data.lesson_ids),
             )
         except ValueError as error:
             raise RecordFormatError(f'inconsistent record: {error}') from error
@@ -251,6 +255,7 @@ class _Strict(BaseModel):
 
 
 _Text = Annotated[str, Field(max_length=_MAX_TEXT)]
+_LessonId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class _GoalFile(_Strict):
@@ -318,6 +323,8 @@ class _RecordFile(_Strict):
     stop_pose: _PoseFile | None
     started_ns: int = Field(ge=0)
     ended_ns: int = Field(ge=0)
+    # Absent from records written before lessons existed.
+    lesson_ids: list[_LessonId] = Field(default=[], max_length=_MAX_ITEMS)
 
 
 def _parse(text: str, schema: type[_Strict], what: str) -> Any:

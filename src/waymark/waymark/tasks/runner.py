@@ -16,6 +16,7 @@ step count of its own and a certificate is only reused for the very stop it judg
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable
@@ -75,6 +76,8 @@ MAX_CANDIDATES_CAP = 50
 MAX_DEADLINE_S = 3_600.0
 _MAX_MESSAGE_CHARS = 500
 _MAX_PLACES = 16
+_MAX_LESSONS = 64  # lesson ids one record keeps
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ class _TaskState:
     area_at_attempt: float = 0.0
     recallable: bool = True
     briefing: str = ''
+    lesson_ids: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
 
     @property
     def started_ns(self) -> int:
@@ -211,7 +215,10 @@ class TaskRunner:
         params: RunnerParams | None = None,
         clock: Clock | None = None,
         run_id: str = '',
+        on_closed: Callable[[TaskRecord], None] | None = None,
     ) -> None:
+        """`on_closed` hears every record once it is in the ledger (task_node calibrates the
+        lessons of a verified one); what it raises never changes the task's record."""
         self.ledger = ledger
         self.recall = recall
         self.drive = drive
@@ -222,6 +229,7 @@ class TaskRunner:
         self.params = params or RunnerParams()
         self.clock = clock or SystemClock()
         self.run_id = run_id
+        self.on_closed = on_closed
 
     def run(
         self,
@@ -264,6 +272,7 @@ class TaskRunner:
             if candidate is None:
                 return self._give_up(state, 'memory has no candidate left to try')
             state.spent.attempts += 1
+            state.lesson_ids.update(dict.fromkeys(candidate.lesson_ids))
             self._boundary(state, Phase.DRIVE, f'to {candidate.label}')
             deadline = self._deadline(state, 'drive')
             result = self.drive.drive(candidate.goal_pose, deadline, state.cancel)
@@ -487,6 +496,7 @@ class TaskRunner:
             spent=state.spent,
             recovery_notes=tuple(state.note_lines),
             stop_pose=_stop_pose(state.stop_pose),
+            lesson_ids=tuple(state.lesson_ids)[:_MAX_LESSONS],
         )
         try:
             self.ledger.close(record)
@@ -500,7 +510,13 @@ class TaskRunner:
                 spent=state.spent,
             )
             self.ledger.close(record)
-        return self.ledger.record(record.task_id)
+        closed = self.ledger.record(record.task_id)
+        if self.on_closed is not None:
+            try:
+                self.on_closed(closed)
+            except Exception:  # the task is recorded; what follows it cannot change that
+                _LOG.exception('the closed-task hook failed for %s', closed.task_id)
+        return closed
 
 
 def _plan_ids(plan: RecoveryPlan | None) -> tuple[str, ...]:

@@ -37,18 +37,36 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
+from waymark.lessons.service import LessonService, TaskEmbedder, open_lessons
+from waymark.lessons.store import LessonStoreError
 from waymark.memory.entries import PLACE, SEGMENT, Hit
 from waymark.memory.factory import load_models, open_memory
 from waymark.memory.ingest.admission import RefusedError, shown
 from waymark.memory.ingest.journal import KeyframeJournal
 from waymark.memory.ingest.worker import IngestWorker
 from waymark.memory.service import MemoryService
+from waymark.memory.views.text import TEXT_VIEW
 from waymark.parameters.memory import MB, MemoryParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
-from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, StorePlace
+from waymark_interfaces.srv import (
+    AddLesson,
+    CalibrateLessons,
+    DeleteSession,
+    ExportLessons,
+    GetLessons,
+    ListSessions,
+    SearchMemory,
+    StorePlace,
+)
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_from_msg
+from waymark_ros.ros.lesson_requests import (
+    answer_add,
+    answer_calibrate,
+    answer_export,
+    answer_get_lessons,
+)
 from waymark_ros.ros.memory_markers import hit_markers, memory_markers
 from waymark_ros.ros.memory_requests import (
     SearchLimits,
@@ -70,6 +88,8 @@ class MemoryNode(LifecycleNode):
         super().__init__('memory_node')
         self.counts: Counter[str] = Counter()
         self._memory: MemoryService | None = None
+        self._lessons: LessonService | None = None
+        self._lessons_problem = ''  # why a bank asked for did not open
         self._worker: IngestWorker | None = None
         self._active = False
         self._gate = threading.Lock()  # a keyframe's arrival vs. (de)activation
@@ -101,6 +121,10 @@ class MemoryNode(LifecycleNode):
         self.create_service(ListSessions, 'list_sessions', self._on_list_sessions)
         self.create_service(DeleteSession, 'delete_session', self._on_delete_session)
         self.create_service(StorePlace, 'store_place', self._on_store_place)
+        self.create_service(GetLessons, 'lessons/get', self._on_get_lessons)
+        self.create_service(CalibrateLessons, 'lessons/calibrate', self._on_calibrate_lessons)
+        self.create_service(AddLesson, 'lessons/add', self._on_add_lesson)
+        self.create_service(ExportLessons, 'lessons/export', self._on_export_lessons)
         latched = qos.latched()
         self._stats_publisher = self.create_lifecycle_publisher(String, 'memory/stats', latched)
         self._diagnostics = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -115,6 +139,8 @@ class MemoryNode(LifecycleNode):
         """Live parameters: request limits and waits, from the next request or wait on."""
         self.params = params
         self._limits = SearchLimits(params.search_rules(), params.default_top_k, params.max_top_k)
+        if self._lessons is not None:
+            self._lessons.bank.params = params.lessons.retrieval()
         if self._worker is not None:
             self._worker.put_timeout_s = params.ingest_wait_s
             self._worker.retry_max_s = params.store_retry_max_s
@@ -131,6 +157,7 @@ class MemoryNode(LifecycleNode):
             )
             segments = self._memory.segments
             recaptioning = segments.caption_missing() if segments is not None else 0
+            self._lessons = self._open_lessons(models)
         except Exception as error:
             self._release()
             return self._failed('configure', error)
@@ -148,6 +175,38 @@ class MemoryNode(LifecycleNode):
             on_stored=self._on_stored,
         )
         return SUCCESS
+
+    def _open_lessons(self, models) -> LessonService | None:
+        """The lesson bank in memory's database, its tasks embedded by memory's text model.
+        A bank that cannot open is reported and left off: memory serves without it."""
+        config = self.params.lessons
+        self._lessons_problem = ''
+        if not config.enabled:
+            return None
+        text = next((view for view in models if view.name == TEXT_VIEW), None)
+        if text is None:  # a memory without text: a choice, not a fault
+            self.get_logger().warning('lesson bank off: it embeds tasks with text_model, off here')
+            return None
+        snapshot = Path(config.snapshot).expanduser() if config.snapshot else None
+        try:
+            model = text.embedder
+            embedder = TaskEmbedder(model.name, model.dim, model.embed_texts)
+            lessons = open_lessons(
+                self._memory.store.uri,
+                self.params.collection_prefix,
+                embedder,
+                config.bank_mode,
+                config.retrieval(),
+                config.limits(),
+                snapshot,
+            )
+        except (ValueError, LessonStoreError) as error:  # SnapshotError is a ValueError
+            self._lessons_problem = ' '.join(str(error).split())
+            self.get_logger().error(f'lesson bank off: {self._lessons_problem}')
+            return None
+        seeded = f', {lessons.imported} from {snapshot.name}' if lessons.imported else ''
+        self.get_logger().info(f'lesson bank ({config.mode}): {len(lessons.bank)} cards{seeded}')
+        return lessons
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
@@ -220,6 +279,9 @@ class MemoryNode(LifecycleNode):
     def _release(self) -> None:
         """Close the open segments, stop captioning, close the database."""
         memory, self._memory, self._worker = self._memory, None, None
+        lessons, self._lessons = self._lessons, None
+        if lessons is not None:
+            lessons.close()
         if memory is None:
             return
         try:
@@ -303,6 +365,40 @@ class MemoryNode(LifecycleNode):
             self._markers_dirty = True
         return response
 
+    def _on_get_lessons(self, request, response: GetLessons.Response):
+        if not self._refused_inactive(response):
+            answer_get_lessons(self._lessons, request, response, self.counts)
+            self._explain_off(response)
+        return response
+
+    def _on_calibrate_lessons(self, request, response: CalibrateLessons.Response):
+        changed = not self._refused_inactive(response) and answer_calibrate(
+            self._lessons, request, response, self.counts
+        )
+        if changed:
+            self.get_logger().info(response.message)
+        self._explain_off(response)
+        return response
+
+    def _on_add_lesson(self, request, response: AddLesson.Response):
+        changed = not self._refused_inactive(response) and answer_add(
+            self._lessons, request, response, self.counts
+        )
+        if changed:
+            self.get_logger().info(response.message)
+        self._explain_off(response)
+        return response
+
+    def _on_export_lessons(self, request, response: ExportLessons.Response):
+        if not self._refused_inactive(response):
+            answer_export(self._lessons, request, response, self.counts)
+            self._explain_off(response)
+        return response
+
+    def _explain_off(self, response) -> None:
+        if self._lessons is None and self._lessons_problem and not response.success:
+            response.message = f'{response.message}: {self._lessons_problem}'
+
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
         with self._status_lock:
@@ -321,7 +417,9 @@ class MemoryNode(LifecycleNode):
                 self.get_logger().error(f'could not close segments: {error}')
 
     def _publish_stats_and_markers(self) -> None:
-        stats = memory_stats(self.counts, self._memory, self._worker)
+        stats = memory_stats(self.counts, self._memory, self._worker, self._lessons)
+        if self._lessons_problem:
+            stats['lessons_mode'], stats['lessons_error'] = 'off', self._lessons_problem
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(diagnostic(stats, self._worker, stamp, self.get_name()))

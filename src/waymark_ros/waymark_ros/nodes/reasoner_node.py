@@ -62,7 +62,7 @@ from waymark.memory.storage.image_store import ImageStoreReader
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
-from waymark_interfaces.srv import Query
+from waymark_interfaces.srv import Feedback, Query
 from waymark_ros.ros import qos
 from waymark_ros.ros.answer_markers import answer_markers
 from waymark_ros.ros.answers import (
@@ -72,8 +72,11 @@ from waymark_ros.ros.answers import (
     answer_to_msg,
     step_feedback,
 )
+from waymark_ros.ros.feedback import FeedbackDesk
 from waymark_ros.ros.free_space import FreeSpace
 from waymark_ros.ros.input_monitor import InputMonitor
+from waymark_ros.ros.lesson_calibration import LessonCalibrator
+from waymark_ros.ros.lesson_client import LessonClient
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
@@ -118,8 +121,18 @@ class ReasonerNode(Node):
             else None
         )
         free_space = self.free_space.is_free if self.free_space is not None else None
+        self._lessons = (
+            LessonClient(self, params.lessons.timeout_s) if params.lessons.enabled else None
+        )
         self._agent = Agent(
-            chat, self._memory, images, config, verifier, traces, free_space=free_space
+            chat,
+            self._memory,
+            images,
+            config,
+            verifier,
+            traces,
+            free_space=free_space,
+            lessons=self._lessons,
         )
         max_concurrent, queue_length = params.max_concurrent_questions, params.question_queue_length
         self._admission = Admission(max_concurrent, queue_length)
@@ -169,6 +182,21 @@ class ReasonerNode(Node):
             result_service_qos_profile=requests,
             cancel_service_qos_profile=requests,
         )
+        lessons = params.lessons
+        self._feedback = FeedbackDesk(
+            self,
+            lambda: self._agent.traces,
+            LessonCalibrator(self, lessons.calibrate_service, lessons.timeout_s),
+            lessons.get_task_service,
+            lessons.timeout_s,
+        )
+        self.create_service(
+            Feedback,
+            'feedback',
+            self._feedback.answer,
+            qos_profile=qos.requests(10),
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
         llm_name = f'{llm.model} at {llm.base_url}' if llm else 'none (fallback only)'
         check = checker.llm.model if checker else 'off'
         self.get_logger().info(
@@ -176,7 +204,8 @@ class ReasonerNode(Node):
             f'searches of top {config.top_k} {config.level}s within {config.deadline_s:.0f} s; '
             f'{max_concurrent} at once, {queue_length} waiting; traces '
             f'{traces.directory if traces else "off"}; free space from '
-            f'{free.map_topic or "no map"}'
+            f'{free.map_topic or "no map"}; lessons '
+            f'{"from memory_node" if self._lessons else "off"}'
         )
 
     def _on_parameters(self, params: ReasonerParameters) -> None:
@@ -184,6 +213,9 @@ class ReasonerNode(Node):
         self._limits = params.limits.input_limits()
         self._monitor.use(params.diagnostics.input_timeout_s, params.diagnostics.repeat_s)
         self._agent.config = params.agent_config()
+        if self._lessons is not None:
+            self._lessons.timeout_s = params.lessons.timeout_s
+        self._feedback.timeout_s = params.lessons.timeout_s
         if params.traces != self._params.traces:
             self._agent.traces = params.traces.writer()
         self._params = params

@@ -47,6 +47,7 @@ from waymark_interfaces.action import RunTask
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import pose_stamped
+from waymark_ros.ros.lesson_calibration import LessonCalibrator
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
@@ -128,6 +129,11 @@ class TaskNode(Node):
                 qos.latched(),
                 callback_group=sensors,
             )
+        calibrator = (
+            LessonCalibrator(self, params.actions.calibrate_lessons, params.actions.server_wait_s)
+            if params.actions.calibrate_lessons
+            else None
+        )
         self._runner = TaskRunner(
             self._ledger,
             recall,
@@ -138,6 +144,7 @@ class TaskNode(Node):
             notes=HouseNotesReader(root / 'notes'),
             params=params.runner_params(),
             run_id=params.run_id,
+            on_closed=calibrator.on_task_closed if calibrator else None,
         )
         self._busy = threading.Lock()
         self._default_budget = params.budget.budget()

@@ -79,6 +79,7 @@ def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:
         confidence=float(min(1.0, max(0.0, answer.confidence))),
         used_fallback=answer.used_fallback,
         trace_id=answer.trace_id,
+        lesson_ids=list(answer.lesson_ids),
     )
     if answer.goal is not None:
         g = answer.goal

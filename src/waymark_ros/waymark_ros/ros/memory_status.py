@@ -9,6 +9,7 @@ from collections import Counter
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from waymark.lessons.service import LessonService
 from waymark.memory.entries import FRAME, SEGMENT
 from waymark.memory.ingest.worker import IngestWorker
 from waymark.memory.service import MemoryService
@@ -29,8 +30,14 @@ def startup_report(memory: MemoryService, journaled: int, recaptioning: int) -> 
     )
 
 
-def memory_stats(counts: Counter[str], memory: MemoryService, worker: IngestWorker) -> dict:
-    """The node's counts with memory's own, and how full the queues and disks are."""
+def memory_stats(
+    counts: Counter[str],
+    memory: MemoryService,
+    worker: IngestWorker,
+    lessons: LessonService | None = None,
+) -> dict:
+    """The node's counts with memory's own, how full the queues and disks are, and the
+    lesson bank's size and writes (`lessons_*`)."""
     held = memory.stats()
     stats = dict(counts)
     for key, count in held.counts.items():  # both count duplicates: at arrival, at commit
@@ -49,6 +56,8 @@ def memory_stats(counts: Counter[str], memory: MemoryService, worker: IngestWork
     if captions is not None:
         stats['captions_pending'] = captions.pending
         stats.update({f'captioner_{k}': v for k, v in captions.counts.items()})
+    if lessons is not None:
+        stats.update({f'lessons_{k}': v for k, v in lessons.stats().items()})
     return stats
 
 
@@ -63,5 +72,25 @@ def diagnostic(
         status.level, status.message = DiagnosticStatus.WARN, 'ingest falling behind'
     status.values = [KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())]
     array = DiagnosticArray(status=[status])
+    if 'lessons_mode' in stats:
+        array.status.append(_lessons_status(stats, node_name))
     array.header.stamp = stamp
     return array
+
+
+def _lessons_status(stats: dict, node_name: str) -> DiagnosticStatus:
+    """The bank's own line: its size, merges (redundancy caught), evictions, and refused or
+    failed requests; a bank that did not open or a failed write is an error."""
+    status = DiagnosticStatus(name=f'{node_name}: lessons', hardware_id='memory')
+    failed = sum(stats.get(k, 0) for k in ('calibrations_failed', 'lessons_add_failed'))
+    broken = failed or 'lessons_error' in stats
+    status.level = DiagnosticStatus.ERROR if broken else DiagnosticStatus.OK
+    if 'lessons_error' in stats:
+        status.message = f'lesson bank off: {stats["lessons_error"]}'
+    elif failed:
+        status.message = f'{failed} bank writes failed'
+    else:
+        status.message = f'{stats["lessons_cards"]} lessons ({stats["lessons_mode"]})'
+    keys = sorted(k for k in stats if k.startswith(('lessons_', 'calibrations')))
+    status.values = [KeyValue(key=k, value=str(stats[k])) for k in keys]
+    return status

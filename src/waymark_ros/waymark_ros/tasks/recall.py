@@ -22,6 +22,7 @@ from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.tasks.action_call import ActionCallError, ActionWaits, call_action
 
 _MAX_LISTED = 20  # excluded entries and positions named in one question
+_MAX_LESSONS = 20  # lesson ids kept from one answer
 # Statuses of an Ask whose answer says what memory holds, found or not.
 _HEARD = (Ask.Result.STATUS_ANSWERED, Ask.Result.STATUS_NO_ANSWER)
 
@@ -88,6 +89,7 @@ class AskRecall:
             goal_pose,
             entry or 'answer',
             ' '.join(answer.text.split())[:MAX_DESCRIPTION_CHARS],
+            tuple(answer.lesson_ids)[:_MAX_LESSONS],
         )
 
 

@@ -1,0 +1,113 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""reasoner_node's `feedback` service: a person's word on an answer or a task counts, as a
+verified outcome, for the lessons the answer was given.
+
+A query's lessons are read from its trace (the answer's trace_id), a task's from its ledger
+record (task_node's get_task). Every path answers explicitly; nothing is counted unless
+memory_node acknowledged it. The same feedback sent twice counts twice: the caller sends
+it once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+
+from waymark.agent.trace import TraceWriter
+from waymark.lessons.rewards import feedback_reward
+from waymark.tasks.records import RecordFormatError, TaskRecord
+from waymark_interfaces.srv import Feedback, GetTask
+from waymark_ros.ros import qos
+from waymark_ros.ros.lesson_calibration import LessonCalibrator
+
+MAX_LESSON_IDS = 64
+
+
+class FeedbackDesk:
+    def __init__(
+        self,
+        node: Node,
+        traces: Callable[[], TraceWriter | None],
+        calibrator: LessonCalibrator,
+        get_task: str,
+        timeout_s: float,
+    ) -> None:
+        self._logger = node.get_logger()
+        self._traces = traces
+        self._calibrator = calibrator
+        self.timeout_s = float(timeout_s)
+        self._get_task = node.create_client(
+            GetTask,
+            get_task,
+            qos_profile=qos.requests(10),
+            callback_group=MutuallyExclusiveCallbackGroup(),
+        )
+
+    def answer(self, request: Feedback.Request, response: Feedback.Response):
+        try:
+            lesson_ids, about = self._lessons_of(request)
+        except ValueError as error:
+            response.success, response.message = False, str(error)
+            return response
+        if not lesson_ids:
+            response.success, response.message = True, f'{about} was given no lessons'
+            return response
+        outcome = f'feedback on {about}: {"correct" if request.correct else "wrong"}'
+        if request.has_true_position:
+            p, frame = request.true_position.point, request.true_position.header.frame_id
+            outcome += f', truly at ({p.x:.2f}, {p.y:.2f}) in {frame or "an unnamed frame"}'
+        done = self._calibrator.calibrate(lesson_ids, feedback_reward(request.correct), outcome)
+        response.success, response.calibrated = done.counted, done.cards if done.counted else 0
+        response.message = f'{outcome}: {done.message}'
+        (self._logger.info if done.counted else self._logger.warning)(response.message)
+        return response
+
+    def _lessons_of(self, request: Feedback.Request) -> tuple[list[str], str]:
+        """The lesson ids of the answer or task named, and how to name it; ValueError says
+        why there are none to count."""
+        if bool(request.query_id) == bool(request.task_id):
+            raise ValueError('name exactly one of query_id and task_id')
+        if request.has_true_position:
+            p = request.true_position.point
+            if not all(math.isfinite(v) for v in (p.x, p.y, p.z)):
+                raise ValueError('the true position is not finite')
+        if request.query_id:
+            return self._of_query(request.query_id), f'query {request.query_id}'
+        return self._of_task(request.task_id), f'task {request.task_id}'
+
+    def _of_query(self, query_id: str) -> list[str]:
+        traces = self._traces()
+        if traces is None:
+            raise ValueError('traces are off (traces.dir): no query can be looked up')
+        try:
+            trace = traces.read(query_id)
+        except FileNotFoundError:
+            raise ValueError(f'no trace of query {query_id} (pruned, or never answered)') from None
+        except (OSError, ValueError) as error:  # a bad id, an unreadable or damaged trace
+            raise ValueError(f'cannot read the trace of query {query_id}: {error}') from None
+        ids = trace.get('lesson_ids', [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+            raise ValueError(f'the trace of query {query_id} lists its lessons wrongly')
+        return ids[:MAX_LESSON_IDS]
+
+    def _of_task(self, task_id: str) -> list[str]:
+        if not self._get_task.wait_for_service(timeout_sec=self.timeout_s):
+            raise ValueError('task_node serves no get_task: the task cannot be looked up')
+        done = threading.Event()
+        future = self._get_task.call_async(GetTask.Request(task_id=task_id))
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(self.timeout_s):
+            self._get_task.remove_pending_request(future)
+            raise ValueError(f'get_task gave no answer in {self.timeout_s:g} s')
+        found = future.result()
+        if found is None or not found.found:
+            raise ValueError(f'no task {task_id}: {found.message if found else "no answer"}')
+        try:
+            record = TaskRecord.from_json(found.record_json)
+        except RecordFormatError as error:
+            raise ValueError(f'task {task_id} is not closed or not readable: {error}') from None
+        return list(record.lesson_ids)

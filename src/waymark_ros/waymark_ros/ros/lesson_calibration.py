@@ -1,0 +1,67 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Counting a verified outcome for the lessons that guided it, over memory_node's
+`lessons/calibrate`.
+
+Only the two verified task statuses pay (CERTIFIED 1, NOT DONE 0: `task_reward`); the call
+is bounded and never raises, because a task's record and result never depend on the
+lesson bank. A read-only bank refuses, which is normal on a deployed robot."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+
+from waymark.lessons.rewards import task_reward
+from waymark.tasks.records import TaskRecord
+from waymark_interfaces.srv import CalibrateLessons
+from waymark_ros.ros import qos
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """What memory_node said: `counted` only when it acknowledged (durable then)."""
+
+    counted: bool
+    cards: int
+    message: str
+
+
+class LessonCalibrator:
+    def __init__(self, node: Node, service: str, timeout_s: float) -> None:
+        self.timeout_s = float(timeout_s)
+        self._logger = node.get_logger()
+        self._client = node.create_client(
+            CalibrateLessons,
+            service,
+            qos_profile=qos.requests(10),
+            callback_group=MutuallyExclusiveCallbackGroup(),  # answered while a caller waits
+        )
+
+    def calibrate(self, lesson_ids: list[str], reward: float, outcome: str) -> Calibrated:
+        if not lesson_ids:
+            return Calibrated(False, 0, 'no lessons guided it')
+        if not self._client.wait_for_service(timeout_sec=self.timeout_s):
+            return Calibrated(False, 0, 'memory_node serves no lessons/calibrate')
+        done = threading.Event()
+        request = CalibrateLessons.Request(lesson_ids=lesson_ids, reward=reward, outcome=outcome)
+        future = self._client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(self.timeout_s):
+            self._client.remove_pending_request(future)
+            return Calibrated(False, 0, f'lessons/calibrate gave no answer in {self.timeout_s:g} s')
+        response = future.result()
+        if response is None:
+            return Calibrated(False, 0, 'lessons/calibrate failed')
+        return Calibrated(bool(response.success), int(response.calibrated), response.message)
+
+    def on_task_closed(self, record: TaskRecord) -> None:
+        """The runner's hook: a verified task calibrates its answers' lessons."""
+        reward = task_reward(record.status)
+        if reward is None or not record.lesson_ids:
+            return
+        done = self.calibrate(list(record.lesson_ids), reward, f'task {record.task_id}')
+        log = self._logger.info if done.counted else self._logger.warning
+        log(f'lessons of task {record.task_id} ({record.status}): {done.message}')
