@@ -164,6 +164,7 @@ def test_the_reasoner_puts_the_lessons_before_the_question_and_names_them_in_the
                 'llm.model': server.model,
                 'memory.data_dir': str(tmp_path / 'm'),
                 'traces.dir': str(tmp_path / 'traces'),
+                'lessons.enabled': True,
             },
         )
         asked = ros.call(Query, 'query', Query.Request(question=LAST_SEEN), timeout_s=60)

@@ -480,9 +480,10 @@ class TracesParameters:
 @dataclass(frozen=True)
 class LessonsParameters:
     enabled: bool = setting(
-        True,
+        False,
         "Put memory_node's lessons for each question before it (lessons/get); a bank that "
-        'is off or away leaves the question without lessons.',
+        'is off or away leaves the question without lessons. Opt-in for now: with it on, a '
+        'burst of questions has been seen to leave the node waiting (docs/lessons.md).',
     )
     timeout_s: float = setting(
         2.0,

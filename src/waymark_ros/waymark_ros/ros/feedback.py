@@ -11,10 +11,9 @@ it once.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.trace import TraceWriter
@@ -23,6 +22,7 @@ from waymark.tasks.records import RecordFormatError, TaskRecord
 from waymark_interfaces.srv import Feedback, GetTask
 from waymark_ros.ros import qos
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
+from waymark_ros.ros.service_call import call_within
 
 MAX_LESSON_IDS = 64
 
@@ -44,7 +44,7 @@ class FeedbackDesk:
             GetTask,
             get_task,
             qos_profile=qos.requests(10),
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            callback_group=ReentrantCallbackGroup(),
         )
 
     def answer(self, request: Feedback.Request, response: Feedback.Response):
@@ -95,17 +95,12 @@ class FeedbackDesk:
         return ids[:MAX_LESSON_IDS]
 
     def _of_task(self, task_id: str) -> list[str]:
-        if not self._get_task.wait_for_service(timeout_sec=self.timeout_s):
-            raise ValueError('task_node serves no get_task: the task cannot be looked up')
-        done = threading.Event()
-        future = self._get_task.call_async(GetTask.Request(task_id=task_id))
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(self.timeout_s):
-            self._get_task.remove_pending_request(future)
-            raise ValueError(f'get_task gave no answer in {self.timeout_s:g} s')
-        found = future.result()
-        if found is None or not found.found:
-            raise ValueError(f'no task {task_id}: {found.message if found else "no answer"}')
+        request = GetTask.Request(task_id=task_id)
+        found, missing = call_within(self._get_task, request, self.timeout_s)
+        if found is None:
+            raise ValueError(f'task_node get_task: {missing} in {self.timeout_s:g} s')
+        if not found.found:
+            raise ValueError(f'no task {task_id}: {found.message}')
         try:
             record = TaskRecord.from_json(found.record_json)
         except RecordFormatError as error:

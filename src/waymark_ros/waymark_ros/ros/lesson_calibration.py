@@ -8,16 +8,16 @@ lesson bank. A read-only bank refuses, which is normal on a deployed robot."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.lessons.rewards import task_reward
 from waymark.tasks.records import TaskRecord
 from waymark_interfaces.srv import CalibrateLessons
 from waymark_ros.ros import qos
+from waymark_ros.ros.service_call import call_within
 
 
 @dataclass(frozen=True)
@@ -37,24 +37,16 @@ class LessonCalibrator:
             CalibrateLessons,
             service,
             qos_profile=qos.requests(10),
-            callback_group=MutuallyExclusiveCallbackGroup(),  # answered while a caller waits
+            callback_group=ReentrantCallbackGroup(),  # answered while a caller waits
         )
 
     def calibrate(self, lesson_ids: list[str], reward: float, outcome: str) -> Calibrated:
         if not lesson_ids:
             return Calibrated(False, 0, 'no lessons guided it')
-        if not self._client.wait_for_service(timeout_sec=self.timeout_s):
-            return Calibrated(False, 0, 'memory_node serves no lessons/calibrate')
-        done = threading.Event()
         request = CalibrateLessons.Request(lesson_ids=lesson_ids, reward=reward, outcome=outcome)
-        future = self._client.call_async(request)
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(self.timeout_s):
-            self._client.remove_pending_request(future)
-            return Calibrated(False, 0, f'lessons/calibrate gave no answer in {self.timeout_s:g} s')
-        response = future.result()
+        response, missing = call_within(self._client, request, self.timeout_s)
         if response is None:
-            return Calibrated(False, 0, 'lessons/calibrate failed')
+            return Calibrated(False, 0, f'lessons/calibrate: {missing} in {self.timeout_s:g} s')
         return Calibrated(bool(response.success), int(response.calibrated), response.message)
 
     def on_task_closed(self, record: TaskRecord) -> None:

@@ -2,25 +2,22 @@
 """The agent's lesson source over ROS: memory_node's `lessons/get`.
 
 One bounded call per question, waited on a `threading.Event` (never by spinning), so it
-may be made from any executor thread. Lessons help and never hold a question up: no
+may be made from any executor thread; its responses only complete futures, so the
+client's callback group is reentrant. Lessons help and never hold a question up: no
 service, a timeout or a refusal give the question no lessons (a refusal quietly, since a
 bank that is off refuses every request; the rest raise, and the agent logs them).
 """
 
 from __future__ import annotations
 
-import threading
-
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.agent import LessonsGiven
 from waymark.lessons.prompt import ShownLesson, lessons_given
 from waymark_interfaces.srv import GetLessons
 from waymark_ros.ros import qos
-
-# Longest wait for the service to appear (discovery after a start) before giving up.
-SERVICE_WAIT_S = 0.5
+from waymark_ros.ros.service_call import call_within
 
 
 class LessonsUnavailableError(RuntimeError):
@@ -34,20 +31,15 @@ class LessonClient:
             GetLessons,
             service,
             qos_profile=qos.responses(),
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            callback_group=ReentrantCallbackGroup(),
         )
 
     def __call__(self, question: str) -> LessonsGiven:
-        if not self._client.wait_for_service(timeout_sec=min(self.timeout_s, SERVICE_WAIT_S)):
-            raise LessonsUnavailableError('memory_node serves no lessons/get')
-        done = threading.Event()
-        future = self._client.call_async(GetLessons.Request(task=question))
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(self.timeout_s):
-            self._client.remove_pending_request(future)
-            raise LessonsUnavailableError(f'no lessons within {self.timeout_s:g} s')
-        response = future.result()
-        if response is None or not response.success:
+        request = GetLessons.Request(task=question)
+        response, missing = call_within(self._client, request, self.timeout_s)
+        if response is None:
+            raise LessonsUnavailableError(f'lessons/get: {missing} in {self.timeout_s:g} s')
+        if not response.success:
             return LessonsGiven()
         return lessons_given([shown_lesson(msg) for msg in response.lessons])
 

@@ -9,7 +9,6 @@ next mark of that name stores it again.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from rclpy.node import Node
@@ -20,6 +19,7 @@ from waymark.tasks.stop_views import StopView
 from waymark_interfaces.srv import StorePlace
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import pose_stamped
+from waymark_ros.ros.service_call import NO_SERVICE, call_within
 
 _PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -53,13 +53,9 @@ class PlaceMemory:
         return self._call(request)
 
     def _call(self, request: StorePlace.Request) -> str:
-        if not self._client.wait_for_service(timeout_sec=self._wait_s):
+        response, missing = call_within(self._client, request, self._wait_s)
+        if missing == NO_SERVICE:
             return f'no {self._service} service within {self._wait_s:.1f} s'
-        done = threading.Event()
-        future = self._client.call_async(request)
-        future.add_done_callback(lambda _future: done.set())
-        if not done.wait(self._wait_s) and not future.done():
-            self._client.remove_pending_request(future)
+        if response is None:
             return f'{self._service} did not answer within {self._wait_s:.1f} s'
-        response = future.result()
         return '' if response.success else response.message or 'refused without a reason'
