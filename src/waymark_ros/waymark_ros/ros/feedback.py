@@ -63,7 +63,10 @@ class FeedbackDesk:
         done = self._calibrator.calibrate(lesson_ids, feedback_reward(request.correct), outcome)
         response.success, response.calibrated = done.counted, done.cards if done.counted else 0
         response.message = f'{outcome}: {done.message}'
-        (self._logger.info if done.counted else self._logger.warning)(response.message)
+        if done.counted:
+            self._logger.info(response.message)
+        else:
+            self._logger.warning(response.message)
         return response
 
     def _lessons_of(self, request: Feedback.Request) -> tuple[list[str], str]:

@@ -55,5 +55,8 @@ class LessonCalibrator:
         if reward is None or not record.lesson_ids:
             return
         done = self.calibrate(list(record.lesson_ids), reward, f'task {record.task_id}')
-        log = self._logger.info if done.counted else self._logger.warning
-        log(f'lessons of task {record.task_id} ({record.status}): {done.message}')
+        said = f'lessons of task {record.task_id} ({record.status}): {done.message}'
+        if done.counted:
+            self._logger.info(said)
+        else:
+            self._logger.warning(said)
