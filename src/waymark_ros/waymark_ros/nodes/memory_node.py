@@ -366,38 +366,24 @@ class MemoryNode(LifecycleNode):
         return response
 
     def _on_get_lessons(self, request, response: GetLessons.Response):
-        if not self._refused_inactive(response):
-            answer_get_lessons(self._lessons, request, response, self.counts)
-            self._explain_off(response)
-        return response
+        return self._answer_lessons(answer_get_lessons, request, response)
 
     def _on_calibrate_lessons(self, request, response: CalibrateLessons.Response):
-        changed = not self._refused_inactive(response) and answer_calibrate(
-            self._lessons, request, response, self.counts
-        )
-        if changed:
-            self.get_logger().info(response.message)
-        self._explain_off(response)
-        return response
+        return self._answer_lessons(answer_calibrate, request, response)
 
     def _on_add_lesson(self, request, response: AddLesson.Response):
-        changed = not self._refused_inactive(response) and answer_add(
-            self._lessons, request, response, self.counts
-        )
-        if changed:
-            self.get_logger().info(response.message)
-        self._explain_off(response)
-        return response
+        return self._answer_lessons(answer_add, request, response)
 
     def _on_export_lessons(self, request, response: ExportLessons.Response):
-        if not self._refused_inactive(response):
-            answer_export(self._lessons, request, response, self.counts)
-            self._explain_off(response)
-        return response
+        return self._answer_lessons(answer_export, request, response)
 
-    def _explain_off(self, response) -> None:
-        if self._lessons is None and self._lessons_problem and not response.success:
-            response.message = f'{response.message}: {self._lessons_problem}'
+    def _answer_lessons(self, answer, request, response):
+        """One lesson service's answer; a change to the bank is logged."""
+        if self._refused_inactive(response):
+            return response
+        if answer(self._lessons, request, response, self.counts, self._lessons_problem):
+            self.get_logger().info(response.message)
+        return response
 
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:

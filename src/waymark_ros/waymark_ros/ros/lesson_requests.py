@@ -6,7 +6,9 @@ was (the bank writes its collection first and changes nothing the collection ref
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from waymark.lessons.bank import ReadOnlyError, Retrieved
 from waymark.lessons.service import LessonService, provenance
@@ -30,22 +32,25 @@ def lesson_msg(found: Retrieved, trust: float) -> Lesson:
 
 
 def answer_get_lessons(
-    lessons: LessonService | None, request: GetLessons.Request, response, counts: Counter[str]
-) -> None:
-    if not _bank_open(lessons, response):
-        return
-    try:
-        found = lessons.lessons_for(request.task)
-    except ValueError as error:
-        _refused(response, str(error), counts, 'lessons_refused')
-        return
-    except Exception as error:  # the embedder failed: report it, keep serving
-        _refused(response, _failure('get_lessons', error), counts, 'lessons_failed')
-        return
+    lessons: LessonService | None,
+    request: GetLessons.Request,
+    response,
+    counts: Counter[str],
+    off_reason: str = '',
+) -> bool:
+    """Fill `response`; False: a query never changes the bank."""
+    if not _bank_open(lessons, response, off_reason):
+        return False
+    found = _attempt(
+        lambda: lessons.lessons_for(request.task), response, counts, 'get_lessons', 'lessons'
+    )
+    if found is _FAILED:
+        return False
     prior = lessons.bank.prior
     response.lessons = [lesson_msg(f, f.card.trust(prior)) for f in found]
     response.success, response.message = True, f'{len(found)} lessons'
     counts['lessons_given'] += len(found)
+    return False
 
 
 def answer_calibrate(
@@ -53,41 +58,46 @@ def answer_calibrate(
     request: CalibrateLessons.Request,
     response,
     counts: Counter[str],
+    off_reason: str = '',
 ) -> bool:
     """Fill `response`; True when the bank changed."""
-    if not _bank_open(lessons, response):
+    if not _bank_open(lessons, response, off_reason):
         return False
-    try:
-        response.calibrated = lessons.calibrate(list(request.lesson_ids), float(request.reward))
-    except (ReadOnlyError, ValueError) as error:
-        _refused(response, str(error), counts, 'calibrations_refused')
+    calibrated = _attempt(
+        lambda: lessons.calibrate(list(request.lesson_ids), float(request.reward)),
+        response,
+        counts,
+        'calibrate',
+        'calibrations',
+    )
+    if calibrated is _FAILED:
         return False
-    except Exception as error:
-        _refused(response, _failure('calibrate', error), counts, 'calibrations_failed')
-        return False
-    response.success = True
+    response.success, response.calibrated = True, calibrated
     response.message = (
         f'{request.outcome or "an outcome"} (reward {request.reward:g}) counted for '
-        f'{response.calibrated} of {len(request.lesson_ids)} lessons'
+        f'{calibrated} of {len(request.lesson_ids)} lessons'
     )
     counts['calibrations'] += 1
-    return response.calibrated > 0
+    return calibrated > 0
 
 
 def answer_add(
-    lessons: LessonService | None, request: AddLesson.Request, response, counts: Counter[str]
+    lessons: LessonService | None,
+    request: AddLesson.Request,
+    response,
+    counts: Counter[str],
+    off_reason: str = '',
 ) -> bool:
     """Fill `response`; True when the bank changed."""
-    if not _bank_open(lessons, response):
+    if not _bank_open(lessons, response, off_reason):
         return False
-    try:
+
+    def add():
         source = provenance(request.run, request.task_id, request.model)
-        added = lessons.add(request.task, request.summary, request.lesson, source)
-    except (ReadOnlyError, ValueError) as error:
-        _refused(response, str(error), counts, 'lessons_add_refused')
-        return False
-    except Exception as error:
-        _refused(response, _failure('add_lesson', error), counts, 'lessons_add_failed')
+        return lessons.add(request.task, request.summary, request.lesson, source)
+
+    added = _attempt(add, response, counts, 'add_lesson', 'lessons_add')
+    if added is _FAILED:
         return False
     response.success = True
     response.id, response.merged, response.evicted = (
@@ -103,29 +113,52 @@ def answer_add(
 
 
 def answer_export(
-    lessons: LessonService | None, request: ExportLessons.Request, response, counts: Counter[str]
-) -> None:
-    if not _bank_open(lessons, response):
-        return
+    lessons: LessonService | None,
+    request: ExportLessons.Request,
+    response,
+    counts: Counter[str],
+    off_reason: str = '',
+) -> bool:
+    """Fill `response`; False: writing a snapshot leaves the bank as it is."""
+    if not _bank_open(lessons, response, off_reason):
+        return False
     path = Path(request.path)
     if not path.is_absolute() or not path.parent.is_dir():
         problem = f'give an absolute path in an existing directory: {request.path!r}'
         _refused(response, problem, counts, 'exports_refused')
-        return
+        return False
     try:
         response.cards = lessons.export(path)
     except Exception as error:  # a full disk, no permission
         _refused(response, _failure('export_lessons', error), counts, 'exports_failed')
-        return
+        return False
     response.success, response.message = True, f'wrote {response.cards} lessons to {path}'
     counts['exports'] += 1
+    return False
 
 
-def _bank_open(lessons: LessonService | None, response) -> bool:
+def _bank_open(lessons: LessonService | None, response, off_reason: str) -> bool:
     if lessons is None:
-        response.success, response.message = False, LESSONS_OFF
+        response.success = False
+        response.message = f'{LESSONS_OFF}: {off_reason}' if off_reason else LESSONS_OFF
         return False
     return True
+
+
+_FAILED = object()
+
+
+def _attempt(call: Callable[[], Any], response, counts: Counter[str], service: str, count: str):
+    """What `call` returns, or `_FAILED` with `response` refused: a request the bank turns
+    down (read-only, bad values) counts as `<count>_refused`, a bank that fails (the
+    embedder, the collection) as `<count>_failed`; memory_node serves on either way."""
+    try:
+        return call()
+    except (ReadOnlyError, ValueError) as error:
+        _refused(response, str(error), counts, f'{count}_refused')
+    except Exception as error:
+        _refused(response, _failure(service, error), counts, f'{count}_failed')
+    return _FAILED
 
 
 def _refused(response, message: str, counts: Counter[str], count: str) -> None:
