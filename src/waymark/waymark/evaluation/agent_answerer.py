@@ -109,6 +109,11 @@ class AgentAnswerer:
             'now_ns': self.now_ns,
         }
 
+    @property
+    def last_trace(self) -> dict[str, Any]:
+        """The trace of the last question answered (empty before the first)."""
+        return self._trace.trace
+
     def answer(self, question: Question, image: np.ndarray | None = None) -> Prediction:
         started = time.perf_counter()
         self._trace.trace = {}
