@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -46,9 +45,10 @@ from support.scripted_vlm import ground_truth_words, verifier_policy  # noqa: E4
 from waymark.agent.agent import AgentConfig  # noqa: E402
 from waymark.agent.bintrack import BinTrackParams  # noqa: E402
 from waymark.agent.llm import LLMConfig  # noqa: E402
+from waymark.cli import UsageError  # noqa: E402
 from waymark.evaluation.agent_answerer import AgentAnswerer  # noqa: E402
 from waymark.evaluation.answerers import agent_name  # noqa: E402
-from waymark.evaluation.harness import INGESTED, EvaluationConfig, open_memory, run  # noqa: E402
+from waymark.evaluation.harness import EvaluationConfig, open_memory, run, suite_world  # noqa: E402
 from waymark.evaluation.metrics import THRESHOLDS_M, evaluate  # noqa: E402
 from waymark.evaluation.questions import Category, load_questions  # noqa: E402
 from waymark.evaluation.report import write_json_atomically  # noqa: E402
@@ -63,16 +63,14 @@ TAUS = [f'{t:g}' for t in THRESHOLDS_M]
 
 def prepare(suite: Path, out: Path, label: str) -> EvaluationConfig:
     """The world's evaluation settings, with memory copied from the suite's run."""
-    source = suite / 'eval' / 'memory'
-    if not (source / INGESTED).is_file():
-        raise SystemExit(f'{suite.name}: no complete memory build; run the suite first')
-    if not (out / 'memory' / INGESTED).is_file():
-        shutil.rmtree(out / 'memory', ignore_errors=True)
-        shutil.copytree(source, out / 'memory')
+    try:
+        config = suite_world(suite, out)
+    except UsageError as error:
+        raise SystemExit(str(error)) from error
     if label in (LABEL, VERIFIED_LABEL):  # the planner's rules may have changed; rows are cheap
         for old in out.glob('predictions-agent*'):
             old.unlink()
-    return EvaluationConfig(suite / 'bag', suite / 'questions.json', out, progress=False)
+    return config
 
 
 def evaluate_world(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -37,8 +36,9 @@ from support.scripted_lessons import ReflectingPlanner  # noqa: E402
 from support.scripted_llm import ScriptedLLMServer  # noqa: E402
 
 from waymark.agent.llm import LLMConfig  # noqa: E402
+from waymark.cli import UsageError  # noqa: E402
 from waymark.evaluation.agent_answerer import AgentAnswerer  # noqa: E402
-from waymark.evaluation.harness import INGESTED, EvaluationConfig, open_memory  # noqa: E402
+from waymark.evaluation.harness import open_memory, suite_world  # noqa: E402
 from waymark.evaluation.lessons_eval import (  # noqa: E402
     ROWS,
     LessonsEvalConfig,
@@ -54,13 +54,10 @@ from waymark.memory.views.embedders import SentenceEmbedder  # noqa: E402
 
 def open_world(suite: Path, out: Path):
     """The world's questions and its memory, copied from the suite's run."""
-    source = suite / 'eval' / 'memory'
-    if not (source / INGESTED).is_file():
-        raise SystemExit(f'{suite.name}: no complete memory build; run the suite first')
-    if not (out / 'memory' / INGESTED).is_file():
-        shutil.rmtree(out / 'memory', ignore_errors=True)
-        shutil.copytree(source, out / 'memory')
-    config = EvaluationConfig(suite / 'bag', suite / 'questions.json', out, progress=False)
+    try:
+        config = suite_world(suite, out)
+    except UsageError as error:
+        raise SystemExit(str(error)) from error
     return load_questions(config.questions).questions, open_memory(config, out / 'memory')
 
 

@@ -391,6 +391,18 @@ def build_settings(config: EvaluationConfig) -> dict:
     } | ({'captioner_model': config.captioner_model} if config.captioner_url else {})
 
 
+def suite_world(world: Path, out: Path) -> EvaluationConfig:
+    """Settings to evaluate a world the suite has run, with its memory copied to
+    `out/memory` (once), so that the suite's own output is only read."""
+    source = world / 'eval' / 'memory'
+    if not (source / INGESTED).is_file():
+        raise UsageError(f'{world.name}: no complete memory build; run the suite first')
+    if not (out / 'memory' / INGESTED).is_file():
+        shutil.rmtree(out / 'memory', ignore_errors=True)
+        shutil.copytree(source, out / 'memory')
+    return EvaluationConfig(world / 'bag', world / 'questions.json', out, progress=False)
+
+
 def open_memory(config: EvaluationConfig, data: Path) -> MemoryService:
     """Memory in `data` laid out as memory_node lays it out, with segments unless
     `segment_window_s` is 0, and their captions with a captioner (whose answers are

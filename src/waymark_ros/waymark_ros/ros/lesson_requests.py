@@ -5,6 +5,7 @@ was (the bank writes its collection first and changes nothing the collection ref
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -31,16 +32,31 @@ def lesson_msg(found: Retrieved, trust: float) -> Lesson:
     )
 
 
+Answer = Callable[[LessonService, Any, Any, Counter[str]], bool]
+
+
+def _needs_bank(answer: Answer):
+    """`answer` for a bank that is open; with none (`lessons` None) the response says the
+    bank is off, and why when `off_reason` is given. Each answer fills `response` and
+    returns whether the bank changed."""
+
+    @functools.wraps(answer)
+    def checked(
+        lessons: LessonService | None, request, response, counts: Counter[str], off_reason=''
+    ) -> bool:
+        if lessons is None:
+            response.success = False
+            response.message = f'{LESSONS_OFF}: {off_reason}' if off_reason else LESSONS_OFF
+            return False
+        return answer(lessons, request, response, counts)
+
+    return checked
+
+
+@_needs_bank
 def answer_get_lessons(
-    lessons: LessonService | None,
-    request: GetLessons.Request,
-    response,
-    counts: Counter[str],
-    off_reason: str = '',
+    lessons: LessonService, request: GetLessons.Request, response, counts: Counter[str]
 ) -> bool:
-    """Fill `response`; False: a query never changes the bank."""
-    if not _bank_open(lessons, response, off_reason):
-        return False
     found = _attempt(
         lambda: lessons.lessons_for(request.task), response, counts, 'get_lessons', 'lessons'
     )
@@ -53,16 +69,10 @@ def answer_get_lessons(
     return False
 
 
+@_needs_bank
 def answer_calibrate(
-    lessons: LessonService | None,
-    request: CalibrateLessons.Request,
-    response,
-    counts: Counter[str],
-    off_reason: str = '',
+    lessons: LessonService, request: CalibrateLessons.Request, response, counts: Counter[str]
 ) -> bool:
-    """Fill `response`; True when the bank changed."""
-    if not _bank_open(lessons, response, off_reason):
-        return False
     calibrated = _attempt(
         lambda: lessons.calibrate(list(request.lesson_ids), float(request.reward)),
         response,
@@ -81,17 +91,10 @@ def answer_calibrate(
     return calibrated > 0
 
 
+@_needs_bank
 def answer_add(
-    lessons: LessonService | None,
-    request: AddLesson.Request,
-    response,
-    counts: Counter[str],
-    off_reason: str = '',
+    lessons: LessonService, request: AddLesson.Request, response, counts: Counter[str]
 ) -> bool:
-    """Fill `response`; True when the bank changed."""
-    if not _bank_open(lessons, response, off_reason):
-        return False
-
     def add():
         source = provenance(request.run, request.task_id, request.model)
         return lessons.add(request.task, request.summary, request.lesson, source)
@@ -112,16 +115,10 @@ def answer_add(
     return True
 
 
+@_needs_bank
 def answer_export(
-    lessons: LessonService | None,
-    request: ExportLessons.Request,
-    response,
-    counts: Counter[str],
-    off_reason: str = '',
+    lessons: LessonService, request: ExportLessons.Request, response, counts: Counter[str]
 ) -> bool:
-    """Fill `response`; False: writing a snapshot leaves the bank as it is."""
-    if not _bank_open(lessons, response, off_reason):
-        return False
     path = Path(request.path)
     if not path.is_absolute() or not path.parent.is_dir():
         problem = f'give an absolute path in an existing directory: {request.path!r}'
@@ -135,14 +132,6 @@ def answer_export(
     response.success, response.message = True, f'wrote {response.cards} lessons to {path}'
     counts['exports'] += 1
     return False
-
-
-def _bank_open(lessons: LessonService | None, response, off_reason: str) -> bool:
-    if lessons is None:
-        response.success = False
-        response.message = f'{LESSONS_OFF}: {off_reason}' if off_reason else LESSONS_OFF
-        return False
-    return True
 
 
 _FAILED = object()
