@@ -137,7 +137,14 @@ def main(argv: list[str] | None = None) -> int:
                 answerer = AgentAnswerer(memory, llm, label=model.model)
                 results.append(
                     evaluate_world(
-                        world, questions, answerer, embed, args.text_model, config, not args.real
+                        world,
+                        questions,
+                        answerer,
+                        embed,
+                        args.text_model,
+                        config,
+                        mechanics_only=not args.real,
+                        photo_dir=args.suite / world,
                     )
                 )
             finally:

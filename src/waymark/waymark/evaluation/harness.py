@@ -650,14 +650,16 @@ def _answer_all(
             log.write(json.dumps(dataclasses.asdict(prediction)) + '\n')
         todo = [q for q in questions.questions if q.id not in done]
         for question in tqdm(todo, desc=answerer.name, disable=not config.progress):
-            prediction = answerer.answer(question, _image(question, config.questions.parent))
+            photo = question_image(question, config.questions.parent)
+            prediction = answerer.answer(question, photo)
             done[question.id] = prediction
             log.write(json.dumps(dataclasses.asdict(prediction)) + '\n')
             log.flush()
     return [done[q.id] for q in questions.questions]
 
 
-def _image(question, base: Path):
+def question_image(question, base: Path):
+    """The question's photo (RGB), from its path relative to the question file's folder."""
     if not question.image:
         return None
     bgr = cv2.imread(str(base / question.image), cv2.IMREAD_COLOR)

@@ -25,12 +25,14 @@ import datetime
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from waymark.agent.agent import LessonsGiven
 from waymark.agent.evidence import quote
 from waymark.evaluation.agent_answerer import AgentAnswerer
+from waymark.evaluation.harness import question_image
 from waymark.evaluation.metrics import Prediction, score
 from waymark.evaluation.questions import AnswerType, Question
 from waymark.lessons.acquire import (
@@ -103,8 +105,15 @@ class AgentSolver:
     """The agent as SMA's solver: each question asked with the given block before it,
     its prediction kept for the reward and its steps condensed for reflection."""
 
-    def __init__(self, answerer: AgentAnswerer, questions: Sequence[Question], reward) -> None:
+    def __init__(
+        self,
+        answerer: AgentAnswerer,
+        questions: Sequence[Question],
+        reward,
+        photo_dir: Path | None = None,
+    ) -> None:
         self.answerer = answerer
+        self.photo_dir = photo_dir  # where the questions' photos are (the question file's)
         self.questions = {q.id: q for q in questions}
         self.reward = reward
         self.predictions: dict[str, Prediction] = {}
@@ -113,7 +122,8 @@ class AgentSolver:
     def solve(self, problem: Problem, block: str) -> Solved:
         question = self.questions[problem.problem_id]
         self.answerer.agent.lessons = lambda _text: LessonsGiven(block)
-        prediction = self.answerer.answer(question)
+        photo = question_image(question, self.photo_dir) if self.photo_dir else None
+        prediction = self.answerer.answer(question, photo)
         self.predictions[problem.problem_id] = prediction
         self.last_answer = _answer_words(prediction)
         return Solved(self.last_answer, _record(self.answerer.last_trace))
@@ -196,10 +206,11 @@ def evaluate_world(
     embedder_name: str,
     config: LessonsEvalConfig,
     mechanics_only: bool,
+    photo_dir: Path | None = None,
 ) -> WorldResult:
     """Acquire on the environment half, then every row on the deployment half."""
     environment, deployment = split_by_category(questions, lambda q: q.category.value)
-    solver = AgentSolver(answerer, questions, config.reward)
+    solver = AgentSolver(answerer, questions, config.reward, photo_dir)
     model = answerer.llm.model
     dimension = len(embed_task(questions[0].question))
     bank = LessonBank(
