@@ -47,7 +47,7 @@ from waymark.agent.bintrack import BinTrackParams  # noqa: E402
 from waymark.agent.llm import LLMConfig  # noqa: E402
 from waymark.cli import UsageError  # noqa: E402
 from waymark.evaluation.agent_answerer import AgentAnswerer  # noqa: E402
-from waymark.evaluation.answerers import agent_name  # noqa: E402
+from waymark.evaluation.answerers import agent_name, model_label  # noqa: E402
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run, suite_world  # noqa: E402
 from waymark.evaluation.metrics import THRESHOLDS_M, evaluate  # noqa: E402
 from waymark.evaluation.questions import Category, load_questions  # noqa: E402
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     reports, sweeps, walls = {}, {}, {}
     model_server = real_model(out / 'logs') if args.real else planner_server()
     with model_server as server:
-        label = server.model if args.real else LABEL
+        label = model_label(server.model) if args.real else LABEL
         for world in args.worlds:
             started = time.monotonic()
             config = prepare(args.suite / world, out / world, label)

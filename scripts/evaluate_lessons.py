@@ -38,6 +38,7 @@ from support.scripted_llm import ScriptedLLMServer  # noqa: E402
 from waymark.agent.llm import LLMConfig  # noqa: E402
 from waymark.cli import UsageError  # noqa: E402
 from waymark.evaluation.agent_answerer import AgentAnswerer  # noqa: E402
+from waymark.evaluation.answerers import model_label  # noqa: E402
 from waymark.evaluation.harness import open_memory, suite_world  # noqa: E402
 from waymark.evaluation.lessons_eval import (  # noqa: E402
     ROWS,
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             questions, memory = open_world(args.suite / world, out / world)
             try:
                 llm = LLMConfig(base_url=model.base_url, model=model.model)
-                answerer = AgentAnswerer(memory, llm, label=model.model)
+                answerer = AgentAnswerer(memory, llm, label=model_label(model.model))
                 results.append(
                     evaluate_world(
                         world,

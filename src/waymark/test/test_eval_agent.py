@@ -28,6 +28,7 @@ from waymark.evaluation.answerers import (
     AnswererError,
     agent_name,
     check_answerer_name,
+    model_label,
     parse_agent_name,
 )
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
@@ -374,6 +375,8 @@ def test_agent_row_names():
             check_answerer_name(bad)
     with pytest.raises(AnswererError, match='label'):
         agent_name(True, 'a b')
+    served = model_label('Qwen/Qwen2.5-VL-7B-Instruct')  # a served name becomes a label
+    assert agent_name(True, served) == 'agent[Qwen-Qwen2.5-VL-7B-Instruct]'
 
 
 def build_walk(config, truth, data):

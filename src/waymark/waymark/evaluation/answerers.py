@@ -71,6 +71,12 @@ def parse_embedder_name(name: str) -> tuple[str, tuple[str, ...]]:
     return level, tuple(rest[0].split('+')) if rest else ()
 
 
+def model_label(model: str) -> str:
+    """A model's name as an agent row's label: characters a label may not have become '-'
+    ('Qwen/Qwen2.5-VL-7B-Instruct' -> 'Qwen-Qwen2.5-VL-7B-Instruct')."""
+    return re.sub(r'[^A-Za-z0-9_.:+-]', '-', model)
+
+
 def agent_name(bintrack: bool = True, label: str = '') -> str:
     """The row name of an agent answerer: `agent[/no-bt][[<label>]]`."""
     name = AGENT if bintrack else f'{AGENT}/{NO_BINTRACK}'
