@@ -14,11 +14,13 @@ import pytest
 pytestmark = pytest.mark.dds
 
 PARENT = """
-import sys, time
+import os, sys, time
 from pathlib import Path
 from waymark_ros.tools.processes import start_node
 node = start_node('navigator_node', Path(sys.argv[1]))
 print(node.process.pid, flush=True)
+if sys.argv[2] == 'at-once':
+    os._exit(0)  # gone before the node has started
 time.sleep(600)
 """
 
@@ -35,7 +37,7 @@ def alive(pid: int) -> bool:
 
 def test_a_node_stops_when_the_process_that_started_it_is_killed(tmp_path):
     parent = subprocess.Popen(
-        [sys.executable, '-c', PARENT, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, '-c', PARENT, str(tmp_path), 'later'], stdout=subprocess.PIPE, text=True
     )
     node_pid = int(parent.stdout.readline())
     time.sleep(3.0)  # let the node come up
@@ -46,3 +48,15 @@ def test_a_node_stops_when_the_process_that_started_it_is_killed(tmp_path):
     while alive(node_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(node_pid), 'the node outlived its killed parent'
+
+
+def test_a_node_whose_parent_died_before_it_started_exits(tmp_path):
+    parent = subprocess.Popen(
+        [sys.executable, '-c', PARENT, str(tmp_path), 'at-once'], stdout=subprocess.PIPE, text=True
+    )
+    node_pid = int(parent.stdout.readline())
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 60
+    while alive(node_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(node_pid), 'an orphan from the start kept running'

@@ -18,19 +18,21 @@ from rclpy.signals import SignalHandlerOptions
 EXIT_START_FAILED = 2
 # With last_words, how often spinning returns to Python, where a signal is handled.
 _SIGNAL_POLL_S = 0.1
-# Set by waymark_ros.tools.processes: the node is a helper process of a demo or test run and
-# must not outlive it, even when that run is killed.
+# Set by waymark_ros.tools.processes to its own pid: the node is a helper process of a demo
+# or test run and must not outlive it, even when that run is killed.
 EXIT_WITH_PARENT = 'WAYMARK_EXIT_WITH_PARENT'
 
 
 def _interrupt_when_parent_dies() -> None:
-    """Ask Linux for SIGINT when the parent dies (a clean shutdown follows)."""
-    if os.environ.get(EXIT_WITH_PARENT) != '1' or not sys.platform.startswith('linux'):
+    """Ask Linux for SIGINT when the parent dies (a clean shutdown follows). A parent that
+    died before the request was made (a slow start) is noticed by its pid: the node is
+    then already an orphan, and exits."""
+    parent = os.environ.get(EXIT_WITH_PARENT, '')
+    if not parent.isdigit() or not sys.platform.startswith('linux'):
         return
-    parent = os.getppid()
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGINT)
-    if os.getppid() != parent:  # the parent died before the request took effect
+    if os.getppid() != int(parent):
         raise SystemExit(0)
 
 

@@ -89,7 +89,12 @@ def start_node(
             # No preexec_fn: running Python in a child forked from a process with gRPC
             # threads (Milvus) can hang it before exec. The node arranges to stop with
             # its parent itself (waymark_ros.ros.spin).
-            env={**os.environ, 'PYTHONUNBUFFERED': '1', EXIT_WITH_PARENT: '1', **(env or {})},
+            env={
+                **os.environ,
+                'PYTHONUNBUFFERED': '1',
+                EXIT_WITH_PARENT: str(os.getpid()),
+                **(env or {}),
+            },
         )
     return NodeProcess(name, process, log_path)
 
