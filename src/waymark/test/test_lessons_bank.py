@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from waymark.lessons.bank import BankLimits, BankMode, LessonBank, ReadOnlyError, empty_snapshot
-from waymark.lessons.cards import LessonCard, Provenance, Snapshot, snapshot_json
+from waymark.lessons.cards import (
+    MAX_COUNTED_KEYS,
+    LessonCard,
+    Provenance,
+    Snapshot,
+    snapshot_json,
+)
 from waymark.lessons.retrieval import RetrievalParams
 from waymark.lessons.trust import TrustPrior, Visits
 
@@ -71,6 +77,30 @@ def test_calibration_counts_each_guiding_card_once_and_skips_gone_ones(embed):
     assert updated.trust(TrustPrior()) == pytest.approx(2 / 3)
     with pytest.raises(ValueError):
         lessons.calibrate(['a'], 2.0)
+
+
+def test_an_outcome_sent_again_under_its_key_is_counted_once_per_card(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+    assert lessons.calibrate(['a'], 1.0, 'query q1') == 1
+    assert lessons.calibrate(['a'], 1.0, 'query q1') == 0  # the same feedback, resent
+    lessons.add(card(embed, 'b', ON_THE_WAY, ROUTE_FIRST))
+    assert lessons.calibrate(['a', 'b'], 0.0, 'query q1') == 1  # only b had not counted it
+    assert lessons.calibrate(['a'], 0.0, 'task t1') == 1  # another outcome counts
+    counts = {c.card_id: (c.visits.count, c.visits.reward_sum) for c in lessons.snapshot().cards}
+    assert counts == {'a': (2, 1.0), 'b': (1, 0.0)}
+    with pytest.raises(ValueError, match='outcome key'):
+        lessons.calibrate(['a'], 1.0, 'query\nq2')
+
+
+def test_a_card_remembers_only_its_latest_outcome_keys(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+    keys = [f'query q{i}' for i in range(MAX_COUNTED_KEYS + 1)]
+    for key in keys:
+        assert lessons.calibrate(['a'], 1.0, key) == 1
+    (updated,) = lessons.snapshot().cards
+    assert updated.counted == tuple(keys[1:])
+    assert lessons.calibrate(['a'], 1.0, keys[-1]) == 0
+    assert lessons.calibrate(['a'], 1.0, keys[0]) == 1  # forgotten: counted again
 
 
 def test_concurrent_calibrations_of_one_card_lose_no_update(embed):

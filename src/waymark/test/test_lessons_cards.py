@@ -26,7 +26,7 @@ SOURCE = Provenance('run-1', 't000003-0a1b2c3d', 'qwen2.5-1.5b-instruct', 1_768_
 NEW = Visits()
 
 
-def card(card_id='c1', embedding=(0.6, 0.8, 0.0), visits=NEW) -> LessonCard:
+def card(card_id='c1', embedding=(0.6, 0.8, 0.0), visits=NEW, counted=()) -> LessonCard:
     return LessonCard(
         card_id,
         'where did I last see the fire extinguisher?',
@@ -35,6 +35,7 @@ def card(card_id='c1', embedding=(0.6, 0.8, 0.0), visits=NEW) -> LessonCard:
         'When a question asks for the last sighting, sort the hits by time before choosing.',
         SOURCE,
         visits,
+        counted,
     )
 
 
@@ -43,13 +44,21 @@ def snapshot(*cards: LessonCard) -> Snapshot:
 
 
 def test_a_snapshot_round_trips_and_equal_banks_give_equal_text():
-    first, second = card('b', visits=Visits(3, 2.0)), card('a')
+    first, second = card('b', visits=Visits(3, 2.0), counted=('task t1', 'query q2')), card('a')
     text = snapshot_json(snapshot(first, second))
     again = read_snapshot(text, 'all-MiniLM-L6-v2', 3)
     assert sorted(again.cards, key=lambda c: c.card_id) == [second, first]
     assert again.prior == TrustPrior() and again.cards[1].trust(again.prior) == pytest.approx(0.6)
     assert snapshot_json(snapshot(second, first)) == text  # the listing order is not kept
-    assert json.loads(text)['version'] == 1
+    assert json.loads(text)['version'] == 2
+
+
+def test_a_version_1_snapshot_reads_with_no_outcome_keys():
+    raw = json.loads(snapshot_json(snapshot(card(counted=('task t1',)))))
+    raw['version'] = 1
+    del raw['cards'][0]['counted']
+    (old,) = read_snapshot(json.dumps(raw)).cards
+    assert old == card()
 
 
 def test_a_snapshot_file_is_written_whole(tmp_path):
@@ -70,7 +79,9 @@ def test_a_snapshot_of_another_embedder_is_refused_with_both_named():
 @pytest.mark.parametrize(
     'change',
     [
-        lambda raw: raw.update(version=2),
+        lambda raw: raw.update(version=3),
+        lambda raw: raw['cards'][0].update(counted=['task t1\n']),  # not printable
+        lambda raw: raw['cards'][0].update(counted=[f'task t{i}' for i in range(9)]),  # too many
         lambda raw: raw.update(kind='ledger'),
         lambda raw: raw['cards'][0].update(visits=-1),
         lambda raw: raw['cards'][0].update(reward_sum=5.0),  # more reward than visits

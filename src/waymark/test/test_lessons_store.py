@@ -92,7 +92,7 @@ def test_a_bank_over_the_store_reopens_as_it_was_and_a_refused_write_changes_not
     bank = open_bank(store, 'all-MiniLM-L6-v2', embed, BankMode.ACQUIRE, limits=BankLimits(2))
     bank.add(lesson('a', 'where did I last see the ladder?', 'Sort by time.', 1))
     bank.add(lesson('b', 'how far is the door?', 'Measure along the path.', 2))
-    bank.calibrate(['a', 'b'], 1.0)
+    bank.calibrate(['a', 'b'], 1.0, 'task t1')
     bank.calibrate(['b'], 0.0)
     added = bank.add(lesson('c', 'how many chairs are there?', 'Count each room once.', 3))
     assert added.evicted == ('b',)  # neither is well visited: the less trusted goes
@@ -104,6 +104,7 @@ def test_a_bank_over_the_store_reopens_as_it_was_and_a_refused_write_changes_not
     again = open_bank(reopen(path, dimension), 'all-MiniLM-L6-v2', embed)
     try:
         assert snapshot_json(again.snapshot()) == before
+        assert {c.card_id: c.counted for c in again.snapshot().cards}['a'] == ('task t1',)
         assert again.mode is BankMode.READ_ONLY
     finally:
         again.store.close()

@@ -189,6 +189,9 @@ def test_the_reasoner_puts_the_lessons_before_the_question_and_names_them_in_the
             1,
             pytest.approx(2 / 3),
         )
+        resent = feedback(ros, query_id=asked.answer.trace_id, correct=True)
+        assert resent.success and resent.calibrated == 0, resent.message  # counted once
+        assert 'counted' in resent.message and lessons_for(ros).lessons[0].visits == 1
         none_given = feedback(ros, query_id=other.answer.trace_id, correct=False)
         assert none_given.success and none_given.calibrated == 0, none_given.message
         for refused, why in (
@@ -228,6 +231,9 @@ def test_feedback_on_a_task_counts_for_the_lessons_in_its_ledger_record(ros, lau
     assert said.success and said.calibrated == 1, said.message  # the evicted id is skipped
     given = lessons_for(ros).lessons[0]
     assert (given.visits, given.trust) == (1, pytest.approx(1 / 3))
+    again = feedback(ros, task_id=task_id, correct=True)  # a second word on the same task
+    assert again.success and again.calibrated == 0, again.message
+    assert lessons_for(ros).lessons[0].visits == 1
     unknown = feedback(ros, task_id='no-such-task', correct=True)
     assert not unknown.success and 'no task' in unknown.message
     off = feedback(ros, query_id='0123456789abcdef', correct=True)

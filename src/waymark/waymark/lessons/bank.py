@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.lessons.cards import LessonCard, Snapshot
+from waymark.lessons.cards import LessonCard, Snapshot, check_outcome_key
 from waymark.lessons.retrieval import Candidate, Ranked, RetrievalParams, rank
 from waymark.lessons.store import LessonStore
 from waymark.lessons.trust import TrustPrior
@@ -120,15 +120,18 @@ class LessonBank:
         by_id = {card.card_id: card for card in cards}
         return [Retrieved(by_id[r.lesson_id], r) for r in rank(candidates, self.params)]
 
-    def calibrate(self, card_ids: Sequence[str], reward: float) -> int:
+    def calibrate(self, card_ids: Sequence[str], reward: float, key: str = '') -> int:
         """Counts one verified outcome with `reward` for each card that guided it; cards
-        gone since (evicted) are skipped. Returns how many were updated."""
+        gone since (evicted) are skipped, and with a `key`, so are cards that counted that
+        key before. Returns how many were updated."""
         self._writable()
+        if key:
+            check_outcome_key(key)
         with self._lock:
             updated = [
-                replace(card, visits=card.visits.after(reward))
+                card.counting(reward, key)
                 for card in (self._cards.get(card_id) for card_id in dict.fromkeys(card_ids))
-                if card is not None
+                if card is not None and not (key and key in card.counted)
             ]
             if self.store is not None:
                 self.store.put(updated)

@@ -5,6 +5,11 @@ A card holds what the model is shown (the source task's text, a summary of how t
 went, and the transferable lesson), what retrieval needs (the task's embedding and the
 trust counts) and where it came from. It never holds the task's answer or its verified
 target: those stay in the records the lesson was reflected from.
+
+A card also remembers the keys of the latest outcomes it counted (`counted`), so that an
+outcome sent again (a person's feedback repeated, a task's calibration retried after a
+crash) is not counted twice. The keys live in the card's own row, written with its counts
+in one upsert, so a crash can never keep one without the other.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -23,11 +28,14 @@ from waymark.durable import replace_atomically
 from waymark.lessons.trust import TrustPrior, Visits
 from waymark.model_text import validation_problems
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2: cards keep the keys of the outcomes they counted
 MAX_TASK_CHARS = 1_000
 MAX_SUMMARY_CHARS = 400
 MAX_LESSON_CHARS = 400
 MAX_ID_CHARS = 128
+# Outcome keys kept per card, newest last: a repeat older than this many outcomes of the
+# same card would count again.
+MAX_COUNTED_KEYS = 8
 
 
 class SnapshotError(ValueError):
@@ -64,10 +72,15 @@ class LessonCard:
     lesson: str
     provenance: Provenance
     visits: Visits = field(default_factory=Visits)
+    counted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < len(self.card_id) <= MAX_ID_CHARS:
             raise ValueError(f'a card id needs 1-{MAX_ID_CHARS} characters: {self.card_id!r}')
+        if len(self.counted) > MAX_COUNTED_KEYS:
+            raise ValueError(f'a card keeps at most {MAX_COUNTED_KEYS} outcome keys')
+        for key in self.counted:
+            check_outcome_key(key)
         for name, limit in (
             ('task', MAX_TASK_CHARS),
             ('summary', MAX_SUMMARY_CHARS),
@@ -81,6 +94,19 @@ class LessonCard:
 
     def trust(self, prior: TrustPrior) -> float:
         return self.visits.score(prior)
+
+    def counting(self, reward: float, key: str = '') -> LessonCard:
+        """The card once one more verified outcome is counted, remembered by `key` when
+        one is given."""
+        counted = (*self.counted, key)[-MAX_COUNTED_KEYS:] if key else self.counted
+        return replace(self, visits=self.visits.after(reward), counted=counted)
+
+
+def check_outcome_key(key: str) -> str:
+    """An outcome key: 1-128 printable ASCII characters (a task or query id with its kind)."""
+    if not (0 < len(key) <= MAX_ID_CHARS and key.isascii() and key.isprintable()):
+        raise ValueError(f'an outcome key needs 1-{MAX_ID_CHARS} printable ASCII characters')
+    return key
 
 
 @dataclass(frozen=True)
@@ -116,6 +142,7 @@ class _BodyModel(BaseModel):
     summary: str
     lesson: str
     provenance: _ProvenanceModel
+    counted: list[str] = Field(default_factory=list)  # absent in version 1
 
 
 class _CardModel(_BodyModel):
@@ -127,7 +154,7 @@ class _CardModel(_BodyModel):
 
 class _SnapshotModel(BaseModel):
     model_config = ConfigDict(extra='forbid', strict=True)
-    version: Literal[1]
+    version: Literal[1, 2]
     kind: Literal['lesson_bank']
     embedder: str
     dimension: int = Field(ge=1)
@@ -168,6 +195,7 @@ def card_body(card: LessonCard) -> dict:
             'model': source.model,
             'stamp_ns': source.stamp_ns,
         },
+        'counted': list(card.counted),
     }
 
 
@@ -188,6 +216,7 @@ def card_from_body(
         lesson=raw.lesson,
         provenance=Provenance(source.run, source.task, source.model, source.stamp_ns),
         visits=visits,
+        counted=tuple(raw.counted),
     )
 
 
@@ -232,7 +261,7 @@ def read_snapshot(text: str, embedder: str = '', dimension: int = 0) -> Snapshot
 
 
 def _card(raw: _CardModel) -> LessonCard:
-    body = raw.model_dump(include={'task', 'summary', 'lesson', 'provenance'})
+    body = raw.model_dump(include={'task', 'summary', 'lesson', 'provenance', 'counted'})
     return card_from_body(raw.card_id, body, raw.embedding, Visits(raw.visits, raw.reward_sum))
 
 

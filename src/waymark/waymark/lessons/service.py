@@ -57,8 +57,8 @@ class LessonService:
         """The lessons to give for `task`; ValueError for an empty or over-long task."""
         return self.bank.retrieve(self.embedder.embed(_task_text(task)))
 
-    def calibrate(self, card_ids: Sequence[str], reward: float) -> int:
-        return self.bank.calibrate(card_ids, reward)
+    def calibrate(self, card_ids: Sequence[str], reward: float, key: str = '') -> int:
+        return self.bank.calibrate(card_ids, reward, key)
 
     def add(self, task: str, summary: str, lesson: str, provenance: Provenance) -> Added:
         vector = self.embedder.embed(_task_text(task))

@@ -24,8 +24,9 @@ from waymark.memory.storage.store import (
     scan_collection,
 )
 
-# A card's JSON: the three texts (1000 + 400 + 400 characters, up to 4 bytes each) and its
-# provenance fit.
+# A card's JSON: the three texts (1000 + 400 + 400 characters, up to 4 bytes each), its
+# provenance and its 8 ASCII outcome keys (up to 128 each) fit when the texts are mostly
+# ASCII; a card that does not fit is refused whole (LessonStoreError), never cut.
 CARD_MAX_BYTES = 8_192
 
 

@@ -4,8 +4,9 @@ verified outcome, for the lessons the answer was given.
 
 A query's lessons are read from its trace (the answer's trace_id), a task's from its ledger
 record (task_node's get_task). Every path answers explicitly; nothing is counted unless
-memory_node acknowledged it. The same feedback sent twice counts twice: the caller sends
-it once.
+memory_node acknowledged it. An answer or task counts once per lesson, however often its
+feedback is sent and whether or not the judge counted the task already: the outcome key
+('query <id>', 'task <id>') is the same for both.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.trace import TraceWriter
+from waymark.lessons.cards import check_outcome_key
 from waymark.lessons.rewards import feedback_reward
 from waymark.tasks.records import RecordFormatError, TaskRecord
 from waymark_interfaces.srv import Feedback, GetTask
@@ -50,6 +52,7 @@ class FeedbackDesk:
     def answer(self, request: Feedback.Request, response: Feedback.Response):
         try:
             lesson_ids, about = self._lessons_of(request)
+            check_outcome_key(about)
         except ValueError as error:
             response.success, response.message = False, str(error)
             return response
@@ -60,7 +63,8 @@ class FeedbackDesk:
         if request.has_true_position:
             p, frame = request.true_position.point, request.true_position.header.frame_id
             outcome += f', truly at ({p.x:.2f}, {p.y:.2f}) in {frame or "an unnamed frame"}'
-        done = self._calibrator.calibrate(lesson_ids, feedback_reward(request.correct), outcome)
+        reward = feedback_reward(request.correct)
+        done = self._calibrator.calibrate(lesson_ids, reward, outcome, key=about)
         response.success, response.calibrated = done.counted, done.cards if done.counted else 0
         response.message = f'{outcome}: {done.message}'
         if done.counted:

@@ -40,10 +40,14 @@ class LessonCalibrator:
             callback_group=ReentrantCallbackGroup(),  # answered while a caller waits
         )
 
-    def calibrate(self, lesson_ids: list[str], reward: float, outcome: str) -> Calibrated:
+    def calibrate(self, lesson_ids: list[str], reward: float, outcome: str, key: str) -> Calibrated:
+        """Counts the outcome named `key` ('task <id>', 'query <id>') at most once per
+        lesson, however often it is sent."""
         if not lesson_ids:
             return Calibrated(False, 0, 'no lessons guided it')
-        request = CalibrateLessons.Request(lesson_ids=lesson_ids, reward=reward, outcome=outcome)
+        request = CalibrateLessons.Request(
+            lesson_ids=lesson_ids, reward=reward, outcome=outcome, outcome_key=key
+        )
         response, missing = call_within(self._client, request, self.timeout_s)
         if response is None:
             return Calibrated(False, 0, f'lessons/calibrate: {missing} in {self.timeout_s:g} s')
@@ -54,7 +58,8 @@ class LessonCalibrator:
         reward = task_reward(record.status)
         if reward is None or not record.lesson_ids:
             return
-        done = self.calibrate(list(record.lesson_ids), reward, f'task {record.task_id}')
+        key = f'task {record.task_id}'
+        done = self.calibrate(list(record.lesson_ids), reward, key, key)
         said = f'lessons of task {record.task_id} ({record.status}): {done.message}'
         if done.counted:
             self._logger.info(said)

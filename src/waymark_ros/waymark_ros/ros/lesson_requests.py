@@ -73,8 +73,9 @@ def answer_get_lessons(
 def answer_calibrate(
     lessons: LessonService, request: CalibrateLessons.Request, response, counts: Counter[str]
 ) -> bool:
+    key = request.outcome_key
     calibrated = _attempt(
-        lambda: lessons.calibrate(list(request.lesson_ids), float(request.reward)),
+        lambda: lessons.calibrate(list(request.lesson_ids), float(request.reward), key),
         response,
         counts,
         'calibrate',
@@ -83,10 +84,11 @@ def answer_calibrate(
     if calibrated is _FAILED:
         return False
     response.success, response.calibrated = True, calibrated
+    named = len(set(request.lesson_ids))
     response.message = (
         f'{request.outcome or "an outcome"} (reward {request.reward:g}) counted for '
-        f'{calibrated} of {len(request.lesson_ids)} lessons'
-    )
+        f'{calibrated} of {named} lessons'
+    ) + (f' (the others are gone or counted {key!r} before)' if key and calibrated < named else '')
     counts['calibrations'] += 1
     return calibrated > 0
 
