@@ -87,11 +87,19 @@ def test_written_lessons_are_given_and_calibrated_and_each_answer_says_so(tmp_pa
     assert answer_calibrate(lessons, request, calibrated, counts)
     assert calibrated.success and calibrated.calibrated == 1
     assert calibrated.message == 'CERTIFIED (reward 1) counted for 1 of 2 lessons'
+    keyed = CalibrateLessons.Request(
+        lesson_ids=[added.id], reward=0.0, outcome='NOT DONE', outcome_key='task t1'
+    )
+    assert answer_calibrate(lessons, keyed, CalibrateLessons.Response(), counts)
+    resent = CalibrateLessons.Response()
+    assert not answer_calibrate(lessons, keyed, resent, counts)  # the same outcome again
+    assert resent.success and resent.calibrated == 0
+    assert resent.message.endswith("(the others are gone or counted 'task t1' before)")
     exported = ExportLessons.Response()
     to_file = ExportLessons.Request(path=str(tmp_path / 'bank.json'))
     assert not answer_export(lessons, to_file, exported, counts)
     assert exported.success and exported.cards == 1
-    assert counts == Counter(lessons_add_written=1, lessons_given=1, calibrations=1, exports=1)
+    assert counts == Counter(lessons_add_written=1, lessons_given=1, calibrations=3, exports=1)
 
 
 def test_a_read_only_bank_refuses_changes_and_stays_as_it_was():
