@@ -18,8 +18,11 @@ build: bootstrap
 demo: bootstrap
 	$(ENV) && python -m waymark_ros.tools.demo $(DEMO_ARGS)
 
+# Two workers by default (TEST_WORKERS=0: one process): the DDS tests spend most of their
+# time waiting on nodes, so two share a 2-core machine well. A file's tests stay together.
+TEST_WORKERS ?= 2
 test: bootstrap
-	$(ENV) && python -m pytest $(PYTEST_ARGS)
+	$(ENV) && python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Only the launch tests (robot, replay, demo through launch_testing; part of `make test`).
 # Without a ROS 2 install they use ../shared/vendor/ros2 when it is there.

@@ -1,8 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """Fixtures shared by the node and system tests.
 
-Every test session talks DDS on its own random domain, limited to this machine, so
-parallel runs and other ROS users on the network never see each other. The core
+Every test session talks DDS on its own random domain (each pytest-xdist worker on its
+own), limited to this machine, so parallel runs and other ROS users on the network never
+see each other. The core
 tests never touch rclpy; it is imported only inside the ROS fixtures.
 """
 
@@ -23,6 +24,12 @@ if str(ROOT / 'test') not in sys.path:
 
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
+# pytest-xdist workers (gw0, gw1, ...) inherit the session's domain: each moves on by its
+# index, within the domains DDS maps to ports on Linux (0-101), so two workers' nodes
+# never meet.
+if (_worker := os.environ.get('PYTEST_XDIST_WORKER', '')).startswith('gw'):
+    _base = int(os.environ['ROS_DOMAIN_ID'])
+    os.environ['ROS_DOMAIN_ID'] = str(1 + (_base - 1 + int(_worker[2:])) % 101)
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 
