@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from waymark.lessons.acquire import (
     acquire_pass,
     deploy,
 )
-from waymark.lessons.bank import BankMode, Embed, LessonBank, empty_snapshot
+from waymark.lessons.bank import BankMode, Embed, LessonBank, empty_snapshot, unit_vector
 from waymark.lessons.cards import MAX_TASK_CHARS
 from waymark.lessons.leakage import LeakContext
 from waymark.lessons.reflect import ReflectionInput, reflect
@@ -147,12 +146,12 @@ class PriorAnswers:
     def add(self, task: str, answer: str) -> None:
         self.tasks.append(task)
         self.answers.append(answer)
-        self.vectors.append(_unit(self.embed_task(task)))
+        self.vectors.append(unit_vector(self.embed_task(task)))
 
     def block(self, task: str) -> str:
         if not self.vectors:
             return ''
-        similarity = np.stack(self.vectors) @ _unit(self.embed_task(task))
+        similarity = np.stack(self.vectors) @ unit_vector(self.embed_task(task))
         passing = similarity >= self.params.min_similarity
         order = [int(i) for i in np.argsort(-similarity) if passing[i]]
         parts = [RAG_HEADER]
@@ -307,12 +306,6 @@ def _arguments(arguments) -> str:
     return repr(arguments) if arguments else ''
 
 
-def _unit(vector) -> np.ndarray:
-    array = np.asarray(vector, dtype=float)
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm > 0 else array
-
-
 def _pass_json(report: PassReport) -> dict:
     return {
         'number': report.number,
@@ -320,7 +313,7 @@ def _pass_json(report: PassReport) -> dict:
         'answers': len(report.outcomes),
         'written': report.written,
         'merged': report.merged,
-        'rejected': dict(Counter(report.rejected)),
+        'rejected': dict(report.rejected),
         'pending': report.pending,
         'bank_size': report.bank_size,
         'outcomes': [dataclasses.asdict(o) for o in report.outcomes],

@@ -92,7 +92,7 @@ class LessonBank:
         self._cards = {card.card_id: card for card in snapshot.cards}
         # Unit task embeddings, made once per card rather than on every retrieval.
         self._task_vectors = {
-            card.card_id: _unit(card.embedding, self.dimension) for card in snapshot.cards
+            card.card_id: unit_vector(card.embedding, self.dimension) for card in snapshot.cards
         }
         self._lesson_vectors: dict[str, np.ndarray] = {}  # filled as needed
         self._lock = threading.Lock()
@@ -109,7 +109,7 @@ class LessonBank:
 
     def retrieve(self, task_embedding: Sequence[float]) -> list[Retrieved]:
         """The lessons for a task, best first (none when nothing is similar enough)."""
-        query = _unit(task_embedding, self.dimension)
+        query = unit_vector(task_embedding, self.dimension)
         with self._lock:
             cards = list(self._cards.values())
             vectors = [self._task_vectors[card.card_id] for card in cards]
@@ -143,8 +143,8 @@ class LessonBank:
         """Writes a new card, or merges it into a card with nearly the same lesson (which
         keeps its own visits); then holds the size cap."""
         self._writable()
-        task_vector = _unit(card.embedding, self.dimension)  # another embedder's is refused
-        vector = _unit(self._embed_lesson(card.lesson), None)
+        task_vector = unit_vector(card.embedding, self.dimension)  # another embedder's is refused
+        vector = unit_vector(self._embed_lesson(card.lesson), None)
         with self._lock:
             if card.card_id in self._cards:
                 raise ValueError(f'card {card.card_id} is already in the bank')
@@ -174,7 +174,9 @@ class LessonBank:
         for card_id, card in self._cards.items():
             known = self._lesson_vectors.get(card_id)
             if known is None:
-                known = self._lesson_vectors[card_id] = _unit(self._embed_lesson(card.lesson), None)
+                known = self._lesson_vectors[card_id] = unit_vector(
+                    self._embed_lesson(card.lesson), None
+                )
             similarity = float(vector @ known)
             if similarity >= best:
                 best, best_id = similarity, card_id
@@ -198,7 +200,9 @@ class LessonBank:
         return [card.card_id for card in sorted(self._cards.values(), key=order)]
 
 
-def _unit(vector: Sequence[float] | np.ndarray, dimension: int | None) -> np.ndarray:
+def unit_vector(vector: Sequence[float] | np.ndarray, dimension: int | None = None) -> np.ndarray:
+    """The embedding scaled to length 1; ValueError for another dimension than `dimension`
+    (when given), or one with no finite, non-zero length."""
     array = np.asarray(vector, dtype=float).ravel()
     if dimension is not None and array.size != dimension:
         raise ValueError(f'a {array.size}-d embedding in a bank of {dimension}-d embeddings')
