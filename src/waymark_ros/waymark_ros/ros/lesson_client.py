@@ -1,9 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The agent's lesson source over ROS: memory_node's `lessons/get`.
 
-One bounded call per question, waited on a `threading.Event` (never by spinning), so it
-may be made from any executor thread; its responses only complete futures, so the
-client's callback group is reentrant. Lessons help and never hold a question up: no
+One bounded call per question (`call_within`), so it may be made from any executor
+thread; its responses only complete futures, so the client's callback group is
+reentrant. Lessons help and never hold a question up: no
 service, a timeout or a refusal give the question no lessons (a refusal quietly, since a
 bank that is off refuses every request; the rest raise, and the agent logs them).
 """

@@ -2,10 +2,11 @@
 """The agent's memory over ROS: the SearchMemory service of memory_node.
 
 `MemoryClient` implements the agent's `MemoryBackend` protocol with one service call per
-search. Each call waits for its response on a `threading.Event`, never by spinning, so it
-may be made from any thread: a plain one, or a callback of a MultiThreadedExecutor while
-another thread of that executor takes the response (the client has a callback group of
-its own, so a busy callback group never holds the response back). Every wait is bounded:
+search. Each call polls its future (`service_call.wait_done`), never spinning and never
+relying on a done callback, so it may be made from any thread: a plain one, or a callback
+of a MultiThreadedExecutor while another thread of that executor takes the response (the
+client has a callback group of its own, so a busy callback group never holds the response
+back). Every wait is bounded:
 by the client's timeout, and within `memory_deadline(d)` by the instant `d` as well, so a
 question's searches end by the question's deadline.
 
@@ -18,7 +19,6 @@ The pictures of the entries are read through memory's own `ImageStoreReader`.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -35,6 +35,7 @@ from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_from_msg, ns_to_stamp
+from waymark_ros.ros.service_call import wait_done
 
 Request = SearchMemory.Request
 
@@ -222,11 +223,9 @@ class MemoryClient:
             )
         if not self.ready():
             raise MemoryUnavailableError('memory_node is not running (no search_memory service)')
-        done = threading.Event()
         future = self._client.call_async(request)
-        future.add_done_callback(lambda _: done.set())
         wait = self._wait_s()
-        if not done.wait(max(0.0, wait)):
+        if not wait_done(future, max(0.0, wait)):
             future.cancel()
             self._client.remove_pending_request(future)
             raise MemoryUnavailableError(

@@ -1,14 +1,30 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""One bounded service call, waited on a `threading.Event` rather than by spinning, so any
-thread may make it (an executor thread included, when the client has a callback group the
-executor can serve meanwhile)."""
+"""Bounded waits for rclpy futures that any thread may make, an executor thread included.
+
+A wait polls its future instead of waiting for a done callback: rclpy runs done callbacks
+as executor tasks, so callers waiting for them in executor threads, every thread doing
+so at once (a burst of questions), would sit out their timeouts with the answers in.
+"""
 
 from __future__ import annotations
 
-import threading
+import time
 
 NO_SERVICE = 'no service'
 NO_ANSWER = 'no answer'
+# How often a waiting caller looks at its future: the most latency a wait adds.
+POLL_S = 0.005
+
+
+def wait_done(future, timeout_s: float) -> bool:
+    """Whether `future` is done within `timeout_s` (returns at once when it is)."""
+    deadline = time.monotonic() + timeout_s
+    while not future.done():
+        left = deadline - time.monotonic()
+        if left <= 0.0:
+            return False
+        time.sleep(min(POLL_S, left))
+    return True
 
 
 def call_within(client, request, timeout_s: float):
@@ -16,10 +32,8 @@ def call_within(client, request, timeout_s: float):
     `timeout_s`, then answer within `timeout_s`; a request left unanswered is dropped."""
     if not client.wait_for_service(timeout_sec=timeout_s):
         return None, NO_SERVICE
-    done = threading.Event()
     future = client.call_async(request)
-    future.add_done_callback(lambda _future: done.set())
-    if not done.wait(timeout_s) and not future.done():
+    if not wait_done(future, timeout_s):
         client.remove_pending_request(future)
         return None, NO_ANSWER
     response = future.result()

@@ -19,6 +19,8 @@ from typing import Any
 
 from rclpy.action import ActionClient
 
+from waymark_ros.ros.service_call import wait_done
+
 _POLL_S = 0.05  # how often a running goal looks at the cancel event and its deadline
 
 
@@ -59,7 +61,7 @@ def call_action(
     sent = client.send_goal_async(
         goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
     )
-    if not _wait(sent, _left(deadline, waits.accept_wait_s)):
+    if not wait_done(sent, _left(deadline, waits.accept_wait_s)):
         raise ActionCallError(f'{name} did not answer the goal within {waits.accept_wait_s:.1f} s')
     handle = sent.result()
     if not handle.accepted:
@@ -81,8 +83,8 @@ def call_action(
             stopped = 'server lost'
         if stopped:
             canceling = handle.cancel_goal_async()
-            _wait(canceling, waits.cancel_wait_s)
-            _wait(result, waits.cancel_wait_s)
+            wait_done(canceling, waits.cancel_wait_s)
+            wait_done(result, waits.cancel_wait_s)
             break
         time.sleep(_POLL_S)
     if not result.done():
@@ -92,9 +94,3 @@ def call_action(
 
 def _left(deadline: float, wait_s: float) -> float:
     return max(0.0, min(wait_s, deadline - time.monotonic()))
-
-
-def _wait(future, timeout_s: float) -> bool:
-    done = threading.Event()
-    future.add_done_callback(lambda _future: done.set())
-    return done.wait(timeout_s) or future.done()
