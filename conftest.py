@@ -3,8 +3,8 @@
 
 Every test session talks DDS on its own random domain (each pytest-xdist worker on its
 own), limited to this machine, so parallel runs and other ROS users on the network never
-see each other. The core
-tests never touch rclpy; it is imported only inside the ROS fixtures.
+see each other. The core tests never touch rclpy; it is imported only inside the ROS
+fixtures.
 """
 
 from __future__ import annotations

@@ -198,6 +198,7 @@ def test_the_reasoner_puts_the_lessons_before_the_question_and_names_them_in_the
             (feedback(ros, correct=True), 'exactly one'),
             (feedback(ros, query_id='a' * 8, task_id='t', correct=True), 'exactly one'),
             (feedback(ros, query_id='0' * 32, correct=True), 'no trace'),
+            (feedback(ros, query_id='0' * 200, correct=True), 'outcome key'),  # checked first
             (feedback(ros, task_id='no-such-task', correct=True), 'get_task'),
         ):
             assert not refused.success and why in refused.message, refused.message

@@ -52,7 +52,6 @@ class FeedbackDesk:
     def answer(self, request: Feedback.Request, response: Feedback.Response):
         try:
             lesson_ids, about = self._lessons_of(request)
-            check_outcome_key(about)
         except ValueError as error:
             response.success, response.message = False, str(error)
             return response
@@ -82,9 +81,12 @@ class FeedbackDesk:
             p = request.true_position.point
             if not all(math.isfinite(v) for v in (p.x, p.y, p.z)):
                 raise ValueError('the true position is not finite')
+        # The outcome's key: checked before any lookup, so a bad id costs no trace read or call.
         if request.query_id:
-            return self._of_query(request.query_id), f'query {request.query_id}'
-        return self._of_task(request.task_id), f'task {request.task_id}'
+            about = check_outcome_key(f'query {request.query_id}')
+            return self._of_query(request.query_id), about
+        about = check_outcome_key(f'task {request.task_id}')
+        return self._of_task(request.task_id), about
 
     def _of_query(self, query_id: str) -> list[str]:
         traces = self._traces()

@@ -3,9 +3,9 @@
 
 One bounded call per question (`call_within`), so it may be made from any executor
 thread; its responses only complete futures, so the client's callback group is
-reentrant. Lessons help and never hold a question up: no
-service, a timeout or a refusal give the question no lessons (a refusal quietly, since a
-bank that is off refuses every request; the rest raise, and the agent logs them).
+reentrant. Lessons help and never hold a question up: no service, a timeout or a refusal
+give the question no lessons (a refusal quietly, since a bank that is off refuses every
+request; the rest raise, and the agent logs them).
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ search. Each call polls its future (`service_call.wait_done`), never spinning an
 relying on a done callback, so it may be made from any thread: a plain one, or a callback
 of a MultiThreadedExecutor while another thread of that executor takes the response (the
 client has a callback group of its own, so a busy callback group never holds the response
-back). Every wait is bounded:
-by the client's timeout, and within `memory_deadline(d)` by the instant `d` as well, so a
-question's searches end by the question's deadline.
+back). Every wait is bounded: by the client's timeout, and within `memory_deadline(d)` by
+the instant `d` as well, so a question's searches end by the question's deadline.
 
 Errors keep the protocol's meaning: a request memory_node refuses (success=false) raises
 ValueError with its message, which the agent shows to the model; no service, a timeout or
