@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from waymark_ros.tools.drill.drills import png_bomb
-from waymark_ros.tools.drill.driving import FAR, START, hall
+from waymark_ros.tools.drill.driving import FAR, START, hall, honest_after_restart
 from waymark_ros.tools.drill.llm_faults import GARBAGE, FaultyLLM
 from waymark_ros.tools.drill.report import DrillResult, table, to_json
 from waymark_ros.tools.drill.stops import Sample, moved_m, stop_after
@@ -106,3 +106,15 @@ def test_the_hall_is_walled_and_free_between_start_and_far_goal():
     row = int((START[1] - origin[1]) / 0.05)
     cols = slice(int(START[0] / 0.05), int(FAR[0] / 0.05) + 1)
     assert (cells[row - 10 : row + 11, cols] == 0).all()
+
+
+def test_after_a_safety_restart_only_reached_at_the_goal_or_stuck_short_of_it_is_true():
+    at_goal, short = Sample(1, FAR[0] - 0.1, FAR[1], 0.0, 0.0), Sample(1, 5.0, FAR[1], 0.0, 0.0)
+    stuck = "aborted: 'no progress, 19.00 m from the goal'"
+    assert honest_after_restart('reached', 'arrived', at_goal)
+    assert honest_after_restart('failed', stuck, short)
+    assert not honest_after_restart('reached', 'arrived', short)
+    assert not honest_after_restart('reached', 'arrived', None)
+    assert not honest_after_restart('failed', stuck, at_goal)
+    assert not honest_after_restart('failed', "aborted: 'timeout'", short)
+    assert not honest_after_restart('unanswered', 'no answer yet', short)
