@@ -9,7 +9,7 @@ from support.scripted_llm import ScriptedLLMServer, http_error, text
 
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.lessons.leakage import LeakContext
-from waymark.lessons.reflect import Pending, ReflectionInput, reflect
+from waymark.lessons.reflect import Pending, ReflectionInput, names_shown, record_of, reflect
 from waymark.lessons.reflection import Reflection, Rejected, RejectReason
 
 ITEM = ReflectionInput(
@@ -69,3 +69,34 @@ def test_a_model_away_leaves_the_reflection_pending_and_a_refusal_rejects_it():
     with ScriptedLLMServer([http_error(400, '{}')]) as server:
         found = reflect(chat(server.base_url), ITEM, CONTEXT)
     assert isinstance(found, Rejected) and 'failed' in found.detail
+
+
+TRACE = {
+    'question': 'where did I last see the ladder?',
+    'steps': [
+        {'tool': 'search_text', 'arguments': {'query': 'ladder'}, 'hits': [['t/1', 0.5, 'text']]},
+        {'tool': 'search_time', 'arguments': '', 'hits': []},
+    ],
+    'messages': [
+        {'role': 'system', 'content': 'text read: "not a hit line"'},
+        {
+            'role': 'tool',
+            'content': '[t/1] similarity 0.500 (text); seen ...; text read: "GARAGE \\"B\\""\n'
+            '[t/2] similarity 0.400 (caption); seen ...; caption: "a ladder by a wall"',
+        },
+        {'role': 'user', 'content': [{'type': 'text', 'text': '[t/3] x; text read: "Kitchen"'}]},
+        {'role': 'tool', 'content': '[t/1] again; text read: "GARAGE \\"B\\""'},
+    ],
+    'answer': {'kind': 'position', 'text': 'by the garage door'},
+}
+
+
+def test_the_record_names_each_tool_and_the_answer_and_the_names_are_the_signs_shown():
+    assert record_of(TRACE) == (
+        "search_text(query='ladder') -> 1 hits; search_time() -> 0 hits; "
+        'answer: position: by the garage door'
+    )
+    assert record_of({}) == 'answer: none: '
+    # Sign texts only, once each, in order; captions are descriptions, not names.
+    assert names_shown(TRACE) == ['GARAGE "B"', 'Kitchen']
+    assert names_shown({'messages': ['not a message', {'content': 3}]}) == []

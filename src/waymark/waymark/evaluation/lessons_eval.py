@@ -46,12 +46,11 @@ from waymark.lessons.acquire import (
 from waymark.lessons.bank import BankMode, Embed, LessonBank, empty_snapshot, unit_vector
 from waymark.lessons.cards import MAX_TASK_CHARS
 from waymark.lessons.leakage import LeakContext
-from waymark.lessons.reflect import ReflectionInput, reflect
+from waymark.lessons.reflect import ReflectionInput, record_of, reflect
 from waymark.lessons.retrieval import RetrievalParams
 from waymark.lessons.splits import split_by_category
 
 ROWS = ('no-lessons', 'rag', 'similarity-only', 'lessons-trs')
-MAX_RECORD_STEPS = 8
 MAX_ANSWER_CHARS = 300
 RAG_HEADER = (
     'Earlier questions about this memory and the answers given to them (not checked; '
@@ -125,7 +124,7 @@ class AgentSolver:
         prediction = self.answerer.answer(question, photo)
         self.predictions[problem.problem_id] = prediction
         self.last_answer = _answer_words(prediction)
-        return Solved(self.last_answer, _record(self.answerer.last_trace))
+        return Solved(self.last_answer, record_of(self.answerer.last_trace))
 
     def score(self, problem: Problem, solved: Solved) -> float:
         del solved  # the prediction behind it is kept
@@ -285,25 +284,6 @@ def _answer_words(prediction: Prediction) -> str:
     if prediction.yes is not None:
         return 'yes' if prediction.yes else 'no'
     return prediction.text
-
-
-def _record(trace: dict) -> str:
-    """How the answer was worked out: each tool with its arguments and how many hits it
-    returned, then the answer (the reflecting model's view of the rollout)."""
-    steps = [
-        f'{step.get("tool")}({_arguments(step.get("arguments"))}) -> '
-        f'{len(step.get("hits", []))} hits'
-        for step in trace.get('steps', [])[:MAX_RECORD_STEPS]
-    ]
-    answer = trace.get('answer') or {}
-    said = f'{answer.get("kind", "none")}: {answer.get("text", "")}'
-    return '; '.join([*steps, f'answer: {said}'])
-
-
-def _arguments(arguments) -> str:
-    if isinstance(arguments, dict):
-        return ', '.join(f'{key}={value!r}' for key, value in arguments.items())
-    return repr(arguments) if arguments else ''
 
 
 def _pass_json(report: PassReport) -> dict:

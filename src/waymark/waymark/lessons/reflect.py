@@ -11,6 +11,8 @@ reason, then the card is skipped. A model that cannot be reached leaves the refl
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,9 @@ from waymark.lessons.reflection import Reflection, Rejected, RejectReason, read_
 
 MAX_RECORD_CHARS = 3_000
 MAX_TARGET_CHARS = 300
+MAX_RECORD_STEPS = 8
+# A sign's text as the agent was shown it (`evidence.describe_hit`): a JSON string literal.
+_TEXT_READ = re.compile(r'; text read: ("(?:[^"\\]|\\.)*")')
 
 _SYSTEM = (
     'You help a robot learn habits from its own answers. You are shown a question it '
@@ -112,3 +117,40 @@ def _again(rejected: Rejected) -> str:
         f'That reply cannot be used: {problem}. Send only the JSON object with "summary" '
         'and "transferable_lesson", general enough for another place and time.'
     )
+
+
+def record_of(trace: dict) -> str:
+    """How an answer was worked out, from its trace: each tool with its arguments and how
+    many hits it returned, then the answer (the reflecting model's view of the rollout)."""
+    steps = [
+        f'{step.get("tool")}({_arguments(step.get("arguments"))}) -> '
+        f'{len(step.get("hits", []))} hits'
+        for step in trace.get('steps', [])[:MAX_RECORD_STEPS]
+    ]
+    answer = trace.get('answer') or {}
+    said = f'{answer.get("kind", "none")}: {answer.get("text", "")}'
+    return '; '.join([*steps, f'answer: {said}'])
+
+
+def names_shown(trace: dict) -> list[str]:
+    """The sign texts the agent was shown while answering (from its trace's messages): names
+    this memory knows, which a lesson from this answer must not carry."""
+    names: dict[str, None] = {}
+    for message in trace.get('messages', []):
+        content = message.get('content') if isinstance(message, dict) else None
+        texts = [content] if isinstance(content, str) else []
+        if isinstance(content, list):
+            texts = [p.get('text', '') for p in content if isinstance(p, dict)]
+        for text in texts:
+            for literal in _TEXT_READ.findall(text if isinstance(text, str) else ''):
+                try:
+                    names[json.loads(literal)] = None
+                except ValueError:
+                    continue
+    return list(names)
+
+
+def _arguments(arguments) -> str:
+    if isinstance(arguments, dict):
+        return ', '.join(f'{key}={value!r}' for key, value in arguments.items())
+    return repr(arguments) if arguments else ''

@@ -499,6 +499,41 @@ class LessonsParameters:
     get_task_service: str = setting(
         'get_task', "task_node's service the feedback service looks tasks up with."
     )
+    reflect: bool = setting(
+        False,
+        'After a verified outcome (feedback on an answer or a task), the answering model '
+        "writes a lesson from it for memory_node's bank (add_service; the bank must be in "
+        'acquire mode). Needs llm.base_url.',
+    )
+    add_service: str = setting('lessons/add', "memory_node's service lessons are written with.")
+    reflect_dir: str = setting(
+        '~/.waymark/reflections',
+        'Where outcomes wait for their reflection, so a restart loses none.',
+    )
+    reflect_max_pending: int = setting(
+        256,
+        'Outcomes waiting for reflection; beyond them one is not queued.',
+        low=1,
+        high=100_000,
+    )
+    reflect_max_attempts: int = setting(
+        6, 'Tries of one reflection while the model or memory_node is away.', low=1, high=100
+    )
+    reflect_retry_s: float = setting(
+        30.0,
+        'Wait before a reflection is tried again, doubled per attempt (at most 16 times).',
+        low=0.01,
+        high=86_400.0,
+    )
+    reflect_timeout_s: float = setting(
+        120.0,
+        'Longest one reflection may take the model, re-prompt included.',
+        low=1.0,
+        high=3600.0,
+    )
+    reflect_max_tokens: int = setting(
+        300, 'Longest reply the model may write for a lesson.', low=50, high=4000
+    )
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 from geometry_msgs.msg import Pose as PoseMsg
 from rclpy.action import ActionServer, CancelResponse
@@ -58,6 +59,7 @@ from waymark.agent.agent import Agent, AgentAnswer, AgentQuestion, StepEvent
 from waymark.agent.llm import ChatClient
 from waymark.agent.verifier import Verifier
 from waymark.geometry import yaw_from_quaternion
+from waymark.lessons.reflection_queue import ReflectionQueue
 from waymark.memory.storage.image_store import ImageStoreReader
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
@@ -81,6 +83,7 @@ from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
+from waymark_ros.ros.reflector import Reflector
 from waymark_ros.ros.spin import run_node
 
 # The executor has a thread for each running and each waiting question and
@@ -183,12 +186,14 @@ class ReasonerNode(Node):
             cancel_service_qos_profile=requests,
         )
         lessons = params.lessons
+        self._reflector = self._reflector_for(lessons, chat)
         self._feedback = FeedbackDesk(
             self,
             lambda: self._agent.traces,
             LessonCalibrator(self, lessons.calibrate_service, lessons.timeout_s),
             lessons.get_task_service,
             lessons.timeout_s,
+            self._reflector,
         )
         self.create_service(
             Feedback,
@@ -205,8 +210,36 @@ class ReasonerNode(Node):
             f'{max_concurrent} at once, {queue_length} waiting; traces '
             f'{traces.directory if traces else "off"}; free space from '
             f'{free.map_topic or "no map"}; lessons '
-            f'{"from memory_node" if self._lessons else "off"}'
+            f'{"from memory_node" if self._lessons else "off"}; reflection '
+            f'{f"queued in {self._reflector.queue.directory}" if self._reflector else "off"}'
         )
+
+    def _reflector_for(self, lessons, chat: ChatClient | None) -> Reflector | None:
+        if not lessons.reflect:
+            return None
+        if chat is None:
+            self.get_logger().warning('lessons.reflect is on but there is no LLM: reflection off')
+            return None
+        queue = ReflectionQueue(
+            Path(lessons.reflect_dir).expanduser(),
+            lessons.reflect_max_pending,
+            lessons.reflect_max_attempts,
+            lessons.reflect_retry_s,
+        )
+        return Reflector(
+            self,
+            chat,
+            queue,
+            lessons.add_service,
+            lessons.timeout_s,
+            lessons.reflect_timeout_s,
+            lessons.reflect_max_tokens,
+        )
+
+    def destroy_node(self) -> None:
+        if self._reflector is not None:
+            self._reflector.stop()  # a reflection cut short stays queued on disk
+        super().destroy_node()
 
     def _on_parameters(self, params: ReasonerParameters) -> None:
         """Live parameters: for the questions that start from now on."""

@@ -7,26 +7,48 @@ record (task_node's get_task). Every path answers explicitly; nothing is counted
 memory_node acknowledged it. An answer or task counts once per lesson, however often its
 feedback is sent and whether or not the judge counted the task already: the outcome key
 ('query <id>', 'task <id>') is the same for both.
+
+With a reflector (`lessons.reflect`), each verified outcome is also queued for reflection,
+whether or not its answer was given lessons: that is how the bank gets its cards. The
+reflecting model sees the verified target; what the answer showed (sign texts, places) and
+said is what its lesson must not carry.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.trace import TraceWriter
 from waymark.lessons.cards import check_outcome_key
+from waymark.lessons.reflect import ReflectionInput, names_shown, record_of
+from waymark.lessons.reflection_queue import ReflectionJob
 from waymark.lessons.rewards import feedback_reward
 from waymark.tasks.records import RecordFormatError, TaskRecord
 from waymark_interfaces.srv import Feedback, GetTask
 from waymark_ros.ros import qos
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
+from waymark_ros.ros.reflector import Reflector
 from waymark_ros.ros.service_call import call_within
 
 MAX_LESSON_IDS = 64
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a person's word is about: its key, the lessons it was given, and what a
+    reflection on it needs."""
+
+    about: str  # the outcome key
+    lesson_ids: list[str]
+    task: str  # the question or the task's goal; '' when there is none to reflect on
+    record: str
+    answer: str = ''
+    names: tuple[str, ...] = ()
 
 
 class FeedbackDesk:
@@ -37,10 +59,12 @@ class FeedbackDesk:
         calibrator: LessonCalibrator,
         get_task: str,
         timeout_s: float,
+        reflector: Reflector | None = None,
     ) -> None:
         self._logger = node.get_logger()
         self._traces = traces
         self._calibrator = calibrator
+        self._reflector = reflector
         self.timeout_s = float(timeout_s)
         self._get_task = node.create_client(
             GetTask,
@@ -51,30 +75,54 @@ class FeedbackDesk:
 
     def answer(self, request: Feedback.Request, response: Feedback.Response):
         try:
-            lesson_ids, about = self._lessons_of(request)
+            verified = self._lookup(request)
         except ValueError as error:
             response.success, response.message = False, str(error)
             return response
-        if not lesson_ids:
-            response.success, response.message = True, f'{about} was given no lessons'
-            return response
-        outcome = f'feedback on {about}: {"correct" if request.correct else "wrong"}'
+        outcome = f'feedback on {verified.about}: {"correct" if request.correct else "wrong"}'
         if request.has_true_position:
             p, frame = request.true_position.point, request.true_position.header.frame_id
             outcome += f', truly at ({p.x:.2f}, {p.y:.2f}) in {frame or "an unnamed frame"}'
         reward = feedback_reward(request.correct)
-        done = self._calibrator.calibrate(lesson_ids, reward, outcome, key=about)
+        said = [self._reflect(verified, request, reward)]
+        if not verified.lesson_ids:
+            response.success, response.calibrated = True, 0
+            response.message = '; '.join([f'{verified.about} was given no lessons', *said])
+            response.reflection_queued = said[0] == 'reflection queued'
+            return response
+        done = self._calibrator.calibrate(verified.lesson_ids, reward, outcome, verified.about)
         response.success, response.calibrated = done.counted, done.cards if done.counted else 0
-        response.message = f'{outcome}: {done.message}'
+        response.message = '; '.join([f'{outcome}: {done.message}', *said])
+        response.reflection_queued = said[0] == 'reflection queued'
         if done.counted:
             self._logger.info(response.message)
         else:
             self._logger.warning(response.message)
         return response
 
-    def _lessons_of(self, request: Feedback.Request) -> tuple[list[str], str]:
-        """The lesson ids of the answer or task named, and how to name it; ValueError says
-        why there are none to count."""
+    def _reflect(self, verified: Verified, request: Feedback.Request, reward: float) -> str:
+        if self._reflector is None:
+            return 'reflection off'
+        if not verified.task:
+            return 'nothing to reflect on (a photo goal without words)'
+        if request.correct:
+            target = f'the answer given was right: {verified.answer or "(no words)"}'
+        elif request.has_true_position:
+            p, frame = request.true_position.point, request.true_position.header.frame_id
+            target = f'the answer given was wrong; the thing is at x={p.x:.2f} y={p.y:.2f}'
+            target += f' ({frame})' if frame else ''
+        else:
+            target = 'the answer given was wrong; the right one was not given'
+        job = ReflectionJob(
+            verified.about,
+            ReflectionInput(verified.task, verified.record, target, reward),
+            known_names=verified.names,
+            answers=(verified.answer,) if verified.answer else (),
+        )
+        return self._reflector.submit(job)
+
+    def _lookup(self, request: Feedback.Request) -> Verified:
+        """The answer or task named; ValueError says why it cannot be counted."""
         if bool(request.query_id) == bool(request.task_id):
             raise ValueError('name exactly one of query_id and task_id')
         if request.has_true_position:
@@ -84,11 +132,11 @@ class FeedbackDesk:
         # The outcome's key: checked before any lookup, so a bad id costs no trace read or call.
         if request.query_id:
             about = check_outcome_key(f'query {request.query_id}')
-            return self._of_query(request.query_id), about
+            return self._of_query(request.query_id, about)
         about = check_outcome_key(f'task {request.task_id}')
-        return self._of_task(request.task_id), about
+        return self._of_task(request.task_id, about)
 
-    def _of_query(self, query_id: str) -> list[str]:
+    def _of_query(self, query_id: str, about: str) -> Verified:
         traces = self._traces()
         if traces is None:
             raise ValueError('traces are off (traces.dir): no query can be looked up')
@@ -101,9 +149,17 @@ class FeedbackDesk:
         ids = trace.get('lesson_ids', [])
         if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
             raise ValueError(f'the trace of query {query_id} lists its lessons wrongly')
-        return ids[:MAX_LESSON_IDS]
+        answer = trace.get('answer') if isinstance(trace.get('answer'), dict) else {}
+        return Verified(
+            about,
+            ids[:MAX_LESSON_IDS],
+            str(trace.get('question') or ''),
+            record_of(trace),
+            str(answer.get('text') or ''),
+            tuple(names_shown(trace)),
+        )
 
-    def _of_task(self, task_id: str) -> list[str]:
+    def _of_task(self, task_id: str, about: str) -> Verified:
         request = GetTask.Request(task_id=task_id)
         found, missing = call_within(self._get_task, request, self.timeout_s)
         if found is None:
@@ -114,4 +170,6 @@ class FeedbackDesk:
             record = TaskRecord.from_json(found.record_json)
         except RecordFormatError as error:
             raise ValueError(f'task {task_id} is not closed or not readable: {error}') from None
-        return list(record.lesson_ids)
+        said = f'claimed {record.claim}' if record.claim else f'stopped: {record.stop_reason}'
+        how = '; '.join(filter(None, (said, record.claim_evidence, *record.recovery_notes)))
+        return Verified(about, list(record.lesson_ids), record.goal.text, how, names=record.places)
