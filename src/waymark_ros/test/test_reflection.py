@@ -2,7 +2,8 @@
 """Reflection on the robot over real DDS and Milvus Lite: a person's word on an answer
 becomes a lesson card in memory_node's bank, written by the answering model (a scripted
 server: no model runs here). The model away, the outcome waits on disk; a kill -9 of
-reasoner_node then loses nothing; a leaking lesson is rejected and counted."""
+reasoner_node then loses nothing; a leaking lesson is rejected and counted. A task the judge
+verified is reflected on once, with the judge's finding as the verified target."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from support.ros_harness import wait_until
 from support.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
 from support.signs import SIGNS, keyframe, publish_and_wait
 
-from waymark_interfaces.srv import Feedback, GetLessons, Query
+from waymark.tasks.ledger import TaskLedger
+from waymark.tasks.outcomes import Claim, JudgeVerdict, VerdictKind
+from waymark.tasks.records import GoalModality, TaskGoal, TaskRecord
+from waymark_interfaces.srv import Feedback, GetLessons, Query, ReflectOnTask
 
 pytestmark = pytest.mark.dds
 
@@ -24,6 +28,13 @@ LESSON = (
     'closest match for the latest, and check that no newer sighting exists.'
 )
 LEAKING = 'When asked where a sign was, go back 20 metres and look again.'  # a number
+
+
+def bank(ros, launch, tmp_path) -> dict:
+    launch('memory_node', data_dir=str(tmp_path / 'm'), **{'lessons.mode': 'acquire'})
+    stats = ros.latest_json('memory/stats')
+    wait_until(lambda: 'lessons_cards' in stats, 90, 'memory_node did not open its lesson bank')
+    return stats
 
 
 class Model:
@@ -70,9 +81,7 @@ def feedback(ros, query_id: str) -> Feedback.Response:
 def test_a_verified_answer_becomes_a_card_and_survives_the_model_away_and_a_kill(
     ros, launch, tmp_path
 ):
-    launch('memory_node', data_dir=str(tmp_path / 'm'), **{'lessons.mode': 'acquire'})
-    stats = ros.latest_json('memory/stats')
-    wait_until(lambda: 'lessons_cards' in stats, 90, 'memory_node did not open its lesson bank')
+    stats = bank(ros, launch, tmp_path)
     publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
     model = Model()
     model.away = True
@@ -114,5 +123,58 @@ def test_a_verified_answer_becomes_a_card_and_survives_the_model_away_and_a_kill
         assert model.reflections == 3 and reflections['written'] == 1
         given = ros.call(GetLessons, 'lessons/get', GetLessons.Request(task=QUESTION))
         assert [g.lesson for g in given.lessons] == [LESSON]
+    finally:
+        server.close()
+
+
+def closed_task(ledger: TaskLedger, what: str, certificate: JudgeVerdict | None) -> str:
+    task_id = ledger.begin(TaskGoal(GoalModality.TEXT, what), 'test')
+    opened = ledger.open_task(task_id)
+    record = TaskRecord.for_task(
+        opened,
+        opened.started_ns + 1,
+        claim=Claim.COMPLETE,
+        claim_evidence='stopped facing the red cylinder by the wall',
+        certificate=certificate,
+        places=('charging spot',),
+    )
+    ledger.close(record)
+    return task_id
+
+
+def test_a_task_the_judge_verified_is_reflected_on_once_and_an_unverified_one_not(
+    ros, launch, tmp_path
+):
+    bank(ros, launch, tmp_path)
+    ledger = TaskLedger(tmp_path / 'tasks' / 'ledger')
+    seen = JudgeVerdict(VerdictKind.COMPLETE, evidence='a red cylinder fills the view')
+    certified = closed_task(ledger, 'find the fire extinguisher', seen)
+    claimed = closed_task(ledger, 'find the ladder', None)
+    launch('task_node', data_dir=str(tmp_path / 'tasks'))
+    model = Model()
+    server = ScriptedLLMServer(model)
+    try:
+        reasoner(launch, server, tmp_path)
+        reflections = ros.latest_json('lessons/reflections')
+
+        def reflect(task_id: str) -> ReflectOnTask.Response:
+            request = ReflectOnTask.Request(task_id=task_id)
+            return ros.call(ReflectOnTask, 'lessons/reflect_task', request, timeout_s=30)
+
+        queued = reflect(certified)
+        assert queued.success and 'reflection queued' in queued.message, queued.message
+        wait_until(lambda: reflections.get('written') == 1, 60, 'the lesson was not written')
+        [request] = server.requests
+        shown = request['messages'][1]['content']
+        assert 'find the fire extinguisher' in shown and 'a red cylinder fills the view' in shown
+        assert 'claimed complete; stopped facing the red cylinder' in shown
+        again = reflect(certified)
+        assert again.success and 'reflected before' in again.message, again.message
+        for refused, why in (
+            (reflect(claimed), 'not verified by the judge'),
+            (reflect('no-such-task'), 'no task'),
+        ):
+            assert not refused.success and why in refused.message, refused.message
+        assert model.reflections == 1 and reflections['queued'] == 1
     finally:
         server.close()

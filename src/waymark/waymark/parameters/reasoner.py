@@ -506,6 +506,11 @@ class LessonsParameters:
         'acquire mode). Needs llm.base_url.',
     )
     add_service: str = setting('lessons/add', "memory_node's service lessons are written with.")
+    reflect_task_service: str = setting(
+        'lessons/reflect_task',
+        'The service task_node names a closed task on, to be reflected on once its judge '
+        'verified it (served whether reflection is on or not, to say so).',
+    )
     reflect_dir: str = setting(
         '~/.waymark/reflections',
         'Where outcomes wait for their reflection, so a restart loses none.',

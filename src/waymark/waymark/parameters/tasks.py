@@ -96,6 +96,11 @@ class ActionParameters:
         "memory_node's service that counts a verified task (CERTIFIED, NOT DONE) for the "
         'lessons its answers were given; empty: tasks calibrate no lessons.',
     )
+    reflect_lessons: str = setting(
+        'lessons/reflect_task',
+        "reasoner_node's service that reflects a lesson from a task the judge verified "
+        '(CERTIFIED, NOT DONE), when its lessons.reflect is on; empty: tasks ask for none.',
+    )
     server_wait_s: float = setting(
         5.0,
         'Longest wait for an action server to be found, and for one that vanished while '

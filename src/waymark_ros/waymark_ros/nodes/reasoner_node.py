@@ -64,7 +64,7 @@ from waymark.memory.storage.image_store import ImageStoreReader
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
-from waymark_interfaces.srv import Feedback, Query
+from waymark_interfaces.srv import Feedback, Query, ReflectOnTask
 from waymark_ros.ros import qos
 from waymark_ros.ros.answer_markers import answer_markers
 from waymark_ros.ros.answers import (
@@ -195,12 +195,20 @@ class ReasonerNode(Node):
             lessons.timeout_s,
             self._reflector,
         )
+        outcomes = MutuallyExclusiveCallbackGroup()
         self.create_service(
             Feedback,
             'feedback',
             self._feedback.answer,
             qos_profile=qos.requests(10),
-            callback_group=MutuallyExclusiveCallbackGroup(),
+            callback_group=outcomes,
+        )
+        self.create_service(
+            ReflectOnTask,
+            lessons.reflect_task_service,
+            self._feedback.reflect_on_task,
+            qos_profile=qos.requests(10),
+            callback_group=outcomes,
         )
         llm_name = f'{llm.model} at {llm.base_url}' if llm else 'none (fallback only)'
         check = checker.llm.model if checker else 'off'

@@ -61,6 +61,7 @@ from waymark_ros.ros.task_msgs import (
     run_task_result,
     task_request,
 )
+from waymark_ros.ros.task_reflection import TaskReflection
 from waymark_ros.tasks.action_call import ActionWaits
 from waymark_ros.tasks.body import RosBody
 from waymark_ros.tasks.drive import GoToDrive
@@ -129,11 +130,12 @@ class TaskNode(Node):
                 qos.latched(),
                 callback_group=sensors,
             )
-        calibrator = (
-            LessonCalibrator(self, params.actions.calibrate_lessons, params.actions.server_wait_s)
-            if params.actions.calibrate_lessons
-            else None
-        )
+        actions, wait_s = params.actions, params.actions.server_wait_s
+        hooks = []  # a closed task is counted for its lessons, then reflected on
+        if actions.calibrate_lessons:
+            hooks.append(LessonCalibrator(self, actions.calibrate_lessons, wait_s).on_task_closed)
+        if actions.reflect_lessons:
+            hooks.append(TaskReflection(self, actions.reflect_lessons, wait_s).on_task_closed)
         self._runner = TaskRunner(
             self._ledger,
             recall,
@@ -144,7 +146,7 @@ class TaskNode(Node):
             notes=HouseNotesReader(root / 'notes'),
             params=params.runner_params(),
             run_id=params.run_id,
-            on_closed=calibrator.on_task_closed if calibrator else None,
+            on_closed=lambda record: _each(hooks, record),
         )
         self._busy = threading.Lock()
         self._default_budget = params.budget.budget()
@@ -366,6 +368,11 @@ def _spent(budget: Budget, left: BudgetLeft, attempts: int) -> Spent:
         agent_steps=budget.agent_steps - left.agent_steps,
         attempts=attempts,
     )
+
+
+def _each(hooks: list, record) -> None:
+    for hook in hooks:
+        hook(record)
 
 
 def main(args=None) -> None:

@@ -27,9 +27,9 @@ from waymark.agent.trace import TraceWriter
 from waymark.lessons.cards import check_outcome_key
 from waymark.lessons.reflect import ReflectionInput, names_shown, record_of
 from waymark.lessons.reflection_queue import ReflectionJob
-from waymark.lessons.rewards import feedback_reward
+from waymark.lessons.rewards import feedback_reward, task_reward
 from waymark.tasks.records import RecordFormatError, TaskRecord
-from waymark_interfaces.srv import Feedback, GetTask
+from waymark_interfaces.srv import Feedback, GetTask, ReflectOnTask
 from waymark_ros.ros import qos
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
 from waymark_ros.ros.reflector import Reflector
@@ -49,6 +49,7 @@ class Verified:
     record: str
     answer: str = ''
     names: tuple[str, ...] = ()
+    judged: tuple[float, str] | None = None  # the judge's reward and finding, when verified
 
 
 class FeedbackDesk:
@@ -100,11 +101,29 @@ class FeedbackDesk:
             self._logger.warning(response.message)
         return response
 
+    def reflect_on_task(self, request: ReflectOnTask.Request, response):
+        """task_node's word that a task closed: queued when its judge verified it."""
+        try:
+            about = check_outcome_key(f'task {request.task_id}')
+            if self._reflector is None:
+                raise ValueError('reflection off (lessons.reflect)')
+            verified = self._of_task(request.task_id, about)
+        except ValueError as error:
+            response.success, response.message = False, str(error)
+            return response
+        if verified.judged is None:
+            response.success = False
+            response.message = f'{about} was not verified by the judge: nothing to reflect on'
+            return response
+        reward, finding = verified.judged
+        said = self._queue(verified, finding, reward)
+        response.success = said.startswith('reflection') and 'not queued' not in said
+        response.message = f'{about}: {said}'
+        return response
+
     def _reflect(self, verified: Verified, request: Feedback.Request, reward: float) -> str:
         if self._reflector is None:
             return 'reflection off'
-        if not verified.task:
-            return 'nothing to reflect on (a photo goal without words)'
         if request.correct:
             target = f'the answer given was right: {verified.answer or "(no words)"}'
         elif request.has_true_position:
@@ -113,6 +132,11 @@ class FeedbackDesk:
             target += f' ({frame})' if frame else ''
         else:
             target = 'the answer given was wrong; the right one was not given'
+        return self._queue(verified, target, reward)
+
+    def _queue(self, verified: Verified, target: str, reward: float) -> str:
+        if not verified.task:
+            return 'nothing to reflect on (a photo goal without words)'
         job = ReflectionJob(
             verified.about,
             ReflectionInput(verified.task, verified.record, target, reward),
@@ -172,4 +196,11 @@ class FeedbackDesk:
             raise ValueError(f'task {task_id} is not closed or not readable: {error}') from None
         said = f'claimed {record.claim}' if record.claim else f'stopped: {record.stop_reason}'
         how = '; '.join(filter(None, (said, record.claim_evidence, *record.recovery_notes)))
-        return Verified(about, list(record.lesson_ids), record.goal.text, how, names=record.places)
+        reward, certificate = task_reward(record.status), record.certificate
+        judged = None
+        if reward is not None and certificate is not None:
+            found = 'saw the thing at the stop' if reward else 'did not see the thing at the stop'
+            judged = (reward, f'the judge {found}: {certificate.evidence or "(no words)"}')
+        names = (*record.places, *(certificate.places_searched if certificate else ()))
+        ids = list(record.lesson_ids)
+        return Verified(about, ids, record.goal.text, how, names=names, judged=judged)
