@@ -64,3 +64,7 @@ def test_the_base_stops_in_time_when_the_chain_breaks_while_driving(name, tmp_pa
 
 def test_a_task_cut_short_by_kill_9_is_recorded_interrupted_and_the_next_one_runs(tmp_path):
     drill('kill-task-node-mid-task', tmp_path)
+
+
+def test_a_reasoner_killed_with_reflections_waiting_loses_no_acknowledged_outcome(tmp_path):
+    drill('kill-reasoner-mid-reflections', tmp_path)

@@ -16,6 +16,7 @@ from PIL import Image
 from waymark_ros.tools.drill.drills import png_bomb
 from waymark_ros.tools.drill.driving import FAR, START, hall, honest_after_restart
 from waymark_ros.tools.drill.llm_faults import GARBAGE, FaultyLLM
+from waymark_ros.tools.drill.reflection import KINDS, SYSTEM_START, LessonModel
 from waymark_ros.tools.drill.report import DrillResult, table, to_json
 from waymark_ros.tools.drill.stops import Sample, moved_m, stop_after
 
@@ -118,3 +119,37 @@ def test_after_a_safety_restart_only_reached_at_the_goal_or_stuck_short_of_it_is
     assert not honest_after_restart('failed', stuck, at_goal)
     assert not honest_after_restart('failed', "aborted: 'timeout'", short)
     assert not honest_after_restart('unanswered', 'no answer yet', short)
+
+
+def test_the_lesson_model_answers_questions_and_reflects_each_kind_or_is_away():
+    model = LessonModel()
+    try:
+
+        def ask(system: str, user: str) -> tuple[int, dict]:
+            body = {
+                'messages': [
+                    {'role': 'system', 'content': system},
+                    {'role': 'user', 'content': user},
+                ]
+            }
+            request = urllib.request.Request(
+                f'{model.base_url}/chat/completions', json.dumps(body).encode(), method='POST'
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=10) as reply:
+                    return reply.status, json.loads(reply.read())
+            except urllib.error.HTTPError as error:
+                return error.code, {}
+
+        status, answer = ask('You answer questions.', KINDS[1][0])
+        call = answer['choices'][0]['message']['tool_calls'][0]['function']
+        assert status == 200 and call['name'] == 'final_answer'
+        status, lesson = ask(f'{SYSTEM_START} ...', f'Question: "{KINDS[2][0]}"')
+        reply = json.loads(lesson['choices'][0]['message']['content'])
+        assert status == 200 and reply['transferable_lesson'] == KINDS[2][1]
+        model.away.set()
+        assert ask(f'{SYSTEM_START} ...', KINDS[2][0])[0] == 503
+        assert ask('You answer questions.', KINDS[1][0])[0] == 200  # questions still answered
+        assert model.reflections == 1
+    finally:
+        model.close()

@@ -18,7 +18,7 @@ MODES = ('hang', 'fail', 'garbage', 'slow')
 MODEL = 'drill/faulty'
 
 
-def _completion(content: str | None, calls: list[tuple[str, str]]) -> bytes:
+def completion(content: str | None, calls: list[tuple[str, str]]) -> bytes:
     """A well-formed chat completion carrying `content` and tool calls (name, raw args)."""
     tool_calls = [
         {'id': f'call_{i}', 'type': 'function', 'function': {'name': name, 'arguments': args}}
@@ -44,11 +44,11 @@ GARBAGE: tuple[tuple[str, bytes], ...] = (
     ('application/json', b'{"choices": [{"message": '),
     ('text/html', b'<html><body>502 Bad Gateway</body></html>'),
     ('application/json', b'{"unexpected": true}'),
-    ('application/json', _completion(None, [('retrieve_from_text', '{"query": "door", "k":')])),
-    ('application/json', _completion(None, [('retrieve_from_text', '{"query": 7, "k": -1e9}')])),
-    ('application/json', _completion(None, [('retrieve_from_position', '{"x": "NaN", "y": []}')])),
-    ('application/json', _completion(None, [('format_disk', '{}')])),
-    ('application/json', _completion(None, [('final_answer', '["not", "an", "object"]')])),
+    ('application/json', completion(None, [('retrieve_from_text', '{"query": "door", "k":')])),
+    ('application/json', completion(None, [('retrieve_from_text', '{"query": 7, "k": -1e9}')])),
+    ('application/json', completion(None, [('retrieve_from_position', '{"x": "NaN", "y": []}')])),
+    ('application/json', completion(None, [('format_disk', '{}')])),
+    ('application/json', completion(None, [('final_answer', '["not", "an", "object"]')])),
 )
 
 
@@ -91,7 +91,7 @@ class FaultyLLM:
         if self.mode == 'garbage':
             return 200, *garbage
         self.stopped.wait(self.delay_s)
-        return 200, 'application/json', _completion('I could not find it.', [])
+        return 200, 'application/json', completion('I could not find it.', [])
 
     def close(self) -> None:
         self.stopped.set()
