@@ -389,8 +389,9 @@ def png_bomb(side: int) -> bytes:
 
 
 @pytest.mark.dds
+@pytest.mark.parametrize('lessons', [False, True], ids=['no-lessons', 'lessons'])
 def test_twenty_questions_at_once_to_a_hanging_llm_each_get_an_answer_or_busy(
-    ros, launch, tmp_path, memory, llm_server
+    ros, launch, tmp_path, memory, llm_server, lessons
 ):
     # The model accepts every request and never answers.
     server = llm_server(lambda body: delay(600.0))
@@ -406,9 +407,14 @@ def test_twenty_questions_at_once_to_a_hanging_llm_each_get_an_answer_or_busy(
             'agent.deadline_s': deadline_s,
             'agent.fallback_reserve_s': 1.0,
             'llm.max_retries': 0,
+            'lessons.enabled': lessons,  # one more service call per question
         },
     )
-    clients = [ros.node.create_client(Query, 'query') for _ in range(20)]
+    # Each client's reader gets every response of the burst and keeps only its own, so it
+    # must hold them all: at the services' default depth of 10 its own can be pushed out.
+    clients = [
+        ros.node.create_client(Query, 'query', qos_profile=qos.responses()) for _ in range(20)
+    ]
     for client in clients:
         assert client.wait_for_service(timeout_sec=30)
     time.sleep(MATCH_SETTLE_S)

@@ -482,8 +482,7 @@ class LessonsParameters:
     enabled: bool = setting(
         False,
         "Put memory_node's lessons for each question before it (lessons/get); a bank that "
-        'is off or away leaves the question without lessons. Opt-in for now: with it on, a '
-        'burst of questions has been seen to leave the node waiting (docs/lessons.md).',
+        'is off or away leaves the question without lessons. The robot preset turns it on.',
     )
     timeout_s: float = setting(
         2.0,

@@ -70,7 +70,7 @@ class FeedbackDesk:
         self._get_task = node.create_client(
             GetTask,
             get_task,
-            qos_profile=qos.requests(10),
+            qos_profile=qos.responses(),
             callback_group=ReentrantCallbackGroup(),
         )
 

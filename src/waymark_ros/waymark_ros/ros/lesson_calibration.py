@@ -36,7 +36,7 @@ class LessonCalibrator:
         self._client = node.create_client(
             CalibrateLessons,
             service,
-            qos_profile=qos.requests(10),
+            qos_profile=qos.responses(),
             callback_group=ReentrantCallbackGroup(),  # answered while a caller waits
         )
 

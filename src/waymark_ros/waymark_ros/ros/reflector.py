@@ -51,7 +51,7 @@ class Reflector:
         self._add = node.create_client(
             AddLesson,
             add_service,
-            qos_profile=qos.requests(10),
+            qos_profile=qos.responses(),
             callback_group=ReentrantCallbackGroup(),
         )
         self._publisher = node.create_publisher(String, 'lessons/reflections', qos.latched())

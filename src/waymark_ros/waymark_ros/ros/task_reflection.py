@@ -27,7 +27,7 @@ class TaskReflection:
         self._client = node.create_client(
             ReflectOnTask,
             service,
-            qos_profile=qos.requests(10),
+            qos_profile=qos.responses(),
             callback_group=ReentrantCallbackGroup(),
         )
 
