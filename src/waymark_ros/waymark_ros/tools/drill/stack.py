@@ -15,7 +15,8 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from ament_index_python.packages import get_package_share_directory
 from rclpy.action import ActionClient
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, ShutdownException
 from std_msgs.msg import String
 
 from waymark_interfaces.action import GoTo, RunTask
@@ -25,6 +26,7 @@ from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
 # Discovery is asymmetric: a server can be seen a moment before it has matched the client
 # back, and a request sent in that moment gets no response. Wait this long after discovery.
 MATCH_SETTLE_S = 1.0
+SPIN_POLL_S = 0.1  # the spin thread looks at the context at least this often
 # A go_to goal still unanswered after this long is sent again, at most this many times: a
 # restarted server can miss the first while it matches the client back, and a navigator
 # takes a new goal in place of the old one, so a duplicate does no harm.
@@ -97,7 +99,7 @@ class Stack:
         self._run_task = ActionClient(self.node, RunTask, 'run_task')
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self.stats: dict[str, dict] = {}
         self._clients: dict = {}
@@ -252,6 +254,19 @@ class Stack:
         if not result.done():
             return 'unanswered', None
         return 'ended', result.result().result
+
+    def _spin(self) -> None:
+        """Spin until shutdown, riding out an entity the drill destroyed (a publisher it is
+        done with, a client of a restarted node) while the executor was adding it to a wait
+        set: rclpy raises InvalidHandle there, which would end the thread and leave the
+        drill deaf."""
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=SPIN_POLL_S)
+            except InvalidHandle:
+                continue
+            except (ExternalShutdownException, ShutdownException):
+                return
 
     def close(self) -> None:
         for node in reversed(list(self.nodes.values())):
