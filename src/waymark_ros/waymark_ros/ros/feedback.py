@@ -85,16 +85,15 @@ class FeedbackDesk:
             p, frame = request.true_position.point, request.true_position.header.frame_id
             outcome += f', truly at ({p.x:.2f}, {p.y:.2f}) in {frame or "an unnamed frame"}'
         reward = feedback_reward(request.correct)
-        said = [self._reflect(verified, request, reward)]
+        queued, said = self._reflect(verified, request, reward)
+        response.reflection_queued = queued == 'queued'
         if not verified.lesson_ids:
             response.success, response.calibrated = True, 0
-            response.message = '; '.join([f'{verified.about} was given no lessons', *said])
-            response.reflection_queued = said[0] == 'reflection queued'
+            response.message = f'{verified.about} was given no lessons; {said}'
             return response
         done = self._calibrator.calibrate(verified.lesson_ids, reward, outcome, verified.about)
         response.success, response.calibrated = done.counted, done.cards if done.counted else 0
-        response.message = '; '.join([f'{outcome}: {done.message}', *said])
-        response.reflection_queued = said[0] == 'reflection queued'
+        response.message = f'{outcome}: {done.message}; {said}'
         if done.counted:
             self._logger.info(response.message)
         else:
@@ -116,14 +115,17 @@ class FeedbackDesk:
             response.message = f'{about} was not verified by the judge: nothing to reflect on'
             return response
         reward, finding = verified.judged
-        said = self._queue(verified, finding, reward)
-        response.success = said.startswith('reflection') and 'not queued' not in said
+        queued, said = self._queue(verified, finding, reward)
+        response.success = queued in ('queued', 'queued before', 'reflected before')
         response.message = f'{about}: {said}'
         return response
 
-    def _reflect(self, verified: Verified, request: Feedback.Request, reward: float) -> str:
+    def _reflect(
+        self, verified: Verified, request: Feedback.Request, reward: float
+    ) -> tuple[str, str]:
+        """What became of the outcome's reflection: the queue's word and a line saying it."""
         if self._reflector is None:
-            return 'reflection off'
+            return 'off', 'reflection off'
         if request.correct:
             target = f'the answer given was right: {verified.answer or "(no words)"}'
         elif request.has_true_position:
@@ -134,9 +136,9 @@ class FeedbackDesk:
             target = 'the answer given was wrong; the right one was not given'
         return self._queue(verified, target, reward)
 
-    def _queue(self, verified: Verified, target: str, reward: float) -> str:
+    def _queue(self, verified: Verified, target: str, reward: float) -> tuple[str, str]:
         if not verified.task:
-            return 'nothing to reflect on (a photo goal without words)'
+            return 'nothing', 'nothing to reflect on (a photo goal without words)'
         job = ReflectionJob(
             verified.about,
             ReflectionInput(verified.task, verified.record, target, reward),

@@ -62,18 +62,18 @@ class Reflector:
         self._thread.start()
         self._publish()
 
-    def submit(self, job: ReflectionJob) -> str:
-        """Queues the job (durably); what happened, in words, for the feedback's answer."""
+    def submit(self, job: ReflectionJob) -> tuple[str, str]:
+        """Queues the job (durably): the queue's word ('queued', 'queued before', 'reflected
+        before', 'full', or 'failed' when the disk refused) and a line for the answer."""
         try:
             said = self.queue.put(job)
         except OSError as error:
-            return f'reflection not queued: {error}'
+            return 'failed', f'reflection not queued: {error}'
         self._wake.set()
         self._publish()
-        return {
-            'queued': 'reflection queued',
-            'full': f'reflection not queued: {self.queue.max_jobs} already wait',
-        }.get(said, f'reflection {said}')
+        if said == 'full':
+            return said, f'reflection not queued: {self.queue.max_jobs} already wait'
+        return said, f'reflection {said}'
 
     def stop(self) -> None:
         """Ends the worker without waiting out a reflection in flight: its job stays queued."""
