@@ -71,3 +71,100 @@ def pytest_runtest_makereport(item, call):
     report = yield
     setattr(item, 'rep_' + report.when, report)
     return report
+
+
+# The server tier shares one local Milvus server per test run: its embedded etcd listens on
+# a fixed port, so a machine runs one at a time. The run's controller (the only process
+# without xdist) starts it in the background at configure and stops it at unconfigure;
+# tests (on any worker) wait for the address it writes.
+_MILVUS_DIR = 'WAYMARK_TEST_MILVUS_DIR'
+_MILVUS_WAIT_S = 180.0
+_milvus_controller: dict = {}
+
+
+def pytest_configure(config):
+    deselected = 'not milvus_server' in (config.option.markexpr or '')
+    if os.environ.get('PYTEST_XDIST_WORKER') or deselected:
+        return
+    import tempfile
+    import threading
+
+    directory = Path(tempfile.mkdtemp(prefix='waymark-milvus-'))
+    os.environ[_MILVUS_DIR] = str(directory)
+    thread = threading.Thread(
+        target=_start_test_milvus, args=(directory,), name='milvus-server', daemon=True
+    )
+    _milvus_controller.update(directory=directory, thread=thread)
+    thread.start()
+
+
+def pytest_unconfigure(config):
+    thread = _milvus_controller.pop('thread', None)
+    if thread is None:
+        return
+    thread.join(timeout=_MILVUS_WAIT_S)
+    server = _milvus_controller.pop('server', None)
+    if server is not None:
+        server.stop()
+    import shutil
+
+    shutil.rmtree(_milvus_controller.pop('directory'), ignore_errors=True)
+
+
+def _start_test_milvus(directory: Path) -> None:
+    from waymark.memory.storage.local_server import LocalMilvusServer, LocalMilvusUnavailableError
+
+    server = LocalMilvusServer(directory / 'data', start_timeout_s=_MILVUS_WAIT_S - 30)
+    try:
+        server.start()
+    except LocalMilvusUnavailableError as error:
+        (directory / 'error').write_text(str(error))
+        return
+    _milvus_controller['server'] = server
+    (directory / 'uri.tmp').write_text(server.uri)
+    os.replace(directory / 'uri.tmp', directory / 'uri')
+
+
+@pytest.fixture(scope='session')
+def milvus_server() -> str:
+    """The address of this run's local Milvus server (the server tier).
+
+    Skipped, with the reason, where the `milvus` package is not installed or the server
+    did not start; the bootstrap installs it, so `make test` runs the tier.
+    """
+    import time
+
+    if _MILVUS_DIR not in os.environ:
+        pytest.skip('Milvus server tier: deselected (-m "not milvus_server")')
+    directory = Path(os.environ[_MILVUS_DIR])
+    deadline = time.monotonic() + _MILVUS_WAIT_S
+    while time.monotonic() < deadline:
+        if (directory / 'uri').exists():
+            return (directory / 'uri').read_text()
+        if (directory / 'error').exists():
+            pytest.skip(f'Milvus server tier: {(directory / "error").read_text()}')
+        time.sleep(0.2)
+    pytest.fail(f'the local Milvus server gave no address in {_MILVUS_WAIT_S:.0f} s')
+
+
+@pytest.fixture
+def milvus_uri(milvus_server) -> str:
+    """An address on the local server of a database for this test worker alone, emptied
+    of every collection a previous test left."""
+    from pymilvus import MilvusClient
+
+    database = os.environ.get('PYTEST_XDIST_WORKER') or 'main'
+    uri = f'{milvus_server}/{database}'
+    client = MilvusClient(uri=milvus_server)
+    try:
+        if database not in client.list_databases():
+            client.create_database(database)
+    finally:
+        client.close()
+    client = MilvusClient(uri=uri)
+    try:
+        for name in client.list_collections():
+            client.drop_collection(name)
+    finally:
+        client.close()
+    return uri

@@ -1,5 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""MemoryStore over a real Milvus Lite database: persistence, every search mode, errors."""
+"""MemoryStore over real Milvus: persistence, every search mode, errors.
+
+Each test runs against a Milvus Lite file and, in the server tier, against a local Milvus
+standalone server (the same store code talking gRPC to a separate process).
+"""
 
 from __future__ import annotations
 
@@ -46,8 +50,18 @@ def basis(i, dim=4):
     return vector
 
 
+@pytest.fixture(
+    params=['lite', pytest.param('server', marks=pytest.mark.milvus_server)],
+)
+def db_path(request, tmp_path) -> str:
+    """Where the store lives: a Milvus Lite file, or a local server's address."""
+    if request.param == 'server':
+        return request.getfixturevalue('milvus_uri')
+    return str(tmp_path / 'memory.db')
+
+
 @pytest.fixture
-def db_path(tmp_path) -> str:
+def lite_path(tmp_path) -> str:
     return str(tmp_path / 'memory.db')
 
 
@@ -107,6 +121,23 @@ def test_upsert_replaces_the_frame_and_drops_a_view_it_no_longer_has(store):
     assert store.count(view='text') == 0
     assert store.search_view('text', basis(0, 3), 5) == []
     assert ids(store.search_view('image', basis(1), 1)) == ['a/0']
+
+
+def test_a_deleted_session_leaves_nothing_behind_after_a_restart(db_path):
+    """Replaced entries go with their session too (upserts once hid them from a
+    server's session filter), and the other session keeps every entry."""
+    with MemoryStore(db_path, VIEWS) as store:
+        for session in ('a', 'b'):
+            store.add_many([frame(session, i, i) for i in range(30)], [{'image': basis(0)}] * 30)
+        store.add_many([frame('a', i, i, x=5.0) for i in range(30)], [{'image': basis(1)}] * 30)
+        removed = store.delete_session('a')
+        store.flush()
+
+    assert sorted(r.index for r in removed['frame']) == list(range(30))
+    with MemoryStore(db_path, VIEWS) as reopened:
+        assert reopened.sessions() == ['b']
+        assert (reopened.count(), reopened.count(view='image')) == (30, 30)
+        assert {hit.record.session for hit in reopened.search_view('image', basis(1), 50)} == {'b'}
 
 
 def test_view_search_ranks_by_cosine_best_first(store):
@@ -286,7 +317,8 @@ def test_a_different_view_dim_is_an_error_not_a_silent_recreate(db_path):
         assert store.count(view='image') == 1
 
 
-def test_a_database_open_in_another_process_is_reported_by_name(db_path):
+def test_a_database_open_in_another_process_is_reported_by_name(lite_path):
+    db_path = lite_path
     package_root = str(Path(waymark.__file__).resolve().parents[1])
     holder = subprocess.Popen(
         [

@@ -103,12 +103,16 @@ class FieldSpec:
     partition_key: bool = False
 
 
-def _records_fields() -> list[FieldSpec]:
+def _session_field(partition_key: bool) -> FieldSpec:
+    return FieldSpec(
+        'session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=partition_key
+    )
+
+
+def _records_fields(partition_key: bool = True) -> list[FieldSpec]:
     return [
         FieldSpec('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
-        FieldSpec(
-            'session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True
-        ),
+        _session_field(partition_key),
         FieldSpec('idx', DataType.INT64),
         FieldSpec('stamp_ns', DataType.INT64),
         FieldSpec('end_ns', DataType.INT64),
@@ -131,12 +135,10 @@ def _records_fields() -> list[FieldSpec]:
     ]
 
 
-def _view_fields(dim: int) -> list[FieldSpec]:
+def _view_fields(dim: int, partition_key: bool = True) -> list[FieldSpec]:
     return [
         FieldSpec('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
-        FieldSpec(
-            'session', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, partition_key=True
-        ),
+        _session_field(partition_key),
         FieldSpec('idx', DataType.INT64),
         FieldSpec('vector', DataType.FLOAT_VECTOR, {'dim': dim}),
         # The text the vector was made from, where it is not the record's (captions).
@@ -242,9 +244,11 @@ class MemoryStore:
         try:
             for level in self._levels.values():
                 self._add_sighting_field(level.records)
-                self._ensure(level.records, _records_fields(), 'planar', 'L2')
+                self._ensure(level.records, self._records_fields(), 'planar', 'L2')
                 for name, collection in level.views.items():
-                    self._ensure(collection, _view_fields(level.dims[name]), 'vector', 'COSINE')
+                    fields = _view_fields(level.dims[name], self._partition_key)
+                    self._ensure(collection, fields, 'vector', 'COSINE')
+            load_collections(self._client, self._collections())
             self.load_report = self._load()
         except BaseException:
             self.close()
@@ -687,7 +691,7 @@ class MemoryStore:
         fields = self._client.describe_collection(name).get('fields', [])
         if any(item['name'] == SIGHTING_FIELD for item in fields):
             return
-        old_fields = [f for f in _records_fields() if f.name != SIGHTING_FIELD]
+        old_fields = [f for f in self._records_fields() if f.name != SIGHTING_FIELD]
         _check_schema(name, old_fields, {'fields': fields})
         try:
             self._client.add_collection_field(
@@ -703,7 +707,8 @@ class MemoryStore:
             _LOG.info('cannot add a field in place (%s); copying %s', error, name)
         if self._client.has_collection(staging):  # a copy that stopped half way
             self._client.drop_collection(staging)
-        self._ensure(staging, _records_fields(), 'planar', 'L2')
+        self._ensure(staging, self._records_fields(), 'planar', 'L2')
+        self._client.load_collection(staging)
         self._client.load_collection(name)
         copied, batch = 0, []
         fields = [*(f for f in _RECORD_FIELDS if f != SIGHTING_FIELD), 'planar']
@@ -728,14 +733,42 @@ class MemoryStore:
         )
 
     def _ensure(self, name: str, fields: list[FieldSpec], vector_field: str, metric: str) -> None:
-        ensure_collection(self._client, name, fields, vector_field, metric)
+        ensure_collection(self._client, name, fields, vector_field, metric, load=False)
+
+    @property
+    def _partition_key(self) -> bool:
+        """Whether new collections hash sessions into partitions: in Milvus Lite only.
+
+        A Milvus 2.3 server files upserted rows under the wrong partition of a partition-key
+        collection (a filter on the session then misses them and a session delete leaves
+        them behind), so on a server the session is a plain filtered field. Collections
+        made either way open either way.
+        """
+        return self._lite_path is not None
+
+    def _records_fields(self) -> list[FieldSpec]:
+        return _records_fields(self._partition_key)
+
+    def _collections(self) -> list[str]:
+        return [
+            name
+            for level in self._levels.values()
+            for name in (level.records, *level.views.values())
+        ]
 
 
 def ensure_collection(
-    client: MilvusClient, name: str, fields: list[FieldSpec], vector_field: str, metric: str
+    client: MilvusClient,
+    name: str,
+    fields: list[FieldSpec],
+    vector_field: str,
+    metric: str,
+    load: bool = True,
 ) -> None:
     """Open a collection, creating it (and its index) on the way; one that exists must
-    have `fields` exactly (MemoryStoreSchemaError says how it differs)."""
+    have `fields` exactly, but for whether the session is a partition key
+    (MemoryStoreSchemaError says how it differs). `load` False leaves loading to the
+    caller (`load_collections`)."""
     if client.has_collection(name):
         _check_schema(name, fields, client.describe_collection(name))
     else:
@@ -758,7 +791,17 @@ def ensure_collection(
         params.add_index(vector_field, index_type='FLAT', metric_type=metric)
         # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
         client.create_index(name, params, sync=False)
-    client.load_collection(name)
+    if load:
+        client.load_collection(name)
+
+
+def load_collections(client: MilvusClient, names: Sequence[str]) -> None:
+    """Load collections into the query nodes, all at once: a server takes seconds per new
+    collection, and in parallel the whole store loads in about the time of one."""
+    for name in names:
+        client.load_collection(name, _async=True)
+    for name in names:
+        client.load_collection(name)  # waits for the load already under way
 
 
 def scan_collection(client: MilvusClient, name: str, fields: Sequence[str]) -> Iterator[dict]:
@@ -850,15 +893,15 @@ def _held_by_other_process(lite_path: Path) -> bool:
 def _check_schema(name: str, expected: list[FieldSpec], description: dict) -> None:
     actual = {item['name']: item for item in description.get('fields', [])}
 
-    def shape(spec_type, params, primary, partition_key) -> str:
+    # Whether the session is a partition key is left out: both layouts read and write alike.
+    def shape(spec_type, params, primary) -> str:
         sizes = ', '.join(f'{key}={int(value)}' for key, value in sorted(params.items()))
-        flags = ' primary' * bool(primary) + ' partition-key' * bool(partition_key)
-        return f'{DataType(spec_type).name}({sizes}){flags}'
+        return f'{DataType(spec_type).name}({sizes})' + ' primary' * bool(primary)
 
     problems = []
     for spec in expected:
         item = actual.pop(spec.name, None)
-        want = shape(spec.dtype, spec.params, spec.primary, spec.partition_key)
+        want = shape(spec.dtype, spec.params, spec.primary)
         if item is None:
             problems.append(f'{spec.name}: missing, expected {want}')
             continue
@@ -867,7 +910,6 @@ def _check_schema(name: str, expected: list[FieldSpec], description: dict) -> No
             item['type'],
             {key: value for key, value in params.items() if value is not None},
             item.get('is_primary', False),
-            item.get('is_partition_key', False),
         )
         if got != want:
             problems.append(f'{spec.name}: is {got}, expected {want}')
