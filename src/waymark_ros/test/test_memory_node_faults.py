@@ -85,12 +85,19 @@ def test_sessions_are_listed_and_deleted_with_their_segments(ros, launch, tmp_pa
     assert not bad.success and bad.message
 
 
-def test_a_killed_process_loses_nothing_it_accepted(ros, launch, tmp_path):
+@pytest.mark.parametrize(
+    'backend', ['lite', pytest.param('server', marks=pytest.mark.milvus_server)]
+)
+def test_a_killed_process_loses_nothing_it_accepted(ros, launch, tmp_path, backend, request):
+    """The kill -9 ingest drill, with memory in Milvus Lite and on a Milvus server."""
     data = str(tmp_path / 'm')
+    where = {'data_dir': data}
+    if backend == 'server':
+        where['uri'] = request.getfixturevalue('milvus_uri')
     # OCR on every keyframe keeps the queue busy, so the kill lands in the middle of it.
     # Stats come once a second: the tour must take an idle machine longer than that.
     count = 48
-    node, stats = started(ros, launch, data_dir=data)
+    node, stats = started(ros, launch, **where)
     publish(ros, tour(count))
     wait_until(lambda: stats.get('keyframes_ingested', 0) >= 1, 60, 'ingestion did not start')
     node.process.send_signal(signal.SIGKILL)
@@ -98,7 +105,7 @@ def test_a_killed_process_loses_nothing_it_accepted(ros, launch, tmp_path):
     stored_before = stats.get('frames', 0)
     assert stored_before < count, 'everything was stored before the kill: nothing was tested'
 
-    _, stats = started(ros, launch, data_dir=data)
+    _, stats = started(ros, launch, **where)
     wait_until(lambda: stats.get('frames') == count, 120, 'journaled keyframes not recovered')
     assert stats['keyframes_recovered_from_journal'] >= 1
     hits = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=count)
