@@ -7,9 +7,11 @@ standalone server (the same store code talking gRPC to a separate process).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,8 @@ import pytest
 import waymark
 from waymark.memory.entries import FrameRecord
 from waymark.memory.storage.store import (
+    IN_MILVUS,
+    IN_PROCESS,
     TEXT_MAX_BYTES,
     MemoryStore,
     MemoryStoreLockedError,
@@ -51,13 +55,36 @@ def basis(i, dim=4):
 
 
 @pytest.fixture(
-    params=['lite', pytest.param('server', marks=pytest.mark.milvus_server)],
+    params=[
+        'lite',
+        'lite-search',
+        pytest.param('server', marks=pytest.mark.milvus_server),
+        pytest.param('server-search', marks=pytest.mark.milvus_server),
+    ],
 )
-def db_path(request, tmp_path) -> str:
-    """Where the store lives: a Milvus Lite file, or a local server's address."""
-    if request.param == 'server':
+def backend(request) -> str:
+    """Where memory lives (a Milvus Lite file or a server) and, with '-search', that
+    Milvus answers the vector searches too."""
+    return request.param
+
+
+@pytest.fixture
+def db_path(backend, request, tmp_path) -> str:
+    if backend.startswith('server'):
         return request.getfixturevalue('milvus_uri')
     return str(tmp_path / 'memory.db')
+
+
+@pytest.fixture
+def open_store(backend):
+    search = IN_MILVUS if backend.endswith('-search') else IN_PROCESS
+    return functools.partial(MemoryStore, search_backend=search)
+
+
+@pytest.fixture
+def store(db_path, open_store):
+    with open_store(db_path, VIEWS) as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -65,17 +92,11 @@ def lite_path(tmp_path) -> str:
     return str(tmp_path / 'memory.db')
 
 
-@pytest.fixture
-def store(db_path):
-    with MemoryStore(db_path, VIEWS) as opened:
-        yield opened
-
-
 def ids(hits):
     return [hit.record.id for hit in hits]
 
 
-def test_round_trip_and_restart_give_the_same_answers(db_path):
+def test_round_trip_and_restart_give_the_same_answers(db_path, open_store):
     records = [
         frame('a', i, seconds=i, x=0.1 * i, y=-i, text='EXIT' if i == 2 else '') for i in range(4)
     ]
@@ -93,11 +114,11 @@ def test_round_trip_and_restart_give_the_same_answers(db_path):
             store.sessions(),
         )
 
-    with MemoryStore(db_path, VIEWS) as store:
+    with open_store(db_path, VIEWS) as store:
         store.add_many(records, vectors)
         store.flush()
         before = answers(store)
-    with MemoryStore(db_path, VIEWS) as reopened:
+    with open_store(db_path, VIEWS) as reopened:
         after = answers(reopened)
 
     assert after == before
@@ -123,10 +144,10 @@ def test_upsert_replaces_the_frame_and_drops_a_view_it_no_longer_has(store):
     assert ids(store.search_view('image', basis(1), 1)) == ['a/0']
 
 
-def test_a_deleted_session_leaves_nothing_behind_after_a_restart(db_path):
+def test_a_deleted_session_leaves_nothing_behind_after_a_restart(db_path, open_store):
     """Replaced entries go with their session too (upserts once hid them from a
     server's session filter), and the other session keeps every entry."""
-    with MemoryStore(db_path, VIEWS) as store:
+    with open_store(db_path, VIEWS) as store:
         for session in ('a', 'b'):
             store.add_many([frame(session, i, i) for i in range(30)], [{'image': basis(0)}] * 30)
         store.add_many([frame('a', i, i, x=5.0) for i in range(30)], [{'image': basis(1)}] * 30)
@@ -134,7 +155,7 @@ def test_a_deleted_session_leaves_nothing_behind_after_a_restart(db_path):
         store.flush()
 
     assert sorted(r.index for r in removed['frame']) == list(range(30))
-    with MemoryStore(db_path, VIEWS) as reopened:
+    with open_store(db_path, VIEWS) as reopened:
         assert reopened.sessions() == ['b']
         assert (reopened.count(), reopened.count(view='image')) == (30, 30)
         assert {hit.record.session for hit in reopened.search_view('image', basis(1), 50)} == {'b'}
@@ -254,6 +275,48 @@ def test_sessions_filter_unknown_sessions_and_indices(store):
     assert store.get(['a/5', 'zzz/1', 'a"/1', 'b/0']) == store.get(['a/5', 'b/0'])
 
 
+def test_view_search_keeps_to_the_sessions_and_index_range_asked(store):
+    records = [frame('a', i, i) for i in range(6)] + [frame('b', i, i) for i in range(3)]
+    store.add_many(records, [{'image': basis(0) + 0.1 * i * basis(1)} for i in range(9)])
+
+    in_range = store.search_view('image', basis(0), 10, sessions=['a'], index_range=(2, 4))
+    assert sorted(ids(in_range)) == ['a/2', 'a/3', 'a/4']
+    assert len(store.search_view('image', basis(0), 10, sessions=['a', 'b'])) == 9
+    assert store.search_view('image', basis(0), 10, sessions=['a'], index_range=(4, 2)) == []
+    assert (store.count(view='image', session='b'), store.count(view='image')) == (3, 9)
+
+
+@pytest.mark.milvus_server
+def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(milvus_uri):
+    per_writer = 120
+
+    def write(store, session):
+        for start in range(0, per_writer, 10):
+            batch = [frame(session, i, i, x=float(i)) for i in range(start, start + 10)]
+            store.add_many(batch, [{'image': basis(0) + 0.01 * i * basis(1)} for i in range(10)])
+
+    with (
+        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as first,
+        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as second,
+    ):
+        writers = [
+            threading.Thread(target=write, args=(store, session))
+            for store, session in ((first, 'robot1'), (second, 'robot2'))
+        ]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=120)
+        theirs = first.search_view('image', basis(0), 1000, sessions=['robot2'])
+        assert len(theirs) == per_writer
+        assert {hit.record.index for hit in theirs} == set(range(per_writer))
+        assert all(hit.record.x == hit.record.index for hit in theirs)
+
+    with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as reopened:
+        assert (reopened.count(), reopened.count(view='image')) == (2 * per_writer,) * 2
+        assert reopened.sessions() == ['robot1', 'robot2']
+
+
 def test_range_and_session_listing_return_more_than_a_first_page(store):
     records = [frame(f's{i:03d}', 0, i, x=0.01 * (99 - i)) for i in range(100)]
     store.add_many(records, [{}] * len(records))
@@ -271,8 +334,8 @@ def test_next_index_finds_the_largest_index(store):
     assert store.next_index('a') == 1001
 
 
-def test_k_is_capped_and_must_be_positive(db_path):
-    with MemoryStore(db_path, VIEWS, max_k=3) as store:
+def test_k_is_capped_and_must_be_positive(db_path, open_store):
+    with open_store(db_path, VIEWS, max_k=3) as store:
         store.add_many([frame('a', i, i) for i in range(6)], [{'image': basis(0)}] * 6)
 
         assert len(store.search_view('image', basis(0), 100)) == 3
@@ -307,13 +370,13 @@ def test_long_text_is_clipped_to_the_column_in_utf8_bytes(store):
     assert text == 'é' * (TEXT_MAX_BYTES // 2)
 
 
-def test_a_different_view_dim_is_an_error_not_a_silent_recreate(db_path):
-    with MemoryStore(db_path, VIEWS) as store:
+def test_a_different_view_dim_is_an_error_not_a_silent_recreate(db_path, open_store):
+    with open_store(db_path, VIEWS) as store:
         store.add(frame('a', 0), {'image': basis(0)})
 
     with pytest.raises(MemoryStoreSchemaError, match=r'waymark_view_image.*dim=4.*dim=8'):
-        MemoryStore(db_path, {'image': 8})
-    with MemoryStore(db_path, VIEWS) as store:
+        open_store(db_path, {'image': 8})
+    with open_store(db_path, VIEWS) as store:
         assert store.count(view='image') == 1
 
 

@@ -12,6 +12,10 @@ updated on each write. Milvus Lite 3.2 scans every row in Python on each query (
 100k rows whatever the index), and memory_node is the only writer, so in-process indexes
 are both correct and an order of magnitude faster. `uri` is a path ending in `.db` (Milvus
 Lite, embedded, one process per database) or a server address (`http://host:19530`).
+
+With `search_backend='milvus'` the vector searches go to Milvus instead (ServerViewIndex):
+memory_node then holds no vectors, opens without reading them, and sees what other writers
+to the same server stored. Records (time, pose, text) stay mirrored in process either way.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from waymark.memory.entries import (
 )
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
+from waymark.memory.storage.server_index import ServerViewIndex
 from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
@@ -59,6 +64,11 @@ WRITE_BATCH = 256
 READ_BATCH = 4096
 # Written next to the saved vector indexes at a clean shutdown, removed at open.
 CLEAN_MARK = 'clean-shutdown.json'
+# Where vector searches run: in memory_node over indexes mirrored from Milvus, or in
+# Milvus itself (each view collection then carries an HNSW index).
+IN_PROCESS = 'in_process'
+IN_MILVUS = 'milvus'
+SEARCH_BACKENDS = (IN_PROCESS, IN_MILVUS)
 _LOG = logging.getLogger(__name__)
 
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
@@ -181,7 +191,7 @@ class _Level:
     views: dict[str, str]
     dims: dict[str, int]
     table: RecordTable
-    indexes: dict[str, VectorIndex]
+    indexes: dict[str, VectorIndex | ServerViewIndex]
 
 
 def _locked(method: Callable) -> Callable:
@@ -209,6 +219,7 @@ class MemoryStore:
         index_params: IndexParams | None = None,
         index_dir: str | os.PathLike | None = None,
         place_views: Mapping[str, int] | None = None,
+        search_backend: str = IN_PROCESS,
     ) -> None:
         segment_views = dict(segment_views or {})
         place_views = dict(place_views or {})
@@ -220,7 +231,12 @@ class MemoryStore:
                 raise ValueError(f'view {name!r}: dim must be in [1, 32768], got {dim}')
         if max_k < 1:
             raise ValueError(f'max_k must be >= 1, got {max_k}')
+        if search_backend not in SEARCH_BACKENDS:
+            raise ValueError(
+                f'search_backend must be one of {SEARCH_BACKENDS}, got {search_backend!r}'
+            )
         self.uri = uri
+        self.search_backend = search_backend
         self.max_k = max_k
         params = index_params or IndexParams()
         self._levels = {
@@ -233,6 +249,8 @@ class MemoryStore:
         self._lite_path = _lite_path(uri)
         if index_dir is None and self._lite_path is not None:
             index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
+        if search_backend == IN_MILVUS:  # nothing in process to save
+            index_dir = None
         self._index_dir = Path(index_dir) / prefix if index_dir is not None else None
         self._index_params = params
         # One writer at a time. The in-process indexes change only under `_local_lock`,
@@ -247,7 +265,11 @@ class MemoryStore:
                 self._ensure(level.records, self._records_fields(), 'planar', 'L2')
                 for name, collection in level.views.items():
                     fields = _view_fields(level.dims[name], self._partition_key)
-                    self._ensure(collection, fields, 'vector', 'COSINE')
+                    self._ensure(collection, fields, 'vector', 'COSINE', self._view_index())
+                    if search_backend == IN_MILVUS:
+                        level.indexes[name] = ServerViewIndex(
+                            self._client, collection, level.dims[name], params
+                        )
             load_collections(self._client, self._collections())
             self.load_report = self._load()
         except BaseException:
@@ -342,7 +364,7 @@ class MemoryStore:
             for name, collection in level.views.items():
                 for batch in _batches(view_rows[name], WRITE_BATCH):
                     self._client.upsert(collection, batch)
-                present = level.indexes[name].ids() if view_absent[name] else set()
+                present = level.indexes[name].present(view_absent[name])
                 stale = [i for i in view_absent[name] if i in present]
                 for batch in _batches(stale, WRITE_BATCH):
                     self._client.delete(collection, ids=batch)
@@ -425,6 +447,8 @@ class MemoryStore:
             index_range,
         )
         records = {r.id: r for r in store_level.table.get(i for i, _ in found)}
+        if self.search_backend == IN_MILVUS:
+            records |= self._records_from_milvus(level, [i for i, _ in found if i not in records])
         texts = self._view_texts(store_level, view, [i for i, _ in found])
         hits = []
         for key, score in found:
@@ -533,10 +557,7 @@ class MemoryStore:
             return store_level.table.count(session)
         if view not in store_level.indexes:
             raise ValueError(f'unknown view {view!r}; {level} level has {sorted(store_level.dims)}')
-        index = store_level.indexes[view]
-        if session is None:
-            return len(index)
-        return sum(1 for key in index.ids() if key.startswith(f'{session}/'))
+        return store_level.indexes[view].count(session)
 
     @_locked
     def view_ids(self, level: str, view: str) -> set[str]:
@@ -595,6 +616,15 @@ class MemoryStore:
             raise ValueError(f'k must be >= 1, got {k}')
         return min(int(k), self.max_k)
 
+    def _records_from_milvus(self, level: str, ids: Sequence[str]) -> dict[str, FrameRecord]:
+        """Records another writer stored in the same Milvus (this process never saw them)."""
+        if not ids:
+            return {}
+        rows = self._client.get(
+            self._level(level).records, ids=list(ids), output_fields=['id', *_RECORD_FIELDS]
+        )
+        return {row['id']: _record(row, level) for row in rows}
+
     def _view_texts(self, level: _Level, view: str, ids: Sequence[str]) -> dict[str, str]:
         """The view's own text for these entries (captions); few rows, fetched by id."""
         if level is not self._levels[SEGMENT] or not ids or not view.startswith('caption'):
@@ -618,6 +648,9 @@ class MemoryStore:
             report.entries[name] = len(records)
             for view, collection in level.views.items():
                 key = f'{name}/{view}'
+                if self.search_backend == IN_MILVUS:
+                    report.views[key] = len(level.indexes[view])
+                    continue
                 index = self._saved_index(key, level.dims[view], saved.get(key), collection)
                 if index is not None:
                     level.indexes[view] = index
@@ -732,8 +765,23 @@ class MemoryStore:
             'collection %s: %d records copied to add the %s field', name, copied, SIGHTING_FIELD
         )
 
-    def _ensure(self, name: str, fields: list[FieldSpec], vector_field: str, metric: str) -> None:
-        ensure_collection(self._client, name, fields, vector_field, metric, load=False)
+    def _ensure(
+        self,
+        name: str,
+        fields: list[FieldSpec],
+        vector_field: str,
+        metric: str,
+        index: tuple[str, dict] = ('FLAT', {}),
+    ) -> None:
+        ensure_collection(self._client, name, fields, vector_field, metric, load=False, index=index)
+
+    def _view_index(self) -> tuple[str, dict]:
+        """The vector index a new view collection gets: FLAT where searches run in process
+        (Milvus needs one to load), HNSW where Milvus answers them."""
+        if self.search_backend == IN_PROCESS:
+            return 'FLAT', {}
+        params = self._index_params
+        return 'HNSW', {'M': params.hnsw_m, 'efConstruction': params.ef_construction}
 
     @property
     def _partition_key(self) -> bool:
@@ -764,11 +812,13 @@ def ensure_collection(
     vector_field: str,
     metric: str,
     load: bool = True,
+    index: tuple[str, dict] = ('FLAT', {}),
 ) -> None:
     """Open a collection, creating it (and its index) on the way; one that exists must
     have `fields` exactly, but for whether the session is a partition key
     (MemoryStoreSchemaError says how it differs). `load` False leaves loading to the
-    caller (`load_collections`)."""
+    caller (`load_collections`). `index` (type, parameters) is the vector index a new
+    collection gets; an existing one keeps its own."""
     if client.has_collection(name):
         _check_schema(name, fields, client.describe_collection(name))
     else:
@@ -786,9 +836,10 @@ def ensure_collection(
         client.create_collection(name, schema=schema, consistency_level='Strong')
     if vector_field not in set(client.list_indexes(name)):
         params = client.prepare_index_params()
-        # Searches run in process; Milvus only needs the index a collection must have
-        # to load. Exact search keeps a Milvus server's own answers exact too.
-        params.add_index(vector_field, index_type='FLAT', metric_type=metric)
+        index_type, index_params = index
+        params.add_index(
+            vector_field, index_type=index_type, metric_type=metric, params=dict(index_params)
+        )
         # Indexes on an empty collection are ready at once; skip pymilvus's 0.5 s polling.
         client.create_index(name, params, sync=False)
     if load:

@@ -182,6 +182,21 @@ class VectorIndex:
         with self._lock:
             return set(self._state.rows)
 
+    def present(self, ids: Iterable[str]) -> set[str]:
+        """Which of `ids` have a row (without copying every id, as ids() does)."""
+        with self._lock:
+            rows = self._state.rows
+            return {key for key in ids if key in rows}
+
+    def count(self, session: str | None = None) -> int:
+        """Live rows, of one session or all."""
+        with self._lock:
+            state = self._state
+            if session is None:
+                return len(state.rows)
+            code = state.session_codes.get(session)
+            return 0 if code is None else state.session_live[code]
+
     def search(
         self,
         vector: np.ndarray,

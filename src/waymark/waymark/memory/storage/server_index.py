@@ -1,0 +1,121 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""Vector search of one view answered by Milvus itself (`search_backend: milvus`).
+
+The in-process VectorIndex holds every vector in memory_node's RAM and sees only what
+this process wrote. Searching in Milvus instead keeps memory_node small whatever the
+memory's size, lets several writers share one memory, and scales with the server (a
+cluster shards it). The collection carries an HNSW index; the session and the index
+range are a filter on scalar fields.
+
+Writes go to Milvus before they reach this class (MemoryStore writes the source of truth
+first), so its writing methods only keep the same interface as VectorIndex.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from pymilvus import MilvusClient
+
+from waymark.memory.storage.vector_index import IndexParams
+
+# `id in [...]` lists are sent in batches of this many ids.
+_ID_BATCH = 1024
+# Milvus caps a query's offset + limit at 16384 rows.
+_QUERY_LIMIT = 16384
+
+
+class ServerViewIndex:
+    """Cosine search over a Milvus view collection, with VectorIndex's interface."""
+
+    def __init__(self, client: MilvusClient, collection: str, dim: int, params: IndexParams):
+        self.client = client
+        self.collection = collection
+        self.dim = int(dim)
+        self.params = params
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def count(self, session: str | None = None) -> int:
+        expression = '' if session is None else f'session == {json.dumps(session)}'
+        rows = self.client.query(self.collection, filter=expression, output_fields=['count(*)'])
+        return int(rows[0]['count(*)'])
+
+    def present(self, ids: Iterable[str]) -> set[str]:
+        """Which of `ids` have a row in this view."""
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(wanted), _ID_BATCH):
+            batch = wanted[start : start + _ID_BATCH]
+            rows = self.client.query(
+                self.collection, filter=f'id in {json.dumps(batch)}', output_fields=['id']
+            )
+            found.update(row['id'] for row in rows)
+        return found
+
+    def ids(self) -> set[str]:
+        found: set[str] = set()
+        iterator = self.client.query_iterator(
+            self.collection, batch_size=4096, filter='', output_fields=['id']
+        )
+        try:
+            while batch := iterator.next():
+                found.update(row['id'] for row in batch)
+        finally:
+            iterator.close()
+        return found
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        sessions: Sequence[str] | None = None,
+        index_range: tuple[int, int] | None = None,
+    ) -> list[tuple[str, float]]:
+        """As VectorIndex.search: (id, cosine), best first, at most k."""
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f'k must be an integer >= 1, got {k!r}')
+        query = np.asarray(vector, dtype=np.float64).reshape(-1)
+        if query.shape != (self.dim,):
+            raise ValueError(f'query must have shape ({self.dim},), got {query.shape}')
+        norm = float(np.linalg.norm(query))
+        if not (math.isfinite(norm) and norm > 0):
+            raise ValueError('query must have a non-zero, finite length')
+        clauses = []
+        if isinstance(sessions, str):
+            sessions = [sessions]
+        if sessions is not None:
+            clauses.append(f'session in {json.dumps(list(sessions))}')
+        if index_range is not None:
+            first, last = (int(value) for value in index_range)
+            if last < first:
+                return []
+            clauses.append(f'idx >= {first} and idx <= {last}')
+        limit = min(int(k), _QUERY_LIMIT)
+        found = self.client.search(
+            self.collection,
+            [(query / norm).astype(np.float32).tolist()],
+            limit=limit,
+            filter=' and '.join(f'({clause})' for clause in clauses),
+            search_params={'metric_type': 'COSINE', 'params': {'ef': self._ef(limit)}},
+            output_fields=[],
+        )
+        return [(hit['id'], float(hit['distance'])) for hit in found[0]]
+
+    def _ef(self, k: int) -> int:
+        """The same breadth as the in-process graph's (never below k, as Milvus needs)."""
+        return max(int(k), self.params.ef_search)
+
+    # Milvus was written by the store already: nothing to mirror.
+    def upsert(self, ids, sessions, indices, vectors) -> None:
+        return None
+
+    def remove(self, ids: Iterable[str]) -> int:
+        return 0
+
+    def remove_session(self, session: str) -> int:
+        return 0
