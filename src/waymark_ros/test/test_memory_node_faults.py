@@ -86,14 +86,23 @@ def test_sessions_are_listed_and_deleted_with_their_segments(ros, launch, tmp_pa
 
 
 @pytest.mark.parametrize(
-    'backend', ['lite', pytest.param('server', marks=pytest.mark.milvus_server)]
+    'backend',
+    [
+        'lite',
+        pytest.param('server', marks=pytest.mark.milvus_server),
+        pytest.param('server-search', marks=pytest.mark.milvus_server),
+    ],
 )
 def test_a_killed_process_loses_nothing_it_accepted(ros, launch, tmp_path, backend, request):
-    """The kill -9 ingest drill, with memory in Milvus Lite and on a Milvus server."""
+    """The kill -9 ingest drill, with memory in Milvus Lite and on a Milvus server (which,
+    with '-search', answers the searches too)."""
     data = str(tmp_path / 'm')
     where = {'data_dir': data}
-    if backend == 'server':
+    if backend.startswith('server'):
         where['uri'] = request.getfixturevalue('milvus_uri')
+    if backend.endswith('-search'):
+        where['search_backend'] = 'milvus'
+
     # OCR on every keyframe keeps the queue busy, so the kill lands in the middle of it.
     # Stats come once a second: the tour must take an idle machine longer than that.
     count = 48
@@ -110,6 +119,8 @@ def test_a_killed_process_loses_nothing_it_accepted(ros, launch, tmp_path, backe
     assert stats['keyframes_recovered_from_journal'] >= 1
     hits = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=count)
     assert [h.index for h in hits.hits] == list(range(count))  # each once, in order
+    library = search(ros, 'text', text='library', top_k=count)
+    assert library.success and library.hits[0].index % len(SIGNS) == 2
 
 
 def _free_port() -> int:

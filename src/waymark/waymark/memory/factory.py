@@ -21,7 +21,7 @@ from waymark.memory.places import DEFAULT_MAX_PLACES
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
-from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.store import IN_PROCESS, MemoryStore
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.views.registry import VIEWS
@@ -41,6 +41,8 @@ class MemoryConfig:
     # Milvus server address (http://host:19530); empty: a Milvus Lite file in data_dir.
     uri: str = ''
     collection_prefix: str = 'waymark'
+    # Where vector searches run (store.SEARCH_BACKENDS).
+    search_backend: str = IN_PROCESS
     # Segment length in seconds; 0: no segments.
     segment_window_s: float = DEFAULT_WINDOW_S
     # Disk cap of stored images; 0: none.
@@ -87,6 +89,7 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         # Places are found by the frame views' models: images by the image view, names by
         # the text (OCR) view.
         place_views=level_dims(views, FRAME),
+        search_backend=config.search_backend,
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None

@@ -13,6 +13,7 @@ from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.storage.image_codec import ImageLimits
+from waymark.memory.storage.store import IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
@@ -65,6 +66,12 @@ class MemoryParameters(ViewSettings):
     data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
     uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')
     collection_prefix: str = setting('waymark', 'Prefix of the Milvus collection names.')
+    search_backend: str = setting(
+        IN_PROCESS,
+        'Where vector searches run: in_process (indexes mirrored in this node) or milvus '
+        '(the server answers; for a memory shared by several robots or larger than RAM).',
+        choices=SEARCH_BACKENDS,
+    )
     prepare_workers: int = setting(
         2,
         'Keyframes decoded, read (OCR) and embedded at once, each on one thread; they are '
@@ -187,6 +194,7 @@ class MemoryParameters(ViewSettings):
             data_dir=Path(self.data_dir).expanduser(),
             uri=self.uri,
             collection_prefix=self.collection_prefix,
+            search_backend=self.search_backend,
             segment_window_s=window_s,
             images_max_bytes=int(self.images_max_gb * 1e9),
             index_params=self.index,
