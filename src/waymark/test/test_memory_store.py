@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -307,7 +308,13 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
             writer.start()
         for writer in writers:
             writer.join(timeout=120)
-        theirs = first.search_view('image', basis(0), 1000, sessions=['robot2'])
+        # Searches read other writers' entries within a time tick (Session consistency).
+        deadline = time.monotonic() + 10.0
+        while True:
+            theirs = first.search_view('image', basis(0), 1000, sessions=['robot2'])
+            if len(theirs) >= per_writer or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert len(theirs) == per_writer
         assert {hit.record.index for hit in theirs} == set(range(per_writer))
         assert all(hit.record.x == hit.record.index for hit in theirs)

@@ -41,6 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         help='entries for the search benchmark (default 10000 100000 1000000; '
         'sizes above 100000 use the in-process indexes without Milvus)',
     )
+    parser.add_argument(
+        '--backends',
+        nargs='+',
+        choices=('store', 'server'),
+        default=['store'],
+        help='search benchmark: store (in-process search, the default) and/or server '
+        '(a local Milvus server answers; needs the `milvus` package)',
+    )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
     add_output_flags(parser, resume=False)
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f'waymark.benchmarks.{name}')
         started = time.perf_counter()
         load = os.getloadavg()
-        kwargs = {'sizes': args.sizes} if name == 'search' else {}
+        kwargs = {'sizes': args.sizes, 'backends': args.backends} if name == 'search' else {}
         result = module.run(quick=args.quick, **kwargs)
         result['wall_s'] = time.perf_counter() - started
         # Other processes on the machine slow every number down: keep the load with them.

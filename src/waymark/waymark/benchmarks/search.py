@@ -14,6 +14,10 @@ indexes for search; opening the store loads the indexes, which is timed), and Mi
 Lite's own search is timed on the same collections to show why searches run in process.
 At 1M, VectorIndex and RecordTable are used directly: a Milvus Lite insert of 1M rows of
 both views would take hours and about 20 GB of RAM.
+
+The `server` backend runs the same queries through MemoryStore with
+`search_backend='milvus'` on a local Milvus standalone server (the `milvus` package):
+Milvus answers every vector search from its HNSW indexes, timed once they are built.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from waymark.benchmarks.common import (
 )
 from waymark.memory.entries import FrameRecord
 from waymark.memory.storage.record_table import RecordTable
-from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.store import IN_MILVUS, MemoryStore
 from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DIMS = {'text': 384, 'image': 1152}
@@ -62,6 +66,9 @@ QUICK_QUERIES = 8
 WARMUP_QUERIES = 3  # per mode and scope, untimed
 MILVUS_QUERIES = 30
 QUICK_MILVUS_QUERIES = 4
+BACKENDS = ('store', 'server')
+# Longest wait for a server's HNSW indexes to cover every row before timing searches.
+SERVER_INDEX_WAIT_S = 3600.0
 INSERT_CHUNK = 4096
 AREA_M = (100.0, 60.0)
 STEP_M = 0.3
@@ -426,6 +433,65 @@ def _through_store(count: int, queries_per: int, milvus_queries: int) -> dict:
     return result
 
 
+def _through_server(count: int, queries_per: int) -> dict:
+    """MemoryStore searching in a local Milvus server: insert, index, reopen, compare."""
+    from waymark.memory.storage.local_server import LocalMilvusServer
+
+    rng = np.random.default_rng(count)
+    layout = make_layout(count, rng)
+    views = {name: make_view(name, count, rng) for name in DIMS}
+    queries = make_queries(layout, views, [*DIMS, *TABLE_MODES, 'index_range'], queries_per, 1)
+    exact = Exact(layout, views)
+    result: dict = {'entries': count, 'backend': 'MemoryStore searching in a Milvus server'}
+    with (
+        tempfile.TemporaryDirectory(prefix='waymark-bench-server-') as tmp,
+        LocalMilvusServer(Path(tmp) / 'milvus') as server,
+    ):
+        with MemoryStore(server.uri, DIMS, search_backend=IN_MILVUS) as store:
+            started = time.perf_counter()
+            for start in range(0, count, INSERT_CHUNK):
+                part = range(start, min(start + INSERT_CHUNK, count))
+                store.add_many(
+                    [layout.record(i) for i in part],
+                    [{name: views[name].vectors[i] for name in DIMS} for i in part],
+                )
+            result['insert_s'] = time.perf_counter() - started
+            store.flush()
+            started = time.perf_counter()
+            _wait_for_server_indexes(server.uri, [f'waymark_view_{name}' for name in DIMS])
+            result['index_s'] = time.perf_counter() - started
+        result['insert_rows_per_s'] = count / result['insert_s']
+        before = rss_bytes()
+        started = time.perf_counter()
+        with MemoryStore(server.uri, DIMS, search_backend=IN_MILVUS) as store:
+            result['open_s'] = time.perf_counter() - started
+            result['load_s'] = store.load_report.seconds
+            result['open_rss_bytes'] = rss_bytes() - before
+            result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
+        result['db_bytes'] = dir_bytes(Path(tmp) / 'milvus')['bytes']
+    return result
+
+
+def _wait_for_server_indexes(uri: str, collections: Sequence[str]) -> None:
+    """Until each collection's vector index covers all its rows (searches before that
+    scan the rows not yet indexed), at most SERVER_INDEX_WAIT_S."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    deadline = time.monotonic() + SERVER_INDEX_WAIT_S
+    try:
+        for collection in collections:
+            while time.monotonic() < deadline:
+                info = client.describe_index(collection, 'vector')
+                if int(info.get('pending_index_rows', 0)) == 0 and int(
+                    info.get('indexed_rows', 0)
+                ) >= int(info.get('total_rows', 0)):
+                    break
+                time.sleep(1.0)
+    finally:
+        client.close()
+
+
 def _milvus(db: str, layout: Layout, queries: Sequence[Query], exact: Exact, count: int):
     """Milvus Lite answering the same vector queries on the store's own collections."""
     from milvus_lite.server_manager import server_manager_instance
@@ -524,14 +590,29 @@ def _direct(count: int, queries_per: int) -> dict:
 # -- the benchmark -------------------------------------------------------------------------
 
 
-def run(quick: bool = False, sizes: Sequence[int] | None = None) -> dict:
+def run(
+    quick: bool = False, sizes: Sequence[int] | None = None, backends: Sequence[str] = ('store',)
+) -> dict:
+    """`backends`: 'store' (in-process search; the direct indexes above 100k) and
+    'server' (Milvus answers, at every size)."""
     started = time.perf_counter()
+    unknown = set(backends) - set(BACKENDS)
+    if unknown or not backends:
+        raise ValueError(f'backends must be some of {BACKENDS}, got {list(backends)}')
     sizes = list(sizes or (QUICK_SIZES if quick else SIZES))
     store_max = QUICK_STORE_MAX if quick else STORE_MAX
     results = []
     for count in sizes:
         if count < SESSIONS:
             raise ValueError(f'sizes must be at least {SESSIONS} (one entry per session)')
+        if 'server' in backends:
+            size_started = time.perf_counter()
+            result = _through_server(count, QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES)
+            result['seconds'] = time.perf_counter() - size_started
+            results.append(result)
+            gc.collect()
+        if 'store' not in backends:
+            continue
         size_started = time.perf_counter()
         if count <= store_max:
             queries = QUICK_QUERIES if quick else QUERIES
@@ -583,7 +664,7 @@ def _targets(results: list[dict]) -> dict:
         (size['entries'], row)
         for size in results
         for row in size['results']
-        if row['phase'] == 'idle' and row['mode'] in VECTOR_MODES
+        if row['phase'] == 'idle' and row['mode'] in VECTOR_MODES and 'index_s' not in size
     ]
     small = [entries for entries, _ in idle if entries <= STORE_MAX]
     at = max(small) if small else None
@@ -625,7 +706,15 @@ def render(result: dict) -> str:
         headers = ['mode', 'dim', 'scope', 'phase', 'p50', 'p95', 'exact p50', 'speed-up']
         headers.append('recall@10')
         parts.append(table(title, headers, rows))
-        if 'insert_s' in size:
+        if 'index_s' in size:
+            parts.append(
+                f'insert {size["insert_s"]:.1f} s ({size["insert_rows_per_s"]:.0f} rows/s), '
+                f'HNSW indexes ready {size["index_s"]:.1f} s later; open {size["open_s"]:.1f} s '
+                f'(+{size["open_rss_bytes"] / 2**20:.0f} MiB RSS); server data directory '
+                f'{size["db_bytes"] / 2**20:.0f} MiB ({size["db_bytes"] / size["entries"]:.0f} '
+                'bytes per entry)'
+            )
+        elif 'insert_s' in size:
             parts.append(
                 f'insert {size["insert_s"]:.1f} s ({size["insert_rows_per_s"]:.0f} rows/s); '
                 f'open {size["open_s"]:.1f} s, of which loading the indexes {size["load_s"]:.1f} s'

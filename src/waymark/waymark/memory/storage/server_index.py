@@ -103,6 +103,9 @@ class ServerViewIndex:
             filter=' and '.join(f'({clause})' for clause in clauses),
             search_params={'metric_type': 'COSINE', 'params': {'ef': self._ef(limit)}},
             output_fields=[],
+            # Strong waits a time tick (about 200 ms) on every search; Session still reads
+            # this client's own writes, and other writers' within a tick.
+            consistency_level='Session',
         )
         return [(hit['id'], float(hit['distance'])) for hit in found[0]]
 
