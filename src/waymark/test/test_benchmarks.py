@@ -92,3 +92,22 @@ def test_storage_reports_bytes_per_entry_and_compression(results):
         assert config['bytes_per_entry'] > 0 and config['bytes_per_hour'] > 0
         assert config['compression_ratio'] > 1
     assert configs['full']['segments'] > 0 and configs['default']['segments'] == 0
+
+
+@pytest.mark.milvus_server
+def test_search_through_a_milvus_server_reports_every_mode(milvus_uri):
+    from waymark.benchmarks import search
+
+    result = search.run(quick=True, sizes=[300], backends=['server'], server_uri=milvus_uri)
+
+    (size,) = result['sizes']
+    assert 'Milvus server' in size['backend'] and size['insert_rows_per_s'] > 0
+    assert size['index_s'] >= 0 and size['open_s'] > 0
+    assert {r['mode'] for r in size['results']} == MODES
+    for row in size['results']:
+        check_latency(row)
+        if row['phase'] == 'idle':
+            assert 0.0 <= row['recall_at_10'] <= 1.0
+    exact = [r for r in size['results'] if r['phase'] == 'idle' and r['mode'] not in VIEW_MODES]
+    assert all(r['recall_at_10'] == pytest.approx(1.0) for r in exact)
+    assert 'Milvus server' in search.render(result)

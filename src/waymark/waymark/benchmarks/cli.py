@@ -49,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         help='search benchmark: store (in-process search, the default) and/or server '
         '(a local Milvus server answers; needs the `milvus` package)',
     )
+    parser.add_argument(
+        '--server-uri',
+        default='',
+        help='search benchmark, server backend: a running Milvus server to use (its '
+        'waymark_bench_* collections) instead of starting a local one',
+    )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
     add_output_flags(parser, resume=False)
@@ -73,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(f'waymark.benchmarks.{name}')
         started = time.perf_counter()
         load = os.getloadavg()
-        kwargs = {'sizes': args.sizes, 'backends': args.backends} if name == 'search' else {}
+        kwargs = {}
+        if name == 'search':
+            kwargs = {'sizes': args.sizes, 'backends': args.backends, 'server_uri': args.server_uri}
         result = module.run(quick=args.quick, **kwargs)
         result['wall_s'] = time.perf_counter() - started
         # Other processes on the machine slow every number down: keep the load with them.

@@ -22,6 +22,7 @@ Milvus answers every vector search from its HNSW indexes, timed once they are bu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -67,6 +68,9 @@ WARMUP_QUERIES = 3  # per mode and scope, untimed
 MILVUS_QUERIES = 30
 QUICK_MILVUS_QUERIES = 4
 BACKENDS = ('store', 'server')
+# The server backend's collections, apart from any memory on the same server.
+BENCH_PREFIX = 'waymark_bench'
+SERVER_STORE = {'prefix': BENCH_PREFIX, 'search_backend': IN_MILVUS}
 # Longest wait for a server's HNSW indexes to cover every row before timing searches.
 SERVER_INDEX_WAIT_S = 3600.0
 INSERT_CHUNK = 4096
@@ -404,24 +408,35 @@ def _row(mode: str, scope: str, phase: str, stats: dict) -> dict:
 # -- one size ------------------------------------------------------------------------------
 
 
-def _through_store(count: int, queries_per: int, milvus_queries: int) -> dict:
+def _memory_of(count: int, queries_per: int) -> tuple[Layout, dict[str, View], list, Exact]:
+    """The entries of one size (the same for every backend: seeded by the size), queries
+    of every mode and the exact scan that answers them."""
     rng = np.random.default_rng(count)
     layout = make_layout(count, rng)
     views = {name: make_view(name, count, rng) for name in DIMS}
     queries = make_queries(layout, views, [*DIMS, *TABLE_MODES, 'index_range'], queries_per, 1)
-    exact = Exact(layout, views)
+    return layout, views, queries, Exact(layout, views)
+
+
+def _insert(store: MemoryStore, layout: Layout, views: dict[str, View]) -> float:
+    """Store every entry in chunks; returns the seconds it took."""
+    started = time.perf_counter()
+    for start in range(0, len(layout), INSERT_CHUNK):
+        part = range(start, min(start + INSERT_CHUNK, len(layout)))
+        store.add_many(
+            [layout.record(i) for i in part],
+            [{name: views[name].vectors[i] for name in DIMS} for i in part],
+        )
+    return time.perf_counter() - started
+
+
+def _through_store(count: int, queries_per: int, milvus_queries: int) -> dict:
+    layout, views, queries, exact = _memory_of(count, queries_per)
     result: dict = {'entries': count, 'backend': 'MemoryStore (Milvus Lite + in-process indexes)'}
     with tempfile.TemporaryDirectory(prefix='waymark-bench-search-') as tmp:
         db = str(Path(tmp) / 'memory.db')
         with MemoryStore(db, DIMS) as store:
-            started = time.perf_counter()
-            for start in range(0, count, INSERT_CHUNK):
-                part = range(start, min(start + INSERT_CHUNK, count))
-                store.add_many(
-                    [layout.record(i) for i in part],
-                    [{name: views[name].vectors[i] for name in DIMS} for i in part],
-                )
-            result['insert_s'] = time.perf_counter() - started
+            result['insert_s'] = _insert(store, layout, views)
         result['insert_rows_per_s'] = count / result['insert_s']
         started = time.perf_counter()
         with MemoryStore(db, DIMS) as store:
@@ -433,43 +448,50 @@ def _through_store(count: int, queries_per: int, milvus_queries: int) -> dict:
     return result
 
 
-def _through_server(count: int, queries_per: int) -> dict:
-    """MemoryStore searching in a local Milvus server: insert, index, reopen, compare."""
-    from waymark.memory.storage.local_server import LocalMilvusServer
+def _through_server(count: int, queries_per: int, server_uri: str = '') -> dict:
+    """MemoryStore searching in a Milvus server: insert, index, reopen, compare.
 
-    rng = np.random.default_rng(count)
-    layout = make_layout(count, rng)
-    views = {name: make_view(name, count, rng) for name in DIMS}
-    queries = make_queries(layout, views, [*DIMS, *TABLE_MODES, 'index_range'], queries_per, 1)
-    exact = Exact(layout, views)
+    Starts a local server unless `server_uri` names one (whose disk use is then not
+    reported: the server's files are not here)."""
+    layout, views, queries, exact = _memory_of(count, queries_per)
     result: dict = {'entries': count, 'backend': 'MemoryStore searching in a Milvus server'}
-    with (
-        tempfile.TemporaryDirectory(prefix='waymark-bench-server-') as tmp,
-        LocalMilvusServer(Path(tmp) / 'milvus') as server,
-    ):
-        with MemoryStore(server.uri, DIMS, search_backend=IN_MILVUS) as store:
-            started = time.perf_counter()
-            for start in range(0, count, INSERT_CHUNK):
-                part = range(start, min(start + INSERT_CHUNK, count))
-                store.add_many(
-                    [layout.record(i) for i in part],
-                    [{name: views[name].vectors[i] for name in DIMS} for i in part],
-                )
-            result['insert_s'] = time.perf_counter() - started
+    with contextlib.ExitStack() as stack:
+        base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-bench-')))
+        if not server_uri:
+            from waymark.memory.storage.local_server import LocalMilvusServer
+
+            server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
+        _drop_bench_collections(server_uri)
+        stack.callback(_drop_bench_collections, server_uri)
+        with MemoryStore(server_uri, DIMS, **SERVER_STORE) as store:
+            result['insert_s'] = _insert(store, layout, views)
             store.flush()
             started = time.perf_counter()
-            _wait_for_server_indexes(server.uri, [f'waymark_view_{name}' for name in DIMS])
+            _wait_for_server_indexes(server_uri, [f'{BENCH_PREFIX}_view_{name}' for name in DIMS])
             result['index_s'] = time.perf_counter() - started
         result['insert_rows_per_s'] = count / result['insert_s']
         before = rss_bytes()
         started = time.perf_counter()
-        with MemoryStore(server.uri, DIMS, search_backend=IN_MILVUS) as store:
+        with MemoryStore(server_uri, DIMS, **SERVER_STORE) as store:
             result['open_s'] = time.perf_counter() - started
             result['load_s'] = store.load_report.seconds
             result['open_rss_bytes'] = rss_bytes() - before
             result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
-        result['db_bytes'] = dir_bytes(Path(tmp) / 'milvus')['bytes']
+        if (base / 'milvus').is_dir():
+            result['db_bytes'] = dir_bytes(base / 'milvus')['bytes']
     return result
+
+
+def _drop_bench_collections(uri: str) -> None:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    try:
+        for name in client.list_collections():
+            if name.startswith(f'{BENCH_PREFIX}_'):
+                client.drop_collection(name)
+    finally:
+        client.close()
 
 
 def _wait_for_server_indexes(uri: str, collections: Sequence[str]) -> None:
@@ -591,10 +613,14 @@ def _direct(count: int, queries_per: int) -> dict:
 
 
 def run(
-    quick: bool = False, sizes: Sequence[int] | None = None, backends: Sequence[str] = ('store',)
+    quick: bool = False,
+    sizes: Sequence[int] | None = None,
+    backends: Sequence[str] = ('store',),
+    server_uri: str = '',
 ) -> dict:
     """`backends`: 'store' (in-process search; the direct indexes above 100k) and
-    'server' (Milvus answers, at every size)."""
+    'server' (Milvus answers, at every size: a local server, or the one at `server_uri`,
+    in collections of their own, `waymark_bench_*`, dropped before and after)."""
     started = time.perf_counter()
     unknown = set(backends) - set(BACKENDS)
     if unknown or not backends:
@@ -607,7 +633,8 @@ def run(
             raise ValueError(f'sizes must be at least {SESSIONS} (one entry per session)')
         if 'server' in backends:
             size_started = time.perf_counter()
-            result = _through_server(count, QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES)
+            queries = QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES
+            result = _through_server(count, queries, server_uri)
             result['seconds'] = time.perf_counter() - size_started
             results.append(result)
             gc.collect()
@@ -710,9 +737,13 @@ def render(result: dict) -> str:
             parts.append(
                 f'insert {size["insert_s"]:.1f} s ({size["insert_rows_per_s"]:.0f} rows/s), '
                 f'HNSW indexes ready {size["index_s"]:.1f} s later; open {size["open_s"]:.1f} s '
-                f'(+{size["open_rss_bytes"] / 2**20:.0f} MiB RSS); server data directory '
-                f'{size["db_bytes"] / 2**20:.0f} MiB ({size["db_bytes"] / size["entries"]:.0f} '
-                'bytes per entry)'
+                f'(+{size["open_rss_bytes"] / 2**20:.0f} MiB RSS)'
+                + (
+                    f'; server data directory {size["db_bytes"] / 2**20:.0f} MiB '
+                    f'({size["db_bytes"] / size["entries"]:.0f} bytes per entry)'
+                    if 'db_bytes' in size
+                    else ''
+                )
             )
         elif 'insert_s' in size:
             parts.append(
