@@ -57,6 +57,7 @@ ROSDEP = {
     'faiss': Pip('faiss-cpu'),
     'pymilvus': Pip('pymilvus'),
     'milvus_lite': Pip('milvus-lite'),
+    'milvus': Pip('milvus'),
     'rosbags': Pip('rosbags'),
     # ROS packages
     'rclpy': 'rclpy',
