@@ -285,6 +285,7 @@ def test_view_search_keeps_to_the_sessions_and_index_range_asked(store):
     assert len(store.search_view('image', basis(0), 10, sessions=['a', 'b'])) == 9
     assert store.search_view('image', basis(0), 10, sessions=['a'], index_range=(4, 2)) == []
     assert (store.count(view='image', session='b'), store.count(view='image')) == (3, 9)
+    assert store.view_ids('frame', 'image') == {record.id for record in records}
 
 
 @pytest.mark.milvus_server

@@ -14,13 +14,12 @@ first), so its writing methods only keep the same interface as VectorIndex.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from pymilvus import MilvusClient
 
-from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.storage.vector_index import IndexParams, checked_query
 
 # `id in [...]` lists are sent in batches of this many ids.
 _ID_BATCH = 1024
@@ -58,16 +57,10 @@ class ServerViewIndex:
         return found
 
     def ids(self) -> set[str]:
-        found: set[str] = set()
-        iterator = self.client.query_iterator(
-            self.collection, batch_size=4096, filter='', output_fields=['id']
-        )
-        try:
-            while batch := iterator.next():
-                found.update(row['id'] for row in batch)
-        finally:
-            iterator.close()
-        return found
+        # Imported here: the store imports this module.
+        from waymark.memory.storage.store import scan_collection
+
+        return {row['id'] for row in scan_collection(self.client, self.collection, ['id'])}
 
     def search(
         self,
@@ -77,14 +70,7 @@ class ServerViewIndex:
         index_range: tuple[int, int] | None = None,
     ) -> list[tuple[str, float]]:
         """As VectorIndex.search: (id, cosine), best first, at most k."""
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f'k must be an integer >= 1, got {k!r}')
-        query = np.asarray(vector, dtype=np.float64).reshape(-1)
-        if query.shape != (self.dim,):
-            raise ValueError(f'query must have shape ({self.dim},), got {query.shape}')
-        norm = float(np.linalg.norm(query))
-        if not (math.isfinite(norm) and norm > 0):
-            raise ValueError('query must have a non-zero, finite length')
+        query = checked_query(vector, k, self.dim)
         clauses = []
         if isinstance(sessions, str):
             sessions = [sessions]
@@ -98,7 +84,7 @@ class ServerViewIndex:
         limit = min(int(k), _QUERY_LIMIT)
         found = self.client.search(
             self.collection,
-            [(query / norm).astype(np.float32).tolist()],
+            query.tolist(),
             limit=limit,
             filter=' and '.join(f'({clause})' for clause in clauses),
             search_params={'metric_type': 'COSINE', 'params': {'ef': self._ef(limit)}},

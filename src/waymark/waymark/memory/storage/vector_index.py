@@ -209,9 +209,7 @@ class VectorIndex:
         `sessions` None searches all sessions; `index_range` (first, last) keeps rows with
         first <= idx <= last. Exact when the filter keeps few rows, HNSW otherwise.
         """
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f'k must be an integer >= 1, got {k!r}')
-        query = self._unit_query(vector)
+        query = checked_query(vector, k, self.dim)
         if isinstance(sessions, str):
             sessions = [sessions]
         if index_range is not None:
@@ -350,12 +348,6 @@ class VectorIndex:
         return index
 
     # -- internals: searching ------------------------------------------------------------
-
-    def _unit_query(self, vector: np.ndarray) -> np.ndarray:
-        query = np.asarray(vector)
-        if query.shape not in ((self.dim,), (1, self.dim)):
-            raise ValueError(f'query must have shape ({self.dim},), got {query.shape}')
-        return _unit_rows(query.reshape(1, self.dim))
 
     @staticmethod
     def _filter(
@@ -680,6 +672,16 @@ def _kill(state: _State, rows: Sequence[int]) -> int:
         state.row_ids[row] = ''
     state.dead += len(rows)
     return len(rows)
+
+
+def checked_query(vector: np.ndarray, k: int, dim: int) -> np.ndarray:
+    """A search's query as one unit row, after checking it and k (every index's search)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f'k must be an integer >= 1, got {k!r}')
+    query = np.asarray(vector)
+    if query.shape not in ((dim,), (1, dim)):
+        raise ValueError(f'query must have shape ({dim},), got {query.shape}')
+    return _unit_rows(query.reshape(1, dim))
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
