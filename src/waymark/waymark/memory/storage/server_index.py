@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pymilvus import MilvusClient
 
+from waymark.memory.storage.scan import scan_collection
 from waymark.memory.storage.vector_index import IndexParams, checked_query
 
 # `id in [...]` lists are sent in batches of this many ids.
@@ -57,9 +58,6 @@ class ServerViewIndex:
         return found
 
     def ids(self) -> set[str]:
-        # Imported here: the store imports this module.
-        from waymark.memory.storage.store import scan_collection
-
         return {row['id'] for row in scan_collection(self.client, self.collection, ['id'])}
 
     def search(

@@ -48,6 +48,7 @@ from waymark.memory.entries import (
 )
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
+from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
 from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
@@ -61,7 +62,6 @@ TEXT_MAX_BYTES = 2048
 SIGHTING_MAX_BYTES = 4096
 SIGHTING_FIELD = 'sighting'
 WRITE_BATCH = 256
-READ_BATCH = 4096
 # Written next to the saved vector indexes at a clean shutdown, removed at open.
 CLEAN_MARK = 'clean-shutdown.json'
 # Where vector searches run: in memory_node over indexes mirrored from Milvus, or in
@@ -853,21 +853,6 @@ def load_collections(client: MilvusClient, names: Sequence[str]) -> None:
         client.load_collection(name, _async=True)
     for name in names:
         client.load_collection(name)  # waits for the load already under way
-
-
-def scan_collection(client: MilvusClient, name: str, fields: Sequence[str]) -> Iterator[dict]:
-    """Every row of a collection with `fields`, in batches of READ_BATCH."""
-    # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
-    # reads consistently anyway, which is all a scan at open needs.
-    logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
-    iterator = client.query_iterator(
-        name, batch_size=READ_BATCH, filter='', output_fields=list(fields)
-    )
-    try:
-        while batch := iterator.next():
-            yield from batch
-    finally:
-        iterator.close()
 
 
 def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:
