@@ -21,7 +21,7 @@ from waymark.memory.places import DEFAULT_MAX_PLACES
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
-from waymark.memory.storage.store import IN_PROCESS, MemoryStore
+from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, MemoryStore
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.views.registry import VIEWS
@@ -48,8 +48,10 @@ class MemoryConfig:
     # Disk cap of stored images; 0: none.
     images_max_bytes: int = 0
     index_params: IndexParams = field(default_factory=IndexParams)
-    # Save the in-process indexes at close, so the next open loads instead of rebuilding.
+    # Save the in-process indexes (at close and every `snapshot_every` ids written), so
+    # an open loads them and refetches only later writes instead of rebuilding.
     keep_indexes: bool = False
+    snapshot_every: int = DEFAULT_SNAPSHOT_EVERY
     image_limits: ImageLimits = field(default_factory=ImageLimits)
     # The VLM that captions segments (its answers cached in data_dir); None: no captions.
     captioner: CaptionerConfig | None = None
@@ -90,6 +92,7 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         # the text (OCR) view.
         place_views=level_dims(views, FRAME),
         search_backend=config.search_backend,
+        snapshot_every=config.snapshot_every,
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None

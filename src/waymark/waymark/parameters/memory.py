@@ -13,7 +13,7 @@ from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.storage.image_codec import ImageLimits
-from waymark.memory.storage.store import IN_PROCESS, SEARCH_BACKENDS
+from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
@@ -71,6 +71,13 @@ class MemoryParameters(ViewSettings):
         'Where vector searches run: in_process (indexes mirrored in this node) or milvus '
         '(the server answers; for a memory shared by several robots or larger than RAM).',
         choices=SEARCH_BACKENDS,
+    )
+    snapshot_every: int = setting(
+        DEFAULT_SNAPSHOT_EVERY,
+        'Entries written between saves of the in-process indexes: at most what a start '
+        'after a crash refetches from Milvus. Writes wait while a save runs.',
+        low=100,
+        high=10_000_000,
     )
     prepare_workers: int = setting(
         2,
@@ -199,6 +206,7 @@ class MemoryParameters(ViewSettings):
             images_max_bytes=int(self.images_max_gb * 1e9),
             index_params=self.index,
             keep_indexes=True,
+            snapshot_every=self.snapshot_every,
             image_limits=self.image_limits,
             captioner=captioner,
             caption_queue_size=caption.queue_size,

@@ -23,8 +23,10 @@ def startup_report(memory: MemoryService, journaled: int, recaptioning: int) -> 
         f'memory at {store.uri}: {load.entries.get(FRAME, 0)} frames, '
         f'{load.entries.get(SEGMENT, 0)} segments in {len(store.sessions())} sessions, '
         f'{len(memory.places.places())} named places '
-        f'(indexes ready in {load.seconds:.1f} s, {len(load.loaded)} loaded from the last '
-        f'clean shutdown); views {store.views(FRAME)} / segments {store.views(SEGMENT)}; '
+        f'(indexes ready in {load.seconds:.1f} s: {len(load.loaded)} loaded from the last '
+        f'snapshot with {load.caught_up} later ids refetched, {len(load.rebuilt)} rebuilt '
+        'as out of step with Milvus); '
+        f'views {store.views(FRAME)} / segments {store.views(SEGMENT)}; '
         f'{journaled} keyframes recovered from the journal; {recaptioning} segments queued '
         'for captions'
     )

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from waymark.durable import fsync_directory
 from waymark.memory.entries import FrameRecord
 
 _EXTENSIONS = {'jpeg': 'jpg', 'jpg': 'jpg', 'png': 'png'}
@@ -124,7 +125,7 @@ class ImageStore(ImageStoreReader):
             if self.fsync:
                 # The rename is durable only once its directory is: the database will
                 # refer to this file.
-                _fsync_directory(target.parent)
+                fsync_directory(target.parent)
         return ref
 
     @staticmethod
@@ -164,7 +165,7 @@ class ImageStore(ImageStoreReader):
         try:
             target.parent.mkdir(exist_ok=True)
             if new_directory and self.fsync:
-                _fsync_directory(target.parent.parent)
+                fsync_directory(target.parent.parent)
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 view = memoryview(data)
@@ -198,11 +199,3 @@ class ImageStore(ImageStoreReader):
                 else:
                     used += os.lstat(file).st_size
         return used
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

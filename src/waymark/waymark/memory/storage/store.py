@@ -50,6 +50,7 @@ from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
+from waymark.memory.storage.snapshot import Change, Saved, SnapshotDir, group_changes
 from waymark.memory.storage.vector_index import IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
@@ -62,8 +63,9 @@ TEXT_MAX_BYTES = 2048
 SIGHTING_MAX_BYTES = 4096
 SIGHTING_FIELD = 'sighting'
 WRITE_BATCH = 256
-# Written next to the saved vector indexes at a clean shutdown, removed at open.
-CLEAN_MARK = 'clean-shutdown.json'
+# Ids written between two saves of the in-process indexes: what an open after a crash
+# refetches from Milvus at most (about 1 h of keyframes at 5/s).
+DEFAULT_SNAPSHOT_EVERY = 20_000
 # Where vector searches run: in memory_node over indexes mirrored from Milvus, or in
 # Milvus itself (each view collection then carries an HNSW index).
 IN_PROCESS = 'in_process'
@@ -180,8 +182,12 @@ class LoadReport:
 
     entries: dict[str, int] = field(default_factory=dict)
     views: dict[str, int] = field(default_factory=dict)
-    # Views whose index was loaded from a clean shutdown's save instead of rebuilt.
+    # Views whose index was loaded from the last snapshot instead of rebuilt.
     loaded: list[str] = field(default_factory=list)
+    # Ids written after the snapshot (journaled) and refetched from Milvus.
+    caught_up: int = 0
+    # Views whose snapshot did not match Milvus after catching up, so were rebuilt.
+    rebuilt: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -220,6 +226,7 @@ class MemoryStore:
         index_dir: str | os.PathLike | None = None,
         place_views: Mapping[str, int] | None = None,
         search_backend: str = IN_PROCESS,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
     ) -> None:
         segment_views = dict(segment_views or {})
         place_views = dict(place_views or {})
@@ -231,6 +238,8 @@ class MemoryStore:
                 raise ValueError(f'view {name!r}: dim must be in [1, 32768], got {dim}')
         if max_k < 1:
             raise ValueError(f'max_k must be >= 1, got {max_k}')
+        if isinstance(snapshot_every, bool) or not 1 <= int(snapshot_every) <= 10**9:
+            raise ValueError(f'snapshot_every must be in [1, 1e9], got {snapshot_every!r}')
         if search_backend not in SEARCH_BACKENDS:
             raise ValueError(
                 f'search_backend must be one of {SEARCH_BACKENDS}, got {search_backend!r}'
@@ -251,7 +260,9 @@ class MemoryStore:
             index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
         if search_backend == IN_MILVUS:  # nothing in process to save
             index_dir = None
-        self._index_dir = Path(index_dir) / prefix if index_dir is not None else None
+        self._snapshots = SnapshotDir(Path(index_dir) / prefix) if index_dir is not None else None
+        self._snapshot_every = int(snapshot_every)
+        self._next_snapshot = self._snapshot_every
         self._index_params = params
         # One writer at a time. The in-process indexes change only under `_local_lock`,
         # which searches take too, so a search never sees half an update and never waits
@@ -302,16 +313,15 @@ class MemoryStore:
                 self._client.flush(collection)
 
     def close(self) -> None:
-        """Save the in-process indexes (a clean shutdown lets the next start load them
-        instead of rebuilding), close the connection; for Milvus Lite also stop the
-        embedded server and unlock."""
+        """Save the in-process indexes (so the next open has nothing to catch up), close
+        the connection; for Milvus Lite also stop the embedded server and unlock."""
         if self._client is None:
             return
-        if self._index_dir is not None and getattr(self, 'load_report', None) is not None:
-            try:
-                self._save_indexes()
-            except OSError as error:  # a full disk: the next start rebuilds, nothing lost
-                _LOG.warning('could not save the vector indexes: %s', error)
+        if self._snapshots is not None:
+            if getattr(self, 'load_report', None) is not None:
+                with self._write_lock:
+                    self._save_snapshot()
+            self._snapshots.close()
         self._client.close()
         self._client = None
         if self._lite_path is not None:
@@ -359,6 +369,7 @@ class MemoryStore:
                 else:
                     view_absent[name].append(record.id)
         with self._write_lock:
+            self._note(kind, [row['id'] for row in record_rows])
             for batch in _batches(record_rows, WRITE_BATCH):
                 self._client.upsert(level.records, batch)
             for name, collection in level.views.items():
@@ -375,6 +386,7 @@ class MemoryStore:
                 for name, rows in view_rows.items():
                     _index_rows(level.indexes[name], rows)
                     level.indexes[name].remove(view_absent[name])
+            self._maybe_save_snapshot()
 
     def add_views(
         self, level: str, records: Sequence[FrameRecord], view: str, rows: Sequence[ViewRow]
@@ -389,10 +401,12 @@ class MemoryStore:
         dim = store_level.dims[view]
         prepared = [_view_row(r, row, dim, view) for r, row in zip(records, rows, strict=True)]
         with self._write_lock:
+            self._note(level, [row['id'] for row in prepared])
             for batch in _batches(prepared, WRITE_BATCH):
                 self._client.upsert(store_level.views[view], batch)
             with self._local_lock:
                 _index_rows(store_level.indexes[view], prepared)
+            self._maybe_save_snapshot()
 
     def delete_session(
         self, session: str, levels: Sequence[str] = LEVELS
@@ -407,12 +421,15 @@ class MemoryStore:
         chosen = {name: self._level(name) for name in levels}
         with self._write_lock:
             for name, level in chosen.items():
+                if self._snapshots is not None:
+                    self._snapshots.note(Change(name, session=session))
                 for collection in [*level.views.values(), level.records]:
                     self._client.delete(collection, filter=expression)
                 with self._local_lock:
                     for index in level.indexes.values():
                         index.remove_session(session)
                     removed[name] = level.table.remove_session(session)
+            self._maybe_save_snapshot()
         return removed
 
     # -- searching -----------------------------------------------------------------------
@@ -633,76 +650,122 @@ class MemoryStore:
         return {row['id']: row['text'] for row in rows}
 
     def _load(self) -> LoadReport:
-        """Fill the in-process indexes from Milvus (the source of truth).
+        """Fill the record tables and the in-process indexes from Milvus (the source of truth).
 
-        Vector indexes saved at a clean shutdown are loaded instead of rebuilt when the
-        database still holds exactly as many rows as they do; the clean-shutdown mark is
-        removed at once, so after a crash every index is rebuilt from Milvus.
+        Each index comes from the last snapshot when it has one, caught up with the ids
+        journaled since, and is rebuilt from Milvus when it has none or its row count then
+        differs from Milvus's. Anything rebuilt or caught up is saved as a new snapshot.
         """
         started = time.perf_counter()
         report = LoadReport()
-        saved = self._clean_shutdown_counts()
+        saved = self._snapshots.read() if self._snapshots is not None else None
+        loaded: set[str] = set()
         for name, level in self._levels.items():
             records = [_record(row, name) for row in self._scan(level.records, _RECORD_FIELDS)]
             level.table.upsert(records)
             report.entries[name] = len(records)
-            for view, collection in level.views.items():
-                key = f'{name}/{view}'
-                if self.search_backend == IN_MILVUS:
-                    report.views[key] = len(level.indexes[view])
-                    continue
-                index = self._saved_index(key, level.dims[view], saved.get(key), collection)
+            for view in level.views:
+                index = self._saved_index(saved, f'{name}/{view}', level.dims[view])
                 if index is not None:
                     level.indexes[view] = index
-                    report.loaded.append(key)
-                else:
-                    _index_rows(
-                        level.indexes[view],
-                        list(self._scan(collection, ('session', 'idx', 'vector'))),
-                    )
+                    loaded.add(f'{name}/{view}')
+        if saved is not None:
+            report.caught_up = self._catch_up(saved.changes, loaded)
+        for name, level in self._levels.items():
+            for view, collection in level.views.items():
+                key = f'{name}/{view}'
+                if self.search_backend != IN_MILVUS:
+                    self._check_or_rebuild(key, level, view, collection, loaded, report)
                 report.views[key] = len(level.indexes[view])
+        if self._snapshots is not None and (
+            saved is None or report.caught_up or len(report.loaded) < len(report.views)
+        ):
+            self._save_snapshot()
         report.seconds = time.perf_counter() - started
         return report
 
-    def _clean_shutdown_counts(self) -> dict[str, int]:
-        if self._index_dir is None:
-            return {}
-        mark = self._index_dir / CLEAN_MARK
+    def _saved_index(self, saved: Saved | None, key: str, dim: int) -> VectorIndex | None:
+        if saved is None or key not in saved.rows:
+            return None
+        index = VectorIndex.load(self._snapshots.index_path(key), dim, self._index_params)
+        return index if index is not None and len(index) == saved.rows[key] else None
+
+    def _catch_up(self, changes: Sequence[Change], loaded: set[str]) -> int:
+        """Replay the journal onto the loaded indexes, in order, with what Milvus holds
+        now for each id (present: upsert; absent: remove). Returns the ids refetched."""
+        refetched = 0
+        for change in group_changes(changes):
+            level = self._levels.get(change.level)
+            if level is None:  # a level this store does not keep: nothing to replay
+                continue
+            for view, collection in level.views.items():
+                if f'{change.level}/{view}' not in loaded:
+                    continue
+                index = level.indexes[view]
+                if change.session is not None:
+                    index.remove_session(change.session)
+                    continue
+                for batch in _batches(list(dict.fromkeys(change.ids)), READ_BATCH):
+                    rows = self._client.get(
+                        collection, ids=list(batch), output_fields=['session', 'idx', 'vector']
+                    )
+                    _index_rows(index, rows)
+                    found = {row['id'] for row in rows}
+                    index.remove([key for key in batch if key not in found])
+            refetched += len(change.ids)
+        return refetched
+
+    def _check_or_rebuild(
+        self,
+        key: str,
+        level: _Level,
+        view: str,
+        collection: str,
+        loaded: set[str],
+        report: LoadReport,
+    ) -> None:
+        if key in loaded:
+            stored = self._client.query(collection, filter='', output_fields=['count(*)'])
+            if int(stored[0]['count(*)']) == len(level.indexes[view]):
+                report.loaded.append(key)
+                return
+            _LOG.warning('vector index %s differs from Milvus after catching up: rebuilt', key)
+            report.rebuilt.append(key)
+        index = VectorIndex(level.dims[view], self._index_params)
+        _index_rows(index, list(self._scan(collection, ('session', 'idx', 'vector'))))
+        level.indexes[view] = index
+
+    def _note(self, level: str, ids: Sequence[str]) -> None:
+        """Journal ids about to be written (in lines of at most WRITE_BATCH ids)."""
+        if self._snapshots is not None:
+            for batch in _batches(list(ids), WRITE_BATCH):
+                self._snapshots.note(Change(level, tuple(batch)))
+
+    def _maybe_save_snapshot(self) -> None:
+        if self._snapshots is not None and self._snapshots.pending >= self._next_snapshot:
+            self._save_snapshot()
+
+    def _save_snapshot(self) -> None:
+        """Save every in-process index as the next generation (the caller holds the write
+        lock, so they agree with the journal's end; searches go on meanwhile). On failure
+        (a full disk) the previous snapshot and its journal still stand; the next try
+        waits for another `snapshot_every` ids."""
+        snapshots = self._snapshots
+        generation = snapshots.generation + 1
+        rows = {}
         try:
-            counts = json.loads(mark.read_text())
-        except (OSError, ValueError):
-            return {}
-        finally:
-            mark.unlink(missing_ok=True)
-        return counts if isinstance(counts, dict) else {}
-
-    def _saved_index(
-        self, key: str, dim: int, saved_rows: int | None, collection: str
-    ) -> VectorIndex | None:
-        if self._index_dir is None or saved_rows is None:
-            return None
-        rows = self._client.query(collection, filter='', output_fields=['count(*)'])
-        if int(rows[0]['count(*)']) != saved_rows:
-            return None
-        index = VectorIndex.load(self._index_file(key), dim, self._index_params)
-        return index if index is not None and len(index) == saved_rows else None
-
-    def _save_indexes(self) -> None:
-        self._index_dir.mkdir(parents=True, exist_ok=True)
-        counts = {}
-        with self._local_lock:
+            snapshots.directory.mkdir(parents=True, exist_ok=True)
             for name, level in self._levels.items():
                 for view, index in level.indexes.items():
                     key = f'{name}/{view}'
-                    index.save(self._index_file(key))
-                    counts[key] = len(index)
-        mark = self._index_dir / CLEAN_MARK
-        temporary = mark.with_name(f'.{CLEAN_MARK}.tmp')
-        temporary.write_text(json.dumps(counts))
-        os.replace(temporary, mark)
-
-    def _index_file(self, key: str) -> Path:
-        return self._index_dir / f'{key.replace("/", "-")}.vindex'
+                    index.save(snapshots.index_path(key, generation))
+                    rows[key] = len(index)
+            snapshots.commit(generation, rows)
+        except OSError as error:
+            _LOG.warning('could not save the vector indexes: %s', error)
+            self._next_snapshot = snapshots.pending + self._snapshot_every
+            return
+        self._next_snapshot = self._snapshot_every
 
     def _scan(self, collection: str, fields: Sequence[str]) -> Iterator[dict]:
         return scan_collection(self._client, collection, ['id', *fields])

@@ -45,6 +45,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from waymark.durable import fsync_directory
 from waymark.settings import setting
 
 _LOG = logging.getLogger(__name__)
@@ -322,7 +323,7 @@ class VectorIndex:
             except BaseException:
                 temporary.unlink(missing_ok=True)
                 raise
-        _fsync_directory(path.parent)
+        fsync_directory(path.parent)
 
     @classmethod
     def load(
@@ -765,17 +766,3 @@ def _k_largest(scores: np.ndarray, k: int) -> np.ndarray:
         candidates = candidates[chosen >= kth]
         chosen = scores[candidates]
     return candidates[np.lexsort((candidates, -chosen))[:k]]
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename durable (best effort where directories cannot be opened)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
