@@ -59,6 +59,9 @@ def test_search_compares_every_mode_with_an_exact_scan(results):
     store_size, direct_size = search['sizes']
     assert 'MemoryStore' in store_size['backend'] and 'VectorIndex' in direct_size['backend']
     assert store_size['load_s'] >= 0 and store_size['insert_rows_per_s'] > 0
+    crash = store_size['crash']  # the reopen after a crash refetched what the journal named
+    assert crash['caught_up'] == crash['writes'] > 0
+    assert crash['snapshot_open_s'] > 0 and crash['rebuild_open_s'] > 0
     for size in search['sizes']:
         assert {r['mode'] for r in size['results']} == MODES
         for row in size['results']:

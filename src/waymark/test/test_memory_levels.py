@@ -129,7 +129,14 @@ def test_a_clean_shutdown_saves_the_indexes_and_a_crash_catches_up_from_the_jour
         )
     with open_store(db) as store:
         loaded = sorted(store.load_report.loaded)
-        assert loaded == ['frame/image', 'segment/caption_full', 'segment/image']
+        assert loaded == [
+            'frame/image',
+            'frame/records',
+            'place/records',
+            'segment/caption_full',
+            'segment/image',
+            'segment/records',
+        ]
         assert store.load_report.caught_up == 0
         assert ids(store.search_view('image', unit(1, 4, 0, 0), 1)) == ['a/4']
     # A process that writes and dies without closing: the snapshot loads, and the one id

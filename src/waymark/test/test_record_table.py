@@ -4,12 +4,22 @@
 from __future__ import annotations
 
 import math
+import os
+import pickle
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from waymark.memory.entries import SEGMENT, FrameRecord
+from waymark.memory.entries import (
+    SEGMENT,
+    CameraModel,
+    DepthSamples,
+    FrameRecord,
+    Sighting,
+    TextBox,
+)
+from waymark.memory.storage.checked_file import write_checked
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 
 SESSIONS = ['run-b', 'run-a', 'lab.2', 'yard_1']
@@ -349,3 +359,74 @@ def test_nearest_when_the_strided_sample_misleads():
         assert _ids(r for r, _ in found) == _ids(expected)
         within = table.within(0.0, 0.0, 150.0, k)
         assert _ids(r for r, _ in within) == _ids(expected)
+
+
+# -- saved tables ----------------------------------------------------------------------------
+
+
+def _answers(table: RecordTable) -> tuple:
+    return (
+        _ids(table.chronological(0, 2**62, 50)),
+        [(record.id, round(d, 9)) for record, d in table.nearest(1.0, 2.0, 0.0, 20)],
+        [(record.id, round(d, 9)) for record, d in table.within(0.0, 0.0, 20.0, 30)],
+        _ids(table.index_range(SESSIONS[0], 3, 40, 100)),
+        table.sessions(),
+        [table.summary(session) for session in SESSIONS],
+        [table.next_index(session) for session in SESSIONS],
+    )
+
+
+def test_a_saved_table_loads_with_the_same_answers_and_takes_writes(tmp_path):
+    records = _random_records(2_000, seed=11)
+    sighting = Sighting(
+        camera=CameraModel(640, 480, 500.0, 500.0, 320.0, 240.0),
+        text_boxes=(TextBox('EXIT', 0.1, 0.1, 0.3, 0.2),),
+        depth=DepthSamples(2, 1, (1.5, 2.5)),
+    )
+    kept = next(i for i, record in enumerate(records) if record.session != SESSIONS[-1])
+    records[kept] = replace(records[kept], text='FIRE EXIT', text_size=0.2, sighting=sighting)
+    table = _fill(records)
+    table.remove_session(SESSIONS[-1])
+    path = tmp_path / 'frame.records'
+    table.save(path)
+    loaded = RecordTable.load(path)
+    assert loaded is not None and len(loaded) == len(table)
+    assert _answers(loaded) == _answers(table)
+    assert loaded.get([records[kept].id]) == [records[kept]]
+    more = [_record(SESSIONS[0], 10_000 + i, 5 * i, x=float(i)) for i in range(10)]
+    for each in (table, loaded):
+        each.upsert(more)
+        each.remove_session(SESSIONS[1])
+    assert _answers(loaded) == _answers(table)
+
+
+def test_a_damaged_or_foreign_table_file_is_refused(tmp_path):
+    table = _fill(_random_records(200, seed=3))
+    path = tmp_path / 'frame.records'
+    table.save(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    damaged = tmp_path / 'damaged.records'
+    damaged.write_bytes(bytes(data))
+    assert RecordTable.load(damaged) is None
+    truncated = tmp_path / 'truncated.records'
+    truncated.write_bytes(bytes(data[:-20]))
+    assert RecordTable.load(truncated) is None
+    assert RecordTable.load(tmp_path / 'missing.records') is None
+
+
+def test_a_table_file_cannot_run_code(tmp_path):
+    """A well-framed file whose pickle names a global outside the table's classes."""
+    marker = tmp_path / 'ran'
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f'touch {marker}',))
+
+    path = tmp_path / 'evil.records'
+    write_checked(path, b'WAYMARK-RECORD-TABLE\n', lambda out: pickle.dump((1, Payload()), out))
+    assert RecordTable.load(path) is None
+    assert not marker.exists()
+    # Valid pickles of the wrong shape are refused too.
+    write_checked(path, b'WAYMARK-RECORD-TABLE\n', lambda out: pickle.dump((1, {'_ids': []}), out))
+    assert RecordTable.load(path) is None

@@ -26,6 +26,9 @@ import contextlib
 import dataclasses
 import gc
 import json
+import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -74,6 +77,8 @@ SERVER_STORE = {'prefix': BENCH_PREFIX, 'search_backend': IN_MILVUS}
 # Longest wait for a server's HNSW indexes to cover every row before timing searches.
 SERVER_INDEX_WAIT_S = 3600.0
 INSERT_CHUNK = 4096
+# Entries a process writes after the last index snapshot before it is killed.
+CRASH_WRITES = 500
 AREA_M = (100.0, 60.0)
 STEP_M = 0.3
 STEP_NS = 500_000_000
@@ -445,6 +450,37 @@ def _through_store(count: int, queries_per: int, milvus_queries: int) -> dict:
             result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
         result['milvus'] = _milvus(db, layout, queries, exact, milvus_queries)
         result['db_bytes'] = dir_bytes(Path(db))['bytes']
+        result['crash'] = _reopen_after_crash(db)
+    return result
+
+
+def _reopen_after_crash(db: str) -> dict:
+    """Open times after a process wrote CRASH_WRITES entries and died: from the index
+    snapshot plus its journal, then (the snapshot removed) rebuilding every index."""
+    script = (
+        'import os, numpy as np\n'
+        'from waymark.benchmarks.search import CRASH_WRITES, DIMS\n'
+        'from waymark.memory.entries import FrameRecord\n'
+        'from waymark.memory.storage.store import MemoryStore\n'
+        f'store = MemoryStore({db!r}, DIMS)\n'
+        'rng = np.random.default_rng(0)\n'
+        'for i in range(CRASH_WRITES):\n'
+        '    store.add(FrameRecord("crashed", i, i, 0, 0, 0, 0, 0, True, ""),\n'
+        '              {name: rng.standard_normal(dim) for name, dim in DIMS.items()})\n'
+        'os._exit(0)\n'
+    )
+    subprocess.run([sys.executable, '-c', script], check=True, timeout=3600)
+    result = {'writes': CRASH_WRITES}
+    started = time.perf_counter()
+    with MemoryStore(db, DIMS) as store:
+        result['snapshot_open_s'] = time.perf_counter() - started
+        result['snapshot_load_s'] = store.load_report.seconds
+        result['caught_up'] = store.load_report.caught_up
+    shutil.rmtree(f'{db}.indexes')
+    started = time.perf_counter()
+    with MemoryStore(db, DIMS) as store:
+        result['rebuild_open_s'] = time.perf_counter() - started
+        result['rebuild_load_s'] = store.load_report.seconds
     return result
 
 
@@ -751,6 +787,14 @@ def render(result: dict) -> str:
                 f'open {size["open_s"]:.1f} s, of which loading the indexes {size["load_s"]:.1f} s'
                 '; Milvus Lite directory '
                 f'{size["db_bytes"] / 2**20:.0f} MiB'
+            )
+        if 'crash' in size:
+            crash = size['crash']
+            parts.append(
+                f'open after a crash that left {crash["writes"]} entries past the index snapshot: '
+                f'{crash["snapshot_open_s"]:.1f} s from the snapshot ({crash["caught_up"]} ids '
+                f'refetched), {crash["rebuild_open_s"]:.1f} s rebuilding every index '
+                f'({crash["rebuild_open_s"] / crash["snapshot_open_s"]:.1f}x)'
             )
         if size.get('milvus'):
             parts.append(

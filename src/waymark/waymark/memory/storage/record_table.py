@@ -18,20 +18,47 @@ number of threads may call in; a reader never sees a half-applied write.
 
 from __future__ import annotations
 
+import copy
+import logging
 import math
+import pickle
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from waymark.memory.entries import FrameRecord
+from waymark.memory.storage.checked_file import checked_body, write_checked
+
+_LOG = logging.getLogger(__name__)
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INITIAL_CAPACITY = 1024
 # Rows of the time window examined per step when a session filter drops rows; doubles.
 _SCAN_STEP = 4096
+
+# A saved table: checked_file framing around a pickle of the table's fields. The pickle
+# may name only these globals (the record classes and numpy's array rebuilders), so a
+# tampered file cannot run code; _FORMAT changes whenever the fields change.
+_MAGIC = b'WAYMARK-RECORD-TABLE\n'
+_FORMAT = 1
+_UNSAVED = ('_lock', '_scratch')
+_ALLOWED_GLOBALS = (
+    {
+        ('waymark.memory.entries', name)
+        for name in ('FrameRecord', 'Sighting', 'CameraModel', 'TextBox', 'DepthSamples')
+    }
+    | {
+        (module, name)
+        for module in ('numpy', 'numpy.core.multiarray', 'numpy._core.multiarray')
+        for name in ('ndarray', 'dtype', '_reconstruct', 'scalar')
+    }
+    | {(module, '_frombuffer') for module in ('numpy.core.numeric', 'numpy._core.numeric')}
+    | {('copyreg', '_reconstructor'), ('builtins', 'object')}
+)
 
 
 @dataclass(frozen=True)
@@ -145,6 +172,56 @@ class RecordTable:
             self._counts[code] = 0
             self._max_index[code] = -1
             return removed
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        """Write the table to `path` atomically. Only copying its fields (references to the
+        frozen records, the columns) holds the lock; queries go on while it is written."""
+        with self._lock:
+            state = {
+                name: copy.copy(value) for name, value in vars(self).items() if name not in _UNSAVED
+            }
+        saved = (_FORMAT, state)
+        protocol = pickle.HIGHEST_PROTOCOL
+        write_checked(Path(path), _MAGIC, lambda checked: pickle.dump(saved, checked, protocol))
+
+    @classmethod
+    def load(cls, path: Path) -> RecordTable | None:
+        """The table saved at `path`; None when it is missing, damaged or of another format
+        (the caller then rebuilds it from the database)."""
+        try:
+            with checked_body(Path(path), _MAGIC) as (stream, _):
+                saved = _TableUnpickler(stream).load()
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError, AttributeError) as error:
+            _LOG.warning('record table %s not usable, to be rebuilt: %s', path, error)
+            return None
+        table = cls()
+        fields = set(vars(table)) - set(_UNSAVED)
+        if not (isinstance(saved, tuple) and len(saved) == 2 and saved[0] == _FORMAT):
+            return None
+        state = saved[1]
+        if not isinstance(state, dict) or set(state) != fields:
+            return None
+        vars(table).update(state)
+        if not table._consistent():
+            _LOG.warning('record table %s does not hold together, to be rebuilt', path)
+            return None
+        return table
+
+    def _consistent(self) -> bool:
+        count = len(self._records)
+        sizes = {len(self._ids), len(self._rows)}
+        sessions = {len(self._names), len(self._codes), len(self._counts), len(self._max_index)}
+        return (
+            sizes == {count}
+            and len(sessions) == 1
+            and all(len(column) >= count for column in self._columns.values())
+            and set(self._columns) == set(_COLUMNS)
+            and sum(self._counts) == count
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -527,3 +604,12 @@ def _finite_point(*values: float) -> tuple[float, ...]:
     if not all(math.isfinite(value) for value in point):
         raise ValueError(f'position must be finite, got {point}')
     return point
+
+
+class _TableUnpickler(pickle.Unpickler):
+    """Unpickles only what a saved table holds (see _ALLOWED_GLOBALS)."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _ALLOWED_GLOBALS:
+            raise pickle.UnpicklingError(f'a record table does not hold {module}.{name}')
+        return super().find_class(module, name)

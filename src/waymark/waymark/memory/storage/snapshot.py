@@ -1,10 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Saved vector indexes and a journal of the writes made after them.
+"""Saved record tables and vector indexes, and a journal of the writes made after them.
 
-Rebuilding the in-process indexes from Milvus grows with the memory (half a minute at
-100k entries, several minutes at 1M), so a restart after a crash must not pay it. A
-snapshot is a numbered generation of saved index files plus `snapshot.json` (the
-generation and each index's row count, written last and atomically: the high-water mark).
+Refilling the in-process tables and indexes from Milvus grows with the memory (half a
+minute at 100k entries, several minutes at 1M), so a restart must not pay it. A snapshot
+is a numbered generation of saved files (a record table per level, a vector index per
+view) plus `snapshot.json` (the generation and each file's row count, written last and
+atomically: the high-water mark).
 Every write after it is first noted in the generation's journal (ids or a removed session,
 one JSON line each), so an open loads the snapshot and refetches from Milvus only the ids
 the journal names; Milvus stays the source of truth for what they now hold.
@@ -67,8 +68,14 @@ class SnapshotDir:
         self._voided = False
 
     def index_path(self, key: str, generation: int | None = None) -> Path:
+        """A view's saved vector index (key: `level/view`)."""
         number = self.generation if generation is None else generation
         return self.directory / f'{key.replace("/", "-")}.{number}.vindex'
+
+    def table_path(self, level: str, generation: int | None = None) -> Path:
+        """A level's saved record table."""
+        number = self.generation if generation is None else generation
+        return self.directory / f'{level}.{number}.records'
 
     def read(self) -> Saved | None:
         """The snapshot and its journal; None when there is none or it cannot be trusted.
@@ -187,7 +194,8 @@ class SnapshotDir:
     def _remove_other_generations(self, generation: int) -> None:
         for path in self.directory.iterdir():
             parts = path.name.split('.')
-            stale = path.suffix in ('.vindex', '.jsonl') and parts[-2] != str(generation)
+            saved = path.suffix in ('.vindex', '.records', '.jsonl') and len(parts) > 2
+            stale = saved and parts[-2] != str(generation)
             if stale or path.name == 'clean-shutdown.json' or is_temporary(path.name):
                 path.unlink(missing_ok=True)
 

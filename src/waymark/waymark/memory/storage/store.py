@@ -182,11 +182,12 @@ class LoadReport:
 
     entries: dict[str, int] = field(default_factory=dict)
     views: dict[str, int] = field(default_factory=dict)
-    # Views whose index was loaded from the last snapshot instead of rebuilt.
+    # Record tables (`level/records`) and view indexes (`level/view`) loaded from the
+    # last snapshot instead of refilled from Milvus.
     loaded: list[str] = field(default_factory=list)
     # Ids written after the snapshot (journaled) and refetched from Milvus.
     caught_up: int = 0
-    # Views whose snapshot did not match Milvus after catching up, so were rebuilt.
+    # Tables and indexes whose snapshot did not match Milvus after catching up (refilled).
     rebuilt: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -652,18 +653,20 @@ class MemoryStore:
     def _load(self) -> LoadReport:
         """Fill the record tables and the in-process indexes from Milvus (the source of truth).
 
-        Each index comes from the last snapshot when it has one, caught up with the ids
-        journaled since, and is rebuilt from Milvus when it has none or its row count then
-        differs from Milvus's. Anything rebuilt or caught up is saved as a new snapshot.
+        Each table and index comes from the last snapshot when it has one, caught up with
+        the ids journaled since, and is refilled from Milvus when it has none or its row
+        count then differs from Milvus's. Anything refilled is saved at once as a new
+        snapshot; what was caught up stays in the journal (and counts towards the next save).
         """
         started = time.perf_counter()
         report = LoadReport()
         saved = self._snapshots.read() if self._snapshots is not None else None
         loaded: set[str] = set()
         for name, level in self._levels.items():
-            records = [_record(row, name) for row in self._scan(level.records, _RECORD_FIELDS)]
-            level.table.upsert(records)
-            report.entries[name] = len(records)
+            table = self._saved_table(saved, name)
+            if table is not None:
+                level.table = table
+                loaded.add(_table_key(name))
             for view in level.views:
                 index = self._saved_index(saved, f'{name}/{view}', level.dims[view])
                 if index is not None:
@@ -672,17 +675,25 @@ class MemoryStore:
         if saved is not None:
             report.caught_up = self._catch_up(saved.changes, loaded)
         for name, level in self._levels.items():
+            self._check_or_refill_table(name, level, loaded, report)
+            report.entries[name] = len(level.table)
             for view, collection in level.views.items():
                 key = f'{name}/{view}'
                 if self.search_backend != IN_MILVUS:
                     self._check_or_rebuild(key, level, view, collection, loaded, report)
                 report.views[key] = len(level.indexes[view])
-        if self._snapshots is not None and (
-            saved is None or report.caught_up or len(report.loaded) < len(report.views)
-        ):
+        expected = len(report.views) + len(report.entries)
+        if self._snapshots is not None and (saved is None or len(report.loaded) < expected):
             self._save_snapshot()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _saved_table(self, saved: Saved | None, level: str) -> RecordTable | None:
+        key = _table_key(level)
+        if saved is None or key not in saved.rows:
+            return None
+        table = RecordTable.load(self._snapshots.table_path(level))
+        return table if table is not None and len(table) == saved.rows[key] else None
 
     def _saved_index(self, saved: Saved | None, key: str, dim: int) -> VectorIndex | None:
         if saved is None or key not in saved.rows:
@@ -691,13 +702,16 @@ class MemoryStore:
         return index if index is not None and len(index) == saved.rows[key] else None
 
     def _catch_up(self, changes: Sequence[Change], loaded: set[str]) -> int:
-        """Replay the journal onto the loaded indexes, in order, with what Milvus holds
-        now for each id (present: upsert; absent: remove). Returns the ids refetched."""
+        """Replay the journal onto the loaded tables and indexes, in order, with what
+        Milvus holds now for each id (present: upsert; absent from a view: remove; records
+        leave only with their session). Returns the ids refetched."""
         refetched = 0
         for change in group_changes(changes):
             level = self._levels.get(change.level)
             if level is None:  # a level this store does not keep: nothing to replay
                 continue
+            if _table_key(change.level) in loaded:
+                self._replay_records(change, level)
             for view, collection in level.views.items():
                 if f'{change.level}/{view}' not in loaded:
                     continue
@@ -715,6 +729,30 @@ class MemoryStore:
             refetched += len(change.ids)
         return refetched
 
+    def _replay_records(self, change: Change, level: _Level) -> None:
+        if change.session is not None:
+            level.table.remove_session(change.session)
+            return
+        for batch in _batches(list(dict.fromkeys(change.ids)), READ_BATCH):
+            rows = self._client.get(
+                level.records, ids=list(batch), output_fields=list(_RECORD_FIELDS)
+            )
+            level.table.upsert([_record(row, change.level) for row in rows])
+
+    def _check_or_refill_table(
+        self, name: str, level: _Level, loaded: set[str], report: LoadReport
+    ) -> None:
+        key = _table_key(name)
+        if key in loaded:
+            if self._milvus_count(level.records) == len(level.table):
+                report.loaded.append(key)
+                return
+            _LOG.warning('record table %s differs from Milvus after catching up: refilled', key)
+            report.rebuilt.append(key)
+        table = RecordTable()
+        table.upsert([_record(row, name) for row in self._scan(level.records, _RECORD_FIELDS)])
+        level.table = table
+
     def _check_or_rebuild(
         self,
         key: str,
@@ -725,8 +763,7 @@ class MemoryStore:
         report: LoadReport,
     ) -> None:
         if key in loaded:
-            stored = self._client.query(collection, filter='', output_fields=['count(*)'])
-            if int(stored[0]['count(*)']) == len(level.indexes[view]):
+            if self._milvus_count(collection) == len(level.indexes[view]):
                 report.loaded.append(key)
                 return
             _LOG.warning('vector index %s differs from Milvus after catching up: rebuilt', key)
@@ -734,6 +771,10 @@ class MemoryStore:
         index = VectorIndex(level.dims[view], self._index_params)
         _index_rows(index, list(self._scan(collection, ('session', 'idx', 'vector'))))
         level.indexes[view] = index
+
+    def _milvus_count(self, collection: str) -> int:
+        rows = self._client.query(collection, filter='', output_fields=['count(*)'])
+        return int(rows[0]['count(*)'])
 
     def _note(self, level: str, ids: Sequence[str]) -> None:
         """Journal ids about to be written (in lines of at most WRITE_BATCH ids)."""
@@ -746,23 +787,25 @@ class MemoryStore:
             self._save_snapshot()
 
     def _save_snapshot(self) -> None:
-        """Save every in-process index as the next generation (the caller holds the write
-        lock, so they agree with the journal's end; searches go on meanwhile). On failure
-        (a full disk) the previous snapshot and its journal still stand; the next try
-        waits for another `snapshot_every` ids."""
+        """Save every record table and in-process index as the next generation (the caller
+        holds the write lock, so they agree with the journal's end; searches go on
+        meanwhile). On failure (a full disk) the previous snapshot and its journal still
+        stand; the next try waits for another `snapshot_every` ids."""
         snapshots = self._snapshots
         generation = snapshots.generation + 1
         rows = {}
         try:
             snapshots.directory.mkdir(parents=True, exist_ok=True)
             for name, level in self._levels.items():
+                level.table.save(snapshots.table_path(name, generation))
+                rows[_table_key(name)] = len(level.table)
                 for view, index in level.indexes.items():
                     key = f'{name}/{view}'
                     index.save(snapshots.index_path(key, generation))
                     rows[key] = len(index)
             snapshots.commit(generation, rows)
         except OSError as error:
-            _LOG.warning('could not save the vector indexes: %s', error)
+            _LOG.warning('could not save the record tables and vector indexes: %s', error)
             self._next_snapshot = snapshots.pending + self._snapshot_every
             return
         self._next_snapshot = self._snapshot_every
@@ -916,6 +959,10 @@ def load_collections(client: MilvusClient, names: Sequence[str]) -> None:
         client.load_collection(name, _async=True)
     for name in names:
         client.load_collection(name)  # waits for the load already under way
+
+
+def _table_key(level: str) -> str:
+    return f'{level}/records'
 
 
 def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:

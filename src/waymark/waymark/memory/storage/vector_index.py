@@ -30,14 +30,11 @@ wait for it (a rebuild of 1M 384-d rows took about 11 minutes on 2 cores).
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import math
-import os
 import struct
 import threading
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,7 +42,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from waymark.durable import fsync_directory
+from waymark.memory.storage.checked_file import CheckedWriter, checked_body, write_checked
 from waymark.settings import setting
 
 _LOG = logging.getLogger(__name__)
@@ -73,10 +70,8 @@ _INITIAL_CAPACITY = 1024
 
 _MAGIC = b'WAYMARK-VECTOR-INDEX\n'
 _FORMAT = 1
-_TRAILER = struct.Struct('<QI')
 _HEADER_LEN = struct.Struct('<Q')
 _MAX_HEADER = 1 << 28
-_READ_CHUNK = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -310,20 +305,9 @@ class VectorIndex:
 
         Searches go on meanwhile; writes wait.
         """
-        path = Path(path)
-        temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
         with self._write_lock:
             state = self._state
-            try:
-                with open(temporary, 'wb') as stream:
-                    self._write(state, stream)
-                    stream.flush()
-                    os.fsync(stream.fileno())
-                os.replace(temporary, path)
-            except BaseException:
-                temporary.unlink(missing_ok=True)
-                raise
-        fsync_directory(path.parent)
+            write_checked(Path(path), _MAGIC, lambda checked: self._write(state, checked))
 
     @classmethod
     def load(
@@ -513,9 +497,9 @@ class VectorIndex:
 
     # -- internals: persistence ----------------------------------------------------------
 
-    def _write(self, state: _State, stream: io.BufferedWriter) -> None:
-        """Layout: magic, header length, JSON header, sections, faiss graph, then the byte
-        count and CRC-32 of everything after the magic (a torn or damaged file fails)."""
+    def _write(self, state: _State, checked: CheckedWriter) -> None:
+        """Body: header length, JSON header, sections, faiss graph (checked_file adds the
+        magic and the trailer)."""
         count = state.count
         joined = ''.join(state.row_ids)
         offsets = np.zeros(count + 1, np.int64)
@@ -538,8 +522,6 @@ class VectorIndex:
             'sections': {name: [array.dtype.str, len(array)] for name, array in sections.items()},
         }
         encoded = json.dumps(header).encode('utf-8')
-        checked = _CheckedWriter(stream)
-        stream.write(_MAGIC)
         checked.write(_HEADER_LEN.pack(len(encoded)))
         checked.write(encoded)
         for array in sections.values():
@@ -547,24 +529,11 @@ class VectorIndex:
         writer = faiss.PyCallbackIOWriter(checked.write)
         faiss.write_index(state.graph, writer)
         del writer
-        stream.write(_TRAILER.pack(checked.size, checked.crc))
 
     def _read(self, path: Path) -> _State | None:
-        with open(path, 'rb') as stream:
-            size = os.fstat(stream.fileno()).st_size
-            if size < len(_MAGIC) + _HEADER_LEN.size + _TRAILER.size:
+        with checked_body(path, _MAGIC) as (stream, body):
+            if body < _HEADER_LEN.size:
                 raise ValueError('file too short')
-            if stream.read(len(_MAGIC)) != _MAGIC:
-                raise ValueError('not a waymark vector index')
-            body = size - len(_MAGIC) - _TRAILER.size
-            stream.seek(len(_MAGIC) + body)
-            length, crc = _TRAILER.unpack(stream.read(_TRAILER.size))
-            if length != body:
-                raise ValueError(f'truncated or extended: {body} bytes, trailer says {length}')
-            stream.seek(len(_MAGIC))
-            if _crc_of(stream, body) != crc:
-                raise ValueError('checksum mismatch')
-            stream.seek(len(_MAGIC))
             (header_len,) = _HEADER_LEN.unpack(stream.read(_HEADER_LEN.size))
             if header_len > min(body, _MAX_HEADER):
                 raise ValueError('header length out of range')
@@ -636,32 +605,6 @@ class VectorIndex:
         if len(state.session_codes) != len(names):
             raise ValueError('session names repeat')
         return state
-
-
-class _CheckedWriter:
-    """Writes through to a stream while counting bytes and their CRC-32."""
-
-    def __init__(self, stream: io.BufferedWriter) -> None:
-        self.stream = stream
-        self.size = 0
-        self.crc = 0
-
-    def write(self, data: bytes) -> None:
-        self.stream.write(data)
-        self.size += len(data)
-        self.crc = zlib.crc32(data, self.crc)
-
-
-def _crc_of(stream: io.BufferedReader, size: int) -> int:
-    crc = 0
-    left = size
-    while left > 0:
-        chunk = stream.read(min(left, _READ_CHUNK))
-        if not chunk:
-            raise ValueError('file ended early')
-        crc = zlib.crc32(chunk, crc)
-        left -= len(chunk)
-    return crc
 
 
 def _kill(state: _State, rows: Sequence[int]) -> int:
