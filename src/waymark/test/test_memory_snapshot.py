@@ -104,7 +104,14 @@ def test_a_torn_last_line_is_a_crash_mid_note_and_is_ignored(tmp_path):
     snapshots.close()
     with open(tmp_path / 'journal.1.jsonl', 'a') as stream:
         stream.write('{"level": "frame", "ids": ["a/')
-    assert SnapshotDir(tmp_path).read().changes == [Change(FRAME, ('a/1',))]
+    reopened = SnapshotDir(tmp_path)
+    assert reopened.read().changes == [Change(FRAME, ('a/1',))]
+    reopened.note(Change(FRAME, ('a/2',)))  # appended after the cut, not onto the torn text
+    reopened.close()
+    assert SnapshotDir(tmp_path).read().changes == [
+        Change(FRAME, ('a/1',)),
+        Change(FRAME, ('a/2',)),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import json
 import shutil
@@ -604,6 +605,8 @@ def _direct(count: int, queries_per: int) -> dict:
     for start in range(0, count, 65536):
         records.upsert([layout.record(i) for i in range(start, min(start + 65536, count))])
     result['builds']['records'] = {'seconds': time.perf_counter() - started}
+    saves = Path(tempfile.mkdtemp(prefix='waymark-bench-snapshot-'))
+    result['snapshot'] = {'records': _save_and_load(records, RecordTable.load, saves / 'records')}
     per_row = 1024  # index bytes per row besides its vector (links, id): measured on text
     for name, dim in DIMS.items():
         raw = count * dim * 4
@@ -640,9 +643,30 @@ def _direct(count: int, queries_per: int) -> dict:
         queries = make_queries(layout, {name: view}, modes, queries_per, 2)
         searcher = DirectSearcher(records, {name: index})
         result['results'] += compare(searcher, Exact(layout, {name: view}), queries, [name])
-        del index, view, searcher, queries
+        del view, searcher, queries
         gc.collect()
+        load = functools.partial(VectorIndex.load, dim=dim, params=IndexParams())
+        result['snapshot'][name] = _save_and_load(index, load, saves / f'{name}.vindex')
+        del index
+        gc.collect()
+    shutil.rmtree(saves, ignore_errors=True)
     return result
+
+
+def _save_and_load(saved, load: Callable, path: Path) -> dict:
+    """Seconds to save a table or index as an open's snapshot does, and to load it back
+    (what an open at this size spends on it), with the file's size."""
+    started = time.perf_counter()
+    saved.save(path)
+    save_s = time.perf_counter() - started
+    started = time.perf_counter()
+    loaded = load(path)
+    load_s = time.perf_counter() - started
+    if loaded is None or len(loaded) != len(saved):
+        raise RuntimeError(f'{path.name} did not load back whole')
+    size = path.stat().st_size
+    path.unlink()
+    return {'save_s': save_s, 'load_s': load_s, 'bytes': size}
 
 
 # -- the benchmark -------------------------------------------------------------------------
@@ -825,6 +849,17 @@ def render(result: dict) -> str:
                 )
             else:
                 parts.append(f'{name}: filled in {build["seconds"]:.1f} s')
+        if size.get('snapshot'):
+            saved = size['snapshot']
+            parts.append(
+                'snapshot (what an open loads): '
+                + ', '.join(
+                    f'{name} {part["bytes"] / 2**20:.0f} MiB saved in {part["save_s"]:.1f} s, '
+                    f'loaded in {part["load_s"]:.1f} s'
+                    for name, part in saved.items()
+                )
+                + f'; loading all {sum(part["load_s"] for part in saved.values()):.1f} s'
+            )
         parts.append(f'({size["seconds"]:.0f} s)\n')
     targets = result['targets']
     p50, recall = targets['p50_ms'], targets['recall_at_10']

@@ -149,13 +149,19 @@ class SnapshotDir:
         return Saved(generation, rows)
 
     def _read_journal(self, generation: int) -> list[Change] | None:
+        path = self._journal_path(generation)
         try:
-            with open(self._journal_path(generation), 'rb') as stream:
-                lines = stream.read().split(b'\n')
+            with open(path, 'rb') as stream:
+                data = stream.read()
+            # The text after the last newline is empty, or a line a crash cut short: cut
+            # it off, or the next line appended would join it and read as damage.
+            whole = data.rfind(b'\n') + 1
+            if whole < len(data):
+                os.truncate(path, whole)
         except OSError as error:
             _LOG.warning('index journal unreadable, indexes to be rebuilt: %s', error)
             return None
-        # The text after the last newline is empty, or a line a crash cut short.
+        lines = data[:whole].split(b'\n')
         changes = []
         for number, line in enumerate(lines[:-1]):
             change = _change_of(line)
