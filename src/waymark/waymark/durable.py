@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 TEMPORARY_SUFFIX = '.tmp'
 
@@ -23,10 +25,16 @@ def is_temporary(name: str) -> bool:
 def replace_atomically(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write `data` to a temporary sibling, sync it, and rename it over `path`; on any
     failure the temporary is removed and `path` is as it was."""
+    write_atomically(path, lambda stream: stream.write(data), fsync)
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], object], fsync: bool = True) -> None:
+    """As replace_atomically, with the content streamed by `write` (a large file is never
+    held in memory whole)."""
     temporary = temporary_sibling(path)
     try:
         with open(temporary, 'xb') as stream:
-            stream.write(data)
+            write(stream)
             stream.flush()
             if fsync:
                 os.fsync(stream.fileno())

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from waymark.durable import replace_atomically
 from waymark.geometry import Pose
 from waymark.memory.entries import CameraModel, DepthSamples, Keyframe, check_session_name
 
@@ -63,17 +64,7 @@ class KeyframeJournal:
         replaced = target.stat().st_size if target.exists() else 0
         if self._used - replaced + len(data) > self.max_bytes:
             raise JournalFullError(f'keyframe journal full ({self._used} of {self.max_bytes} B)')
-        temporary = self.directory / f'.{target.name}.tmp'
-        try:
-            with open(temporary, 'wb') as stream:
-                stream.write(data)
-                if self.fsync:
-                    stream.flush()
-                    os.fsync(stream.fileno())
-            os.replace(temporary, target)
-        except OSError:
-            temporary.unlink(missing_ok=True)
-            raise
+        replace_atomically(target, data, fsync=self.fsync)
         self._used += len(data) - replaced
         return target
 

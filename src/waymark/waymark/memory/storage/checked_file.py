@@ -16,8 +16,9 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from waymark.durable import fsync_directory, temporary_sibling
+from waymark.durable import write_atomically
 
 _TRAILER = struct.Struct('<QI')
 _READ_CHUNK = 1 << 24
@@ -26,7 +27,7 @@ _READ_CHUNK = 1 << 24
 class CheckedWriter:
     """Writes through to a stream while counting bytes and their CRC-32."""
 
-    def __init__(self, stream: io.BufferedWriter) -> None:
+    def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.size = 0
         self.crc = 0
@@ -43,21 +44,14 @@ class CheckedWriter:
 def write_checked(path: Path, magic: bytes, write_body: Callable[[CheckedWriter], None]) -> None:
     """Write magic, the body `write_body` streams, and the trailer to a temporary sibling,
     sync it and rename it over `path`; on failure `path` is as it was."""
-    path = Path(path)
-    temporary = temporary_sibling(path)
-    try:
-        with open(temporary, 'xb') as stream:
-            stream.write(magic)
-            checked = CheckedWriter(stream)
-            write_body(checked)
-            stream.write(_TRAILER.pack(checked.size, checked.crc))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fsync_directory(path.parent)
+
+    def write(stream: BinaryIO) -> None:
+        stream.write(magic)
+        checked = CheckedWriter(stream)
+        write_body(checked)
+        stream.write(_TRAILER.pack(checked.size, checked.crc))
+
+    write_atomically(Path(path), write)
 
 
 @contextlib.contextmanager
