@@ -9,6 +9,7 @@ import inspect
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,7 +206,7 @@ def test_a_crash_replays_writes_replacements_and_removals_in_order(db):
 def test_a_damaged_index_file_is_rebuilt_alone(db):
     with MemoryStore(db, VIEWS) as store:
         add(store, 'a', range(20))
-    generation = store._snapshots.generation  # the one its close saved
+    generation, _ = store.snapshot_state  # the one its close saved
     path = snapshot_dir(db).index_path('frame/text', generation)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -238,16 +239,23 @@ def test_rows_written_behind_the_journal_s_back_rebuild_the_index(db, tmp_path):
 
 def test_a_snapshot_is_saved_every_snapshot_every_ids(db):
     with MemoryStore(db, VIEWS, snapshot_every=8) as store:
-        first = store._snapshots.generation
+        first, _ = store.snapshot_state
         add(store, 'a', range(5))
-        assert (store._snapshots.generation, store._snapshots.pending) == (first, 5)
+        assert store.snapshot_state == (first, 5)
         add(store, 'a', range(5, 10))  # 10 >= 8: saved
-        assert (store._snapshots.generation, store._snapshots.pending) == (first + 1, 0)
+        assert store.snapshot_state == (first + 1, 0)
         add(store, 'a', range(10, 13))
     crash_after(db, "add(store, 'a', [13])")
     with MemoryStore(db, VIEWS) as store:
         assert store.load_report.caught_up == 1
         assert store.count() == 14
+
+
+def test_a_memory_searched_in_milvus_saves_nothing(db):
+    with MemoryStore(db, VIEWS, search_backend='milvus') as store:
+        add(store, 'a', range(3))
+        assert store.snapshot_state is None  # no table or index in process to save
+    assert not (Path(f'{db}.indexes') / 'waymark' / MARK).exists()
 
 
 def test_snapshot_every_is_checked(db):

@@ -54,6 +54,9 @@ def memory_stats(
         images_bytes=memory.image_store.used_bytes,
         mean_ingest_ms=round(held.mean_ingest_ms, 1),
     )
+    snapshot = memory.store.snapshot_state
+    if snapshot is not None:
+        stats['snapshot_generation'], stats['snapshot_pending_ids'] = snapshot
     captions = memory.segments.captions if memory.segments is not None else None
     if captions is not None:
         stats['captions_pending'] = captions.pending

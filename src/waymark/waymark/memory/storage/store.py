@@ -296,6 +296,14 @@ class MemoryStore:
     def segment_view_dims(self) -> dict[str, int]:
         return dict(self._levels[SEGMENT].dims)
 
+    @property
+    def snapshot_state(self) -> tuple[int, int] | None:
+        """(generation, ids journaled since) of the saved tables and indexes: the second is
+        what an open after a crash would refetch. None where nothing is saved."""
+        if self._snapshots is None:
+            return None
+        return self._snapshots.generation, self._snapshots.pending
+
     def views(self, level: str = FRAME) -> list[str]:
         return list(self._level(level).dims)
 
