@@ -83,8 +83,10 @@ def test_search_compares_every_mode_with_an_exact_scan(results):
         assert 0.0 <= row['recall_at_10'] <= 1.0
     assert search['targets']['p50_ms']['entries'] == direct_size['entries']  # the largest <= 100k
     assert set(direct_size['snapshot']) == {'records', 'text', 'image'}  # saved, loaded whole
-    for part in direct_size['snapshot'].values():
-        assert part['bytes'] > 0 and part['load_s'] > 0
+    for name, part in direct_size['snapshot'].items():
+        assert part['bytes'] > 0 and part['load_s'] > 0 and 'anon_rss_bytes' in part
+        if name != 'records':  # searched once loaded, from the file's mapped vectors
+            assert part['searched_file_rss_bytes'] >= 0
     assert 0.0 <= search['targets']['recall_at_10']['worst'] <= 1.0
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from waymark.memory.storage import vector_index
-from waymark.memory.storage.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import FP32, SQ8, VECTOR_CODES, IndexParams, VectorIndex
 
 DIM = 384
 ROWS = 20_000
@@ -74,11 +74,12 @@ def _recall(index: VectorIndex, data, ids, queries, rows, k=10, **filters) -> fl
     return hits / (len(queries) * min(k, len(rows)))
 
 
-@pytest.fixture(scope='module')
-def corpus():
+@pytest.fixture(scope='module', params=VECTOR_CODES)
+def corpus(request):
+    """The clustered corpus in an index of each kind of vector codes."""
     data, sessions, indices = _clustered(ROWS, DIM, seed=1)
     ids = _ids(sessions, indices)
-    index = VectorIndex(DIM)
+    index = VectorIndex(DIM, IndexParams(vector_codes=request.param))
     for start in range(0, ROWS, 5000):
         stop = start + 5000
         index.upsert(ids[start:stop], sessions[start:stop], indices[start:stop], data[start:stop])
@@ -89,7 +90,8 @@ def corpus():
 def graph_only(corpus, monkeypatch):
     """Make the corpus's filtered searches use the graph however few rows they keep."""
     monkeypatch.setattr(vector_index, '_EXACT_WHEN_EF_ABOVE', float('inf'))
-    monkeypatch.setattr(corpus[0], 'params', IndexParams(exact_below=0))
+    codes = corpus[0].params.vector_codes
+    monkeypatch.setattr(corpus[0], 'params', IndexParams(exact_below=0, vector_codes=codes))
 
 
 def _no_exact():
@@ -98,7 +100,7 @@ def _no_exact():
     )
 
 
-def _small(rows: int = 600, dim: int = 16, seed: int = 0, **params):
+def _small(rows: int = 1200, dim: int = 16, seed: int = 0, **params):
     rng = np.random.default_rng(seed)
     data = _unit(rng.standard_normal((rows, dim)))
     sessions = [SESSIONS[i % 3] for i in range(rows)]
@@ -315,7 +317,7 @@ def test_remove_session_drops_its_rows_only(exact_below):
     assert index.remove_session('nobody') == 0
     assert index.ids() == {key for key, s in zip(ids, sessions, strict=True) if s != 'bravo'}
     assert index.search(data[1], 5, sessions=['bravo']) == []
-    found = index.search(data[1], 700)
+    found = index.search(data[1], 1200)
     assert len(found) == len(index)
     assert all(not key.startswith('bravo/') for key, _ in found)
 
@@ -387,7 +389,7 @@ def test_save_and_load_give_identical_results(corpus, tmp_path):
     index, data, _, _, _ = corpus
     path = tmp_path / 'frames_image.vidx'
     index.save(path)
-    loaded = VectorIndex.load(path, DIM)
+    loaded = VectorIndex.load(path, DIM, index.params)
     assert loaded is not None
     assert len(loaded) == len(index)
     assert loaded.ids() == index.ids()
@@ -449,7 +451,7 @@ def test_load_refuses_missing_damaged_and_mismatched_files(tmp_path):
 
 
 def test_save_replaces_the_file_atomically(tmp_path):
-    index, _, ids, _, _ = _small()
+    index, _, ids, _, _ = _small(exact_below=0)
     path = tmp_path / 'v.vidx'
     index.save(path)
     index.remove(ids[:5])
@@ -475,3 +477,87 @@ def test_exact_search_when_the_strided_sample_misleads():
     for k in (5, 100, 1500):
         expected = _exact(_unit(data), query.astype(np.float32), np.arange(rows), k)
         assert [key for key, _ in index.search(query, k)] == [ids[row] for row in expected]
+
+
+# -- sq8 codes ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_graphs(monkeypatch):
+    """Let graphs of a few thousand rows be searched (an exact scan is cheaper there)."""
+    monkeypatch.setattr(vector_index, '_EXACT_WHEN_EF_ABOVE', float('inf'))
+
+
+def test_sq8_scans_exactly_until_there_are_rows_to_train_on(small_graphs):
+    index, data, _, _, _ = _small(rows=900, exact_below=0)
+    assert index.params.vector_codes == SQ8
+    with _no_exact(), pytest.raises(AssertionError, match='exact search used'):
+        index.search(data[0], 5)
+    rng = np.random.default_rng(3)
+    more = _unit(rng.standard_normal((300, 16)))
+    index.upsert([f'x/{i}' for i in range(300)], ['x'] * 300, list(range(300)), more)
+    with _no_exact():
+        found = index.search(more[7], 3)
+    assert found[0] == ('x/7', pytest.approx(1.0))
+
+
+def test_sq8_scores_are_exact_cosines_after_reranking(small_graphs):
+    index, data, ids, _, _ = _small(rows=3000, exact_below=0)
+    query = _queries(data, 1, seed=11)[0]
+    with _no_exact():
+        found = index.search(query, 10)
+    row_of = {key: row for row, key in enumerate(ids)}
+    scores = np.array([score for _, score in found])
+    np.testing.assert_allclose(scores, data[[row_of[key] for key, _ in found]] @ query, atol=1e-6)
+
+
+def test_sq8_keeps_writes_after_a_save_and_saves_them_again(tmp_path):
+    index, data, ids, _, _ = _small(rows=2000, exact_below=0)
+    path = tmp_path / 'v.vidx'
+    index.save(path)
+    rng = np.random.default_rng(5)
+    more = _unit(rng.standard_normal((50, 16)))
+    new_ids = [f'y/{i}' for i in range(50)]
+    index.upsert(new_ids, ['y'] * 50, list(range(50)), more)
+    index.remove(ids[:20])
+    assert index.search(more[3], 1) == [('y/3', pytest.approx(1.0))]
+    assert index.search(data[0], 1)[0][0] != ids[0]
+    index.save(tmp_path / 'w.vidx')
+    path.unlink()  # the vectors saved first are still mapped; the file may go
+    loaded = VectorIndex.load(tmp_path / 'w.vidx', 16, index.params)
+    assert loaded.ids() == (set(ids[20:]) | set(new_ids))
+    for query in (*more[:5], *data[20:25]):
+        assert loaded.search(query, 5) == index.search(query, 5)
+
+
+def test_saved_codes_must_match_to_load(tmp_path):
+    for codes, other in ((SQ8, FP32), (FP32, SQ8)):
+        index, _, _, _, _ = _small(exact_below=0, vector_codes=codes)
+        path = tmp_path / f'{codes}.vidx'
+        index.save(path)
+        assert VectorIndex.load(path, 16, IndexParams(vector_codes=codes)) is not None
+        assert VectorIndex.load(path, 16, IndexParams(vector_codes=other)) is None
+
+
+def test_sq8_rebuild_after_removals_keeps_recall(small_graphs):
+    index, data, ids, _, _ = _small(rows=4000, exact_below=0)
+    assert index.remove(ids[::2]) == 2000  # past the dead share: a rebuild
+    kept = np.arange(1, 4000, 2)
+    queries = _queries(data, 30, seed=12)
+    with _no_exact():
+        assert _recall(index, data, ids, queries, kept) >= 0.95
+
+
+def test_a_full_disk_refuses_the_write_and_keeps_the_index(tmp_path):
+    index = VectorIndex(16, IndexParams(vector_codes=SQ8), spill_dir=tmp_path)
+    rng = np.random.default_rng(2)
+    data = _unit(rng.standard_normal((10, 16)))
+    index.upsert([f'a/{i}' for i in range(10)], ['a'] * 10, list(range(10)), data)
+    more = _unit(rng.standard_normal((2000, 16)))
+    full = OSError(28, 'No space left on device')
+    no_space = mock.patch.object(vector_index.os, 'posix_fallocate', side_effect=full)
+    with no_space, pytest.raises(OSError, match='No space'):
+        index.upsert([f'b/{i}' for i in range(2000)], ['b'] * 2000, list(range(2000)), more)
+    assert index.ids() == {f'a/{i}' for i in range(10)}
+    assert index.search(data[4], 1) == [('a/4', pytest.approx(1.0))]
+    assert list(tmp_path.iterdir()) == []  # the spill file has no name

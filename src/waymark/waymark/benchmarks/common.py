@@ -71,10 +71,11 @@ def mem_available_bytes() -> int:
     return 0
 
 
-def rss_bytes() -> int:
-    """This process's resident memory, to report what an index costs in RAM."""
+def rss_bytes(kind: str = 'VmRSS') -> int:
+    """This process's resident memory, to report what an index costs in RAM: all of it
+    (VmRSS), or only anonymous memory (RssAnon) or mapped files' pages (RssFile)."""
     for line in Path('/proc/self/status').read_text().splitlines():
-        if line.startswith('VmRSS:'):
+        if line.startswith(f'{kind}:'):
             return int(line.split()[1]) * 1024
     return 0
 

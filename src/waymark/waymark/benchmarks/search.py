@@ -606,7 +606,8 @@ def _direct(count: int, queries_per: int) -> dict:
         records.upsert([layout.record(i) for i in range(start, min(start + 65536, count))])
     result['builds']['records'] = {'seconds': time.perf_counter() - started}
     saves = Path(tempfile.mkdtemp(prefix='waymark-bench-snapshot-'))
-    result['snapshot'] = {'records': _save_and_load(records, RecordTable.load, saves / 'records')}
+    result['snapshot'] = {}
+    result['snapshot']['records'], _ = _save_and_load(records, RecordTable.load, saves / 'records')
     per_row = 1024  # index bytes per row besides its vector (links, id): measured on text
     for name, dim in DIMS.items():
         raw = count * dim * 4
@@ -620,7 +621,7 @@ def _direct(count: int, queries_per: int) -> dict:
         view = make_view(name, count, rng)
         gc.collect()
         rss = rss_bytes()
-        index = VectorIndex(dim, IndexParams())
+        index = VectorIndex(dim, IndexParams(), spill_dir=saves)
         started = time.perf_counter()
         for start in range(0, count, 65536):
             part = slice(start, min(start + 65536, count))
@@ -639,34 +640,51 @@ def _direct(count: int, queries_per: int) -> dict:
             'rows_per_s': count / build_s,
             'index_rss_bytes': grown,
         }
+        # Searched as memory_node searches after a restart: the index loaded from its file.
+        load = functools.partial(VectorIndex.load, dim=dim, params=IndexParams(), spill_dir=saves)
+        result['snapshot'][name], index = _save_and_load(index, load, saves / f'{name}.vindex')
         modes = [name, *TABLE_MODES, 'index_range'] if name == 'text' else [name]
         queries = make_queries(layout, {name: view}, modes, queries_per, 2)
         searcher = DirectSearcher(records, {name: index})
         result['results'] += compare(searcher, Exact(layout, {name: view}), queries, [name])
-        del view, searcher, queries
-        gc.collect()
-        load = functools.partial(VectorIndex.load, dim=dim, params=IndexParams())
-        result['snapshot'][name] = _save_and_load(index, load, saves / f'{name}.vindex')
-        del index
+        result['snapshot'][name]['searched_file_rss_bytes'] = rss_bytes('RssFile') - result[
+            'snapshot'
+        ][name].pop('file_rss_before')
+        del view, searcher, queries, index
         gc.collect()
     shutil.rmtree(saves, ignore_errors=True)
     return result
 
 
-def _save_and_load(saved, load: Callable, path: Path) -> dict:
-    """Seconds to save a table or index as an open's snapshot does, and to load it back
-    (what an open at this size spends on it), with the file's size."""
+def _save_and_load(saved, load: Callable, path: Path) -> tuple[dict, object]:
+    """Save a table or index as an open's snapshot does and load it back in its place
+    (what an open at this size spends on it): seconds each way, the file's size, and the
+    memory the loaded copy holds, anonymous (its own) and file pages mapped.
+
+    Returns the figures and the loaded copy; the file is unlinked (a mapping outlives it).
+    """
     started = time.perf_counter()
     saved.save(path)
     save_s = time.perf_counter() - started
+    entries = len(saved)
+    del saved
+    gc.collect()
+    anon, mapped = rss_bytes('RssAnon'), rss_bytes('RssFile')
     started = time.perf_counter()
     loaded = load(path)
     load_s = time.perf_counter() - started
-    if loaded is None or len(loaded) != len(saved):
+    if loaded is None or len(loaded) != entries:
         raise RuntimeError(f'{path.name} did not load back whole')
     size = path.stat().st_size
     path.unlink()
-    return {'save_s': save_s, 'load_s': load_s, 'bytes': size}
+    figures = {
+        'save_s': save_s,
+        'load_s': load_s,
+        'bytes': size,
+        'anon_rss_bytes': rss_bytes('RssAnon') - anon,
+        'file_rss_before': mapped,
+    }
+    return figures, loaded
 
 
 # -- the benchmark -------------------------------------------------------------------------
@@ -845,7 +863,7 @@ def render(result: dict) -> str:
                 parts.append(
                     f'{name} index ({build["dim"]}-d): built in {build["seconds"]:.1f} s '
                     f'({build["rows_per_s"]:.0f} rows/s), '
-                    f'{build["index_rss_bytes"] / 2**20:.0f} MiB'
+                    f'{build["index_rss_bytes"] / 2**20:.0f} MiB resident while building'
                 )
             else:
                 parts.append(f'{name}: filled in {build["seconds"]:.1f} s')
@@ -859,6 +877,20 @@ def render(result: dict) -> str:
                     for name, part in saved.items()
                 )
                 + f'; loading all {sum(part["load_s"] for part in saved.values()):.1f} s'
+            )
+            parts.append(
+                'memory once loaded (anonymous; + mapped file pages read by the searches): '
+                + ', '.join(
+                    f'{name} {part["anon_rss_bytes"] / 2**20:.0f} MiB'
+                    + (
+                        f' + {part["searched_file_rss_bytes"] / 2**20:.0f} MiB'
+                        if 'searched_file_rss_bytes' in part
+                        else ''
+                    )
+                    for name, part in saved.items()
+                )
+                + f'; all {sum(part["anon_rss_bytes"] for part in saved.values()) / 2**20:.0f} MiB'
+                ' anonymous'
             )
         parts.append(f'({size["seconds"]:.0f} s)\n')
     targets = result['targets']

@@ -249,19 +249,25 @@ class MemoryStore:
         self.search_backend = search_backend
         self.max_k = max_k
         params = index_params or IndexParams()
-        self._levels = {
-            FRAME: _level(f'{prefix}_frames', f'{prefix}_view', views, params),
-            SEGMENT: _level(f'{prefix}_segments', f'{prefix}_segview', segment_views, params),
-            # Collections of their own, created on first open: older memories open as they
-            # were, with no place yet.
-            PLACE: _level(f'{prefix}_places', f'{prefix}_placeview', place_views, params),
-        }
         self._lite_path = _lite_path(uri)
         if index_dir is None and self._lite_path is not None:
             index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
         if search_backend == IN_MILVUS:  # nothing in process to save
             index_dir = None
         self._snapshots = SnapshotDir(Path(index_dir) / prefix) if index_dir is not None else None
+        # sq8 indexes keep the fp32 vectors of unsaved rows on disk, next to the snapshots.
+        self._spill_dir = None if self._snapshots is None else self._snapshots.directory
+        self._levels = {
+            FRAME: _level(f'{prefix}_frames', f'{prefix}_view', views, params, self._spill_dir),
+            SEGMENT: _level(
+                f'{prefix}_segments', f'{prefix}_segview', segment_views, params, self._spill_dir
+            ),
+            # Collections of their own, created on first open: older memories open as they
+            # were, with no place yet.
+            PLACE: _level(
+                f'{prefix}_places', f'{prefix}_placeview', place_views, params, self._spill_dir
+            ),
+        }
         self._snapshot_every = int(snapshot_every)
         self._next_snapshot = self._snapshot_every
         self._index_params = params
@@ -706,7 +712,9 @@ class MemoryStore:
     def _saved_index(self, saved: Saved | None, key: str, dim: int) -> VectorIndex | None:
         if saved is None or key not in saved.rows:
             return None
-        index = VectorIndex.load(self._snapshots.index_path(key), dim, self._index_params)
+        index = VectorIndex.load(
+            self._snapshots.index_path(key), dim, self._index_params, self._spill_dir
+        )
         return index if index is not None and len(index) == saved.rows[key] else None
 
     def _catch_up(self, changes: Sequence[Change], loaded: set[str]) -> int:
@@ -776,7 +784,7 @@ class MemoryStore:
                 return
             _LOG.warning('vector index %s differs from Milvus after catching up: rebuilt', key)
             report.rebuilt.append(key)
-        index = VectorIndex(level.dims[view], self._index_params)
+        index = VectorIndex(level.dims[view], self._index_params, self._spill_dir)
         _index_rows(index, list(self._scan(collection, ('session', 'idx', 'vector'))))
         level.indexes[view] = index
 
@@ -973,13 +981,19 @@ def _table_key(level: str) -> str:
     return f'{level}/records'
 
 
-def _level(records: str, view_prefix: str, dims: Mapping[str, int], params: IndexParams) -> _Level:
+def _level(
+    records: str,
+    view_prefix: str,
+    dims: Mapping[str, int],
+    params: IndexParams,
+    spill_dir: Path | None,
+) -> _Level:
     return _Level(
         records=records,
         views={name: f'{view_prefix}_{name}' for name in dims},
         dims={name: int(dim) for name, dim in dims.items()},
         table=RecordTable(),
-        indexes={name: VectorIndex(int(dim), params) for name, dim in dims.items()},
+        indexes={name: VectorIndex(int(dim), params, spill_dir) for name, dim in dims.items()},
     )
 
 

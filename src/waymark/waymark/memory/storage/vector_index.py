@@ -33,7 +33,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import struct
+import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -68,10 +70,24 @@ _EF_GROWTH = 0.6
 _ADD_CHUNK = 65536
 _INITIAL_CAPACITY = 1024
 
+# sq8: a scalar quantiser trained on the rows present once there are this many (fewer are
+# always scanned exactly), with each dimension's range widened by this share on both sides
+# for later rows; graph searches re-rank a shortlist of _RERANK_FACTOR * k on fp32 vectors
+# (measured on 100k clustered 384-d rows: recall@10 0.98 with no re-ranking, 1.00 with 2k).
+_SQ_TRAIN_MIN = 1024
+_SQ_TRAIN_SAMPLE = 65536
+_SQ_RANGE_MARGIN = 0.2
+_RERANK_FACTOR = 2
+
 _MAGIC = b'WAYMARK-VECTOR-INDEX\n'
-_FORMAT = 1
+_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 _HEADER_LEN = struct.Struct('<Q')
 _MAX_HEADER = 1 << 28
+
+FP32 = 'fp32'
+SQ8 = 'sq8'
+VECTOR_CODES = (SQ8, FP32)
 
 
 @dataclass(frozen=True)
@@ -87,8 +103,18 @@ class IndexParams:
     ef_construction: int = 80
     ef_search: int = setting(128, 'HNSW search breadth (recall/speed).', low=8, high=4096)
     exact_below: int = 10_000
+    vector_codes: str = setting(
+        SQ8,
+        'How the search graph holds vectors: sq8 (one byte per dimension in RAM; the '
+        'shortlist is re-ranked on fp32 vectors kept on disk) or fp32 (all in RAM).',
+        choices=VECTOR_CODES,
+    )
 
     def __post_init__(self) -> None:
+        if self.vector_codes not in VECTOR_CODES:
+            raise ValueError(
+                f'vector_codes must be one of {VECTOR_CODES}, got {self.vector_codes!r}'
+            )
         for name, low, high in (
             ('hnsw_m', 4, 256),
             ('ef_construction', 8, 100_000),
@@ -102,11 +128,65 @@ class IndexParams:
                 raise ValueError(f'{name} must be in [{low}, {high}], got {value}')
 
 
+class _RowVectors:
+    """The fp32 vector of every row, for re-ranking and exact scans, when the graph holds
+    sq8 codes; kept out of the process's own memory.
+
+    Rows up to the last save are a read-only memory map of the saved file; later rows (and
+    a rebuild's) go to an unnamed file in `spill_dir`, mapped as well, whose space is
+    allocated before it is written (a full disk raises OSError rather than killing the
+    process on a write to a hole). The kernel pages both in as searches read them.
+    """
+
+    def __init__(self, dim: int, spill_dir: Path | None, base: np.ndarray | None = None) -> None:
+        self.dim = dim
+        self.base = np.empty((0, dim), np.float32) if base is None else base
+        self._spill_dir = spill_dir
+        self._file = None
+        self._tail = np.empty((0, dim), np.float32)
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return len(self.base) + self._rows
+
+    def parts(self) -> list[tuple[int, np.ndarray]]:
+        parts = [(0, self.base)] if len(self.base) else []
+        if self._rows:
+            parts.append((len(self.base), self._tail[: self._rows]))
+        return parts
+
+    def append(self, unit: np.ndarray) -> None:
+        needed = self._rows + len(unit)
+        if needed > len(self._tail):
+            self._grow(max(needed, 2 * len(self._tail), _INITIAL_CAPACITY))
+        self._tail[self._rows : needed] = unit
+        self._rows = needed
+
+    def truncate(self, rows: int) -> None:
+        """Forget the rows from `rows` on (after a failed append to the graph)."""
+        self._rows = min(self._rows, max(0, rows - len(self.base)))
+
+    def _grow(self, capacity: int) -> None:
+        if self._file is None:
+            if self._spill_dir is not None:
+                self._spill_dir.mkdir(parents=True, exist_ok=True)
+            # Open for the index's lifetime; closed with it.
+            self._file = tempfile.TemporaryFile(prefix='waymark-vectors-', dir=self._spill_dir)  # noqa: SIM115
+        size = capacity * self.dim * 4
+        os.posix_fallocate(self._file.fileno(), 0, size)
+        # Views of the old, shorter map stay valid: it is a separate mapping of the file.
+        self._tail = np.memmap(self._file, np.float32, 'r+', shape=(capacity, self.dim))
+
+
 @dataclass
 class _State:
-    """What searches read; replaced as a whole by a rebuild or a load."""
+    """What searches read; replaced as a whole by a rebuild or a load.
 
-    graph: faiss.IndexHNSWFlat
+    `graph` holds every row (alive or dead) in row order; with sq8 codes it is None until
+    there are enough rows to train the quantiser, and `exact` holds the fp32 vectors.
+    """
+
+    graph: faiss.Index | None
     codes: np.ndarray  # int32 session code per row (capacity-sized, first `rows` used)
     indices: np.ndarray  # int64 idx per row
     alive: np.ndarray  # bool per row
@@ -116,21 +196,25 @@ class _State:
     session_codes: dict[str, int]
     session_live: list[int]  # live rows per session code
     dead: int = 0
+    exact: _RowVectors | None = None  # sq8 only
 
     @property
     def count(self) -> int:
         return len(self.row_ids)
 
-    def vectors(self, dim: int) -> np.ndarray:
-        """The graph's stored vectors as a (rows, dim) view, without a copy.
+    def parts(self, dim: int) -> list[tuple[int, np.ndarray]]:
+        """The fp32 vectors of all rows as (first row, rows x dim array) pieces, no copy:
+        the graph's own storage with fp32 codes, else `exact`.
 
-        Valid only until the graph is next added to: read it under a lock.
+        Valid only until the next append: read them under a lock.
         """
+        if self.exact is not None:
+            return self.exact.parts()
         total = self.graph.ntotal
         if total == 0:
-            return np.empty((0, dim), np.float32)
+            return []
         storage = faiss.downcast_index(self.graph.storage)
-        return faiss.rev_swig_ptr(storage.get_xb(), total * dim).reshape(total, dim)
+        return [(0, faiss.rev_swig_ptr(storage.get_xb(), total * dim).reshape(total, dim))]
 
     def code(self, session: str) -> int:
         code = self.session_codes.get(session)
@@ -157,13 +241,21 @@ class _State:
 class VectorIndex:
     """Cosine search over unit vectors with (id, session, idx) per row, in process."""
 
-    def __init__(self, dim: int, params: IndexParams = IndexParams()) -> None:
+    def __init__(
+        self,
+        dim: int,
+        params: IndexParams = IndexParams(),
+        spill_dir: str | os.PathLike | None = None,
+    ) -> None:
+        """`spill_dir`: where sq8 codes keep the fp32 vectors added since the last save
+        (an unnamed file; the system's temporary directory when None)."""
         if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or not 1 <= dim <= 32768:
             raise ValueError(f'dim must be an integer in [1, 32768], got {dim!r}')
         if not isinstance(params, IndexParams):
             raise TypeError(f'params must be IndexParams, got {type(params).__name__}')
         self.dim = int(dim)
         self.params = params
+        self._spill_dir = None if spill_dir is None else Path(spill_dir)
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()
         self._state = self._empty_state()
@@ -220,7 +312,7 @@ class VectorIndex:
             mask, kept = self._filter(state, sessions, index_range)
             if kept == 0:
                 return []
-            ef = self._ef(int(k), kept, total)
+            ef = None if state.graph is None else self._ef(int(k), kept, total)
             if ef is None:
                 found = self._search_exact(state, query, int(k), mask)
             else:
@@ -272,6 +364,7 @@ class VectorIndex:
         with self._write_lock:
             with self._lock:
                 self._append(self._state, ids, sessions, index_array, unit)
+            self._maybe_train(self._state)
             self._maybe_rebuild()
 
     def remove(self, ids: Iterable[str]) -> int:
@@ -305,9 +398,16 @@ class VectorIndex:
 
         Searches go on meanwhile; writes wait.
         """
+        path = Path(path)
         with self._write_lock:
             state = self._state
-            write_checked(Path(path), _MAGIC, lambda checked: self._write(state, checked))
+            starts: list[int] = []
+            write_checked(path, _MAGIC, lambda checked: starts.append(self._write(state, checked)))
+            if state.exact is not None and state.count:
+                # Re-rank from the file just written and let go of the spill file.
+                base = np.memmap(path, '<f4', 'r', offset=starts[0], shape=(state.count, self.dim))
+                with self._lock:
+                    state.exact = _RowVectors(self.dim, self._spill_dir, base)
 
     @classmethod
     def load(
@@ -315,10 +415,13 @@ class VectorIndex:
         path: Path,
         dim: int,
         params: IndexParams = IndexParams(),
+        spill_dir: str | os.PathLike | None = None,
     ) -> VectorIndex | None:
         """The index saved at `path`, or None when it is missing, damaged, or was built
-        for another dim or graph shape (the caller then rebuilds it from the database)."""
-        index = cls(dim, params)
+        for another dim, graph shape or vector codes (the caller then rebuilds it from the
+        database). With sq8 codes the fp32 vectors stay in the file, memory-mapped: the
+        file must not be changed in place while the index lives (saves replace files)."""
+        index = cls(dim, params, spill_dir)
         path = Path(path)
         try:
             state = index._read(path)
@@ -330,6 +433,8 @@ class VectorIndex:
         if state is None:
             return None
         index._state = state
+        with index._write_lock:
+            index._maybe_train(state)
         return index
 
     # -- internals: searching ------------------------------------------------------------
@@ -382,13 +487,13 @@ class VectorIndex:
     def _search_exact(
         self, state: _State, query: np.ndarray, k: int, mask: np.ndarray | None
     ) -> list[tuple[int, float]]:
-        vectors = state.vectors(self.dim)
+        parts = state.parts(self.dim)
         if mask is None:
             rows = None
-            scores = _inner_products(vectors, query[0])
+            scores = np.concatenate([_inner_products(array, query[0]) for _, array in parts])
         else:
             rows = np.flatnonzero(mask)
-            scores = _scores_of_rows(vectors, rows, query[0])
+            scores = _scores_of_rows(parts, rows, query[0])
         top = _k_largest(scores, k)
         chosen = top if rows is None else rows[top]
         return [(int(row), float(score)) for row, score in zip(chosen, scores[top], strict=True)]
@@ -396,28 +501,46 @@ class VectorIndex:
     def _search_graph(
         self, state: _State, query: np.ndarray, k: int, mask: np.ndarray | None, ef: int
     ) -> list[tuple[int, float]]:
+        """HNSW search; with sq8 codes a shortlist of _RERANK_FACTOR * k is scored again
+        on the fp32 vectors."""
+        wanted = k if state.exact is None else _RERANK_FACTOR * k
+        ef = max(ef, wanted)
         if mask is None:
             params = faiss.SearchParametersHNSW(efSearch=ef)
-            distances, labels = state.graph.search(query, k, params=params)
+            distances, labels = state.graph.search(query, wanted, params=params)
         else:
             bitmap = np.packbits(mask, bitorder='little')
             selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
             params = faiss.SearchParametersHNSW(sel=selector, efSearch=ef)
-            distances, labels = state.graph.search(query, k, params=params)
+            distances, labels = state.graph.search(query, wanted, params=params)
             del selector, bitmap
-        return [
-            (int(row), float(score))
-            for row, score in zip(labels[0], distances[0], strict=True)
-            if row >= 0
-        ]
+        found = labels[0] >= 0
+        rows, scores = labels[0][found], distances[0][found]
+        if state.exact is not None and len(rows):
+            scores = _inner_products(_gather(state.parts(self.dim), rows), query[0])
+            top = np.lexsort((rows, -scores))[:k]
+            rows, scores = rows[top], scores[top]
+        return [(int(row), float(score)) for row, score in zip(rows, scores, strict=True)]
 
     # -- internals: writing --------------------------------------------------------------
 
+    def _new_graph(self) -> faiss.Index:
+        params = self.params
+        if params.vector_codes == FP32:
+            graph = faiss.IndexHNSWFlat(self.dim, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        else:
+            graph = faiss.IndexHNSWSQ(
+                self.dim, faiss.ScalarQuantizer.QT_8bit, params.hnsw_m, faiss.METRIC_INNER_PRODUCT
+            )
+            faiss.downcast_index(graph.storage).sq.rangestat_arg = _SQ_RANGE_MARGIN
+        graph.hnsw.efConstruction = params.ef_construction
+        return graph
+
     def _empty_state(self) -> _State:
-        graph = faiss.IndexHNSWFlat(self.dim, self.params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        graph.hnsw.efConstruction = self.params.ef_construction
+        sq8 = self.params.vector_codes == SQ8
         return _State(
-            graph=graph,
+            graph=None if sq8 else self._new_graph(),
+            exact=_RowVectors(self.dim, self._spill_dir) if sq8 else None,
             codes=np.zeros(0, np.int32),
             indices=np.zeros(0, np.int64),
             alive=np.zeros(0, bool),
@@ -436,14 +559,20 @@ class VectorIndex:
         indices: np.ndarray,
         unit: np.ndarray,
     ) -> None:
-        """Add rows to the graph, then record them; a replaced id's old row dies."""
+        """Add rows to the graph (and the fp32 rows), then record them; a replaced id's
+        old row dies."""
         start = state.count
+        if state.exact is not None:
+            state.exact.append(unit)
         try:
-            for offset in range(0, len(ids), _ADD_CHUNK):
-                state.graph.add(unit[offset : offset + _ADD_CHUNK])
+            if state.graph is not None:
+                for offset in range(0, len(ids), _ADD_CHUNK):
+                    state.graph.add(unit[offset : offset + _ADD_CHUNK])
         except BaseException:
             # Keep graph rows and metadata rows aligned: what got in stays, dead.
             added = state.graph.ntotal - start
+            if state.exact is not None:
+                state.exact.truncate(start + max(added, 0))
             if added > 0:
                 state.reserve(start + added)
                 state.codes[start : start + added] = state.code(sessions[0])
@@ -462,6 +591,34 @@ class VectorIndex:
             state.rows[key] = start + offset
         for code in codes:
             state.session_live[code] += 1
+
+    def _maybe_train(self, state: _State) -> None:
+        """With sq8 codes, build the graph once there are rows enough to train on.
+
+        Runs under the write lock only (searches scan exactly meanwhile; no row can be
+        added), then the finished graph is put in place under the state lock.
+        """
+        if state.graph is not None or state.count < max(self.params.exact_below, _SQ_TRAIN_MIN):
+            return
+        graph = self._trained_graph(state)
+        with self._lock:
+            state.graph = graph
+
+    def _trained_graph(self, state: _State) -> faiss.Index:
+        """An sq8 graph of every row, its quantiser fitted to (a sample of) the live rows."""
+        parts = state.parts(self.dim)
+        count = state.count
+        live = np.flatnonzero(state.alive[:count])
+        if len(live) == 0:
+            live = np.arange(count)
+        if len(live) > _SQ_TRAIN_SAMPLE:
+            rng = np.random.default_rng(count)
+            live = np.sort(rng.choice(live, _SQ_TRAIN_SAMPLE, replace=False))
+        graph = self._new_graph()
+        graph.train(_gather(parts, live))
+        for offset in range(0, count, _ADD_CHUNK):
+            graph.add(_gather(parts, np.arange(offset, min(count, offset + _ADD_CHUNK))))
+        return graph
 
     def _maybe_rebuild(self) -> None:
         """Rebuild the graph from the live rows once dead rows pass their share.
@@ -482,7 +639,7 @@ class VectorIndex:
             rank = np.empty(len(names), np.int64)
             rank[np.argsort(names, kind='stable')] = np.arange(len(names))
             rows = rows[np.lexsort((state.indices[rows], rank[state.codes[rows]]))]
-            vectors = state.vectors(self.dim)
+            parts = state.parts(self.dim)
             for offset in range(0, len(rows), _ADD_CHUNK):
                 chunk = rows[offset : offset + _ADD_CHUNK]
                 self._append(
@@ -490,16 +647,19 @@ class VectorIndex:
                     [state.row_ids[row] for row in chunk],
                     [state.session_names[code] for code in state.codes[chunk]],
                     state.indices[chunk],
-                    np.ascontiguousarray(vectors[chunk]),
+                    _gather(parts, chunk),
                 )
+            if new.graph is None and new.count >= max(self.params.exact_below, _SQ_TRAIN_MIN):
+                new.graph = self._trained_graph(new)
         with self._lock:
             self._state = new
 
     # -- internals: persistence ----------------------------------------------------------
 
-    def _write(self, state: _State, checked: CheckedWriter) -> None:
-        """Body: header length, JSON header, sections, faiss graph (checked_file adds the
-        magic and the trailer)."""
+    def _write(self, state: _State, checked: CheckedWriter) -> int:
+        """Body: header length, JSON header, sections, with sq8 codes the fp32 vectors,
+        then the faiss graph if there is one (checked_file adds the magic and the trailer).
+        Returns where in the file the fp32 vectors start."""
         count = state.count
         joined = ''.join(state.row_ids)
         offsets = np.zeros(count + 1, np.int64)
@@ -516,6 +676,8 @@ class VectorIndex:
             'dim': self.dim,
             'hnsw_m': self.params.hnsw_m,
             'ef_construction': self.params.ef_construction,
+            'vector_codes': self.params.vector_codes,
+            'graph': state.graph is not None,
             'rows': count,
             'live': len(state.rows),
             'sessions': state.session_names,
@@ -526,9 +688,16 @@ class VectorIndex:
         checked.write(encoded)
         for array in sections.values():
             checked.write(array.tobytes())
-        writer = faiss.PyCallbackIOWriter(checked.write)
-        faiss.write_index(state.graph, writer)
-        del writer
+        vectors_start = len(_MAGIC) + checked.size
+        if state.exact is not None:
+            for _, array in state.parts(self.dim):
+                for offset in range(0, len(array), _ADD_CHUNK):
+                    checked.write(np.ascontiguousarray(array[offset : offset + _ADD_CHUNK]))
+        if state.graph is not None:
+            writer = faiss.PyCallbackIOWriter(checked.write)
+            faiss.write_index(state.graph, writer)
+            del writer
+        return vectors_start
 
     def _read(self, path: Path) -> _State | None:
         with checked_body(path, _MAGIC) as (stream, body):
@@ -538,9 +707,12 @@ class VectorIndex:
             if header_len > min(body, _MAX_HEADER):
                 raise ValueError('header length out of range')
             header = json.loads(stream.read(header_len).decode('utf-8'))
-            if header.get('format') != _FORMAT:
+            if header.get('format') not in _READABLE_FORMATS:
                 raise ValueError(f'format {header.get("format")!r}, expected {_FORMAT}')
-            shape = {key: header.get(key) for key in ('dim', 'hnsw_m', 'ef_construction')}
+            header.setdefault('vector_codes', FP32)  # format 1
+            header.setdefault('graph', True)
+            keys = ('dim', 'hnsw_m', 'ef_construction', 'vector_codes')
+            shape = {key: header.get(key) for key in keys}
             wanted = {'dim': self.dim, **asdict(self.params)}
             if any(shape[key] != wanted[key] for key in shape):
                 _LOG.info('vector index %s built as %s, wanted %s: rebuilding', path, shape, wanted)
@@ -551,26 +723,36 @@ class VectorIndex:
                 data = np.dtype(dtype)
                 raw = stream.read(data.itemsize * int(length))
                 arrays[name] = np.frombuffer(raw, data, count=int(length))
-            graph = faiss.read_index(faiss.PyCallbackIOReader(stream.read))
+            exact = None
+            if header['vector_codes'] == SQ8:
+                start = stream.tell()
+                stream.seek(start + count * self.dim * 4)
+                if stream.tell() > len(_MAGIC) + body:
+                    raise ValueError('vectors run past the body')
+                base = np.memmap(path, '<f4', 'r', offset=start, shape=(count, self.dim))
+                exact = _RowVectors(self.dim, self._spill_dir, base if count else None)
+            graph = None
+            if header['graph']:
+                graph = faiss.read_index(faiss.PyCallbackIOReader(stream.read))
             if stream.tell() != len(_MAGIC) + body:
                 raise ValueError('graph does not end where the trailer starts')
         # read_index hands back the owning object, already of its concrete class.
-        return self._state_from(header, count, arrays, graph)
+        return self._state_from(header, count, arrays, graph, exact)
 
     def _state_from(
-        self, header: dict, count: int, arrays: dict[str, np.ndarray], graph: faiss.Index
+        self,
+        header: dict,
+        count: int,
+        arrays: dict[str, np.ndarray],
+        graph: faiss.Index | None,
+        exact: _RowVectors | None,
     ) -> _State:
         """Check the parts against each other and assemble the search state."""
-        if not isinstance(graph, faiss.IndexHNSWFlat):
-            raise ValueError(f'graph is a {type(graph).__name__}, expected IndexHNSWFlat')
-        if (
-            graph.d != self.dim
-            or graph.metric_type != faiss.METRIC_INNER_PRODUCT
-            or graph.ntotal != count
-            or graph.hnsw.nb_neighbors(1) != self.params.hnsw_m
-        ):
-            raise ValueError('graph does not match its header')
-        graph.hnsw.efConstruction = self.params.ef_construction
+        if graph is None:
+            if exact is None:
+                raise ValueError('neither a graph nor fp32 vectors')
+        else:
+            self._check_graph(graph, count)
         names = [str(name) for name in header['sessions']]
         codes = arrays['codes'].astype(np.int32)
         indices = arrays['indices'].astype(np.int64)
@@ -601,10 +783,28 @@ class VectorIndex:
             session_codes={name: code for code, name in enumerate(names)},
             session_live=session_live,
             dead=count - live,
+            exact=exact,
         )
         if len(state.session_codes) != len(names):
             raise ValueError('session names repeat')
         return state
+
+    def _check_graph(self, graph: faiss.Index, count: int) -> None:
+        expected = faiss.IndexHNSWFlat if self.params.vector_codes == FP32 else faiss.IndexHNSWSQ
+        if not isinstance(graph, expected):
+            raise ValueError(f'graph is a {type(graph).__name__}, expected {expected.__name__}')
+        if (
+            graph.d != self.dim
+            or graph.metric_type != faiss.METRIC_INNER_PRODUCT
+            or graph.ntotal != count
+            or graph.hnsw.nb_neighbors(1) != self.params.hnsw_m
+        ):
+            raise ValueError('graph does not match its header')
+        if expected is faiss.IndexHNSWSQ:
+            quantiser = faiss.downcast_index(graph.storage).sq
+            if quantiser.qtype != faiss.ScalarQuantizer.QT_8bit:
+                raise ValueError('graph codes are not sq8')
+        graph.hnsw.efConstruction = self.params.ef_construction
 
 
 def _kill(state: _State, rows: Sequence[int]) -> int:
@@ -664,8 +864,33 @@ def _inner_products(vectors: np.ndarray, query: np.ndarray, out: np.ndarray | No
     return out
 
 
-def _scores_of_rows(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Inner products of the given rows (ascending) with the query.
+def _gather(parts: Sequence[tuple[int, np.ndarray]], rows: np.ndarray) -> np.ndarray:
+    """The vectors of `rows` (any order) as one contiguous float32 array."""
+    rows = np.asarray(rows, np.int64)
+    out = np.empty((len(rows), parts[0][1].shape[1] if parts else 0), np.float32)
+    for first, array in parts:
+        inside = (rows >= first) & (rows < first + len(array))
+        if inside.all():
+            return np.ascontiguousarray(array[rows - first], dtype=np.float32)
+        if inside.any():
+            out[inside] = array[rows[inside] - first]
+    return out
+
+
+def _scores_of_rows(
+    parts: Sequence[tuple[int, np.ndarray]], rows: np.ndarray, query: np.ndarray
+) -> np.ndarray:
+    """Inner products of the given rows (ascending) with the query, piece by piece."""
+    scores = [np.empty(0, np.float32)]
+    for first, array in parts:
+        lo, hi = np.searchsorted(rows, (first, first + len(array)))
+        if hi > lo:
+            scores.append(_scores_of_piece(array, rows[lo:hi] - first, query))
+    return np.concatenate(scores)
+
+
+def _scores_of_piece(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Inner products of the given rows (ascending) of one piece with the query.
 
     A session's rows mostly lie in long contiguous runs, and a slice is read in place
     while a gather copies every row first (several times slower), so runs are read as
