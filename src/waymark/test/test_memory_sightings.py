@@ -92,8 +92,7 @@ def test_sightings_round_trip_through_milvus_the_table_and_a_restart(tmp_path):
     assert same(by_text.sighting, SIGN)
     assert after[1].sighting is None
     assert same(stored_segment.sighting, segment.sighting)
-    # Every session's frames share one camera object in memory.
-    assert after[0].sighting.camera is after[2].sighting.camera
+    assert after[0].sighting.camera == after[2].sighting.camera
 
 
 def test_a_sign_frame_costs_a_few_hundred_bytes():

@@ -430,3 +430,39 @@ def test_a_table_file_cannot_run_code(tmp_path):
     # Valid pickles of the wrong shape are refused too.
     write_checked(path, b'WAYMARK-RECORD-TABLE\n', lambda out: pickle.dump((1, {'_ids': []}), out))
     assert RecordTable.load(path) is None
+
+
+def test_replaced_and_removed_records_do_not_pile_up():
+    """Records are kept encoded; what replacements and removals leave behind is reclaimed."""
+    table = RecordTable()
+    records = [_record(SESSIONS[0], i, i, text='x' * 500) for i in range(2_000)]
+    for round_ in range(6):
+        table.upsert([replace(record, text=f'{round_}' * 500) for record in records])
+    table.upsert([_record(SESSIONS[1], i, i, text='y' * 500) for i in range(2_000)])
+    table.remove_session(SESSIONS[1])
+    assert [record.text for record in table.get([r.id for r in records[:3]])] == ['5' * 500] * 3
+    live = len(table) * 600  # about 500 characters of text and 100 bytes of fields a record
+    assert len(table._blob) <= 2 * live + (1 << 20)
+
+
+def test_a_tampered_record_cannot_run_code(tmp_path):
+    marker = tmp_path / 'ran'
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f'touch {marker}',))
+
+    table = _fill(_random_records(50, seed=4))
+    row = 0
+    evil = pickle.dumps(Payload())
+    table._columns['blob_start'][row] = len(table._blob)
+    table._blob += evil
+    table._columns['blob_end'][row] = len(table._blob)
+    path = tmp_path / 'frame.records'
+    table.save(path)
+    loaded = RecordTable.load(path)
+    assert loaded is not None  # records are decoded when read, not at load
+    with pytest.raises(pickle.UnpicklingError, match='does not hold'):
+        loaded.get([loaded._ids[row]])
+    assert not marker.exists()
+    assert len(loaded.get(loaded._ids[1:])) == len(loaded) - 1

@@ -8,9 +8,14 @@ order by stamp that is kept up to date cheaply because stamps mostly arrive in o
 rows are merged in on the next query; only an in-place stamp change forces a full sort).
 
 Removing a session compacts the columns at once (O(N), 0.4 s at 1M rows); sessions are
-rarely removed and it keeps every query free of dead rows. Memory per row: about 310 bytes
-measured (61 bytes of columns, grown by doubling, 16 of scratch for distances, the id and
-its dict entry), plus the FrameRecord itself (about 250 bytes, shared with the caller).
+rarely removed and it keeps every query free of dead rows.
+
+Records are not kept as objects: a record's fields that no column holds are pickled into
+one shared blob and the record is put back together when a query returns it (about 10 us).
+So a million records cost their encoded bytes rather than a million objects, and a saved
+table loads as a few large buffers. Memory per row: the columns (77 bytes, grown by
+doubling), 16 of scratch for distances, the id and its dict entry (about 150), and the
+encoded fields (about 70 bytes plus the text and image reference).
 
 Thread-safety: one lock around every method (queries update the cached order), so any
 number of threads may call in; a reader never sees a half-applied write.
@@ -19,6 +24,7 @@ number of threads may call in; a reader never sees a half-applied write.
 from __future__ import annotations
 
 import copy
+import io
 import logging
 import math
 import pickle
@@ -37,6 +43,8 @@ _LOG = logging.getLogger(__name__)
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INITIAL_CAPACITY = 1024
+# Garbage in the record blob below this many bytes is never worth a compaction.
+_BLOB_SLACK = 1 << 20
 # Rows of the time window examined per step when a session filter drops rows; doubles.
 _SCAN_STEP = 4096
 
@@ -44,7 +52,7 @@ _SCAN_STEP = 4096
 # may name only these globals (the record classes and numpy's array rebuilders), so a
 # tampered file cannot run code; _FORMAT changes whenever the fields change.
 _MAGIC = b'WAYMARK-RECORD-TABLE\n'
-_FORMAT = 1
+_FORMAT = 2
 _UNSAVED = ('_lock', '_scratch')
 _ALLOWED_GLOBALS = (
     {
@@ -85,6 +93,9 @@ _COLUMNS = {
     'code': np.int32,
     'idx': np.int64,
     'epoch': np.int64,
+    # Where the row's encoded record lies in the blob.
+    'blob_start': np.int64,
+    'blob_end': np.int64,
 }
 
 
@@ -93,7 +104,10 @@ class RecordTable:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._records: list[FrameRecord] = []
+        # Each record's fields that no column holds, pickled, one after another; replaced
+        # and removed records leave `_garbage` bytes behind until the blob is compacted.
+        self._blob = bytearray()
+        self._garbage = 0
         self._ids: list[str] = []
         self._rows: dict[str, int] = {}
         self._columns = {name: np.zeros(0, dtype) for name, dtype in _COLUMNS.items()}
@@ -138,7 +152,7 @@ class RecordTable:
                 for name in ('stamp', 'end', 'x', 'y', 'z', 'valid', 'epoch'):
                     self._columns[name][rows] = values[name][positions]
                 for position, row in old:
-                    self._records[row] = records[position]
+                    self._store_record(row, records[position])
             new = np.asarray(
                 [position for position, key in enumerate(ids) if key not in self._rows], np.int64
             )
@@ -151,18 +165,21 @@ class RecordTable:
             code = self._codes.get(session)
             if code is None or self._counts[code] == 0:
                 return []
-            count = len(self._records)
+            count = len(self._ids)
             codes = self._columns['code'][:count]
             gone = np.flatnonzero(codes == code)
             gone = gone[np.argsort(self._columns['idx'][gone], kind='stable')]
-            removed = [self._records[row] for row in gone.tolist()]
+            removed = [self._record(row) for row in gone.tolist()]
             keep = codes != code
             new_row = np.cumsum(keep) - 1
             kept = np.flatnonzero(keep)
+            self._garbage += int(
+                np.sum(self._columns['blob_end'][gone] - self._columns['blob_start'][gone])
+            )
             for name, column in self._columns.items():
                 self._columns[name] = column[kept]
-            self._records = [self._records[row] for row in kept.tolist()]
             self._ids = [self._ids[row] for row in kept.tolist()]
+            self._maybe_compact_blob()
             self._rows = dict(zip(self._ids, range(len(self._ids)), strict=True))
             if not self._order_stale:
                 in_order = keep[self._order]
@@ -212,27 +229,32 @@ class RecordTable:
         return table
 
     def _consistent(self) -> bool:
-        count = len(self._records)
+        count = len(self._ids)
+        starts = self._columns.get('blob_start', np.zeros(0, np.int64))[:count]
+        ends = self._columns.get('blob_end', np.zeros(0, np.int64))[:count]
         sizes = {len(self._ids), len(self._rows)}
         sessions = {len(self._names), len(self._codes), len(self._counts), len(self._max_index)}
         return (
-            sizes == {count}
+            isinstance(self._blob, bytearray)
+            and sizes == {count}
             and len(sessions) == 1
             and all(len(column) >= count for column in self._columns.values())
             and set(self._columns) == set(_COLUMNS)
             and sum(self._counts) == count
+            and bool(np.all(starts <= ends))
+            and bool(np.all(ends <= len(self._blob)))
         )
 
     # -- reading -------------------------------------------------------------------------
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._records)
+            return len(self._ids)
 
     def count(self, session: str | None = None) -> int:
         with self._lock:
             if session is None:
-                return len(self._records)
+                return len(self._ids)
             code = self._codes.get(session)
             return 0 if code is None else self._counts[code]
 
@@ -252,7 +274,7 @@ class RecordTable:
         """Records in the order asked; unknown ids are skipped."""
         with self._lock:
             rows = (self._rows.get(key) for key in ids)
-            return [self._records[row] for row in rows if row is not None]
+            return [self._record(row) for row in rows if row is not None]
 
     def find_stamp(self, session: str, stamp_ns: int) -> FrameRecord | None:
         """The session's record stamped exactly `stamp_ns` (lowest index if several)."""
@@ -268,7 +290,7 @@ class RecordTable:
             rows = rows[self._columns['code'][rows] == code]
             if not len(rows):
                 return None
-            return self._records[int(rows[np.argmin(self._columns['idx'][rows])])]
+            return self._record(int(rows[np.argmin(self._columns['idx'][rows])]))
 
     def chronological(
         self, start_ns: int, end_ns: int, k: int, sessions: Sequence[str] | None = None
@@ -300,7 +322,7 @@ class RecordTable:
                     if wanted is not None:
                         more = more[wanted[self._columns['code'][more]]]
                     rows = np.concatenate((rows, more))
-            return [self._records[row] for row in self._by_time(rows)[:k].tolist()]
+            return [self._record(row) for row in self._by_time(rows)[:k].tolist()]
 
     def nearest(
         self, x: float, y: float, z: float, k: int, sessions: Sequence[str] | None = None
@@ -332,7 +354,7 @@ class RecordTable:
             code = self._codes.get(session)
             if code is None or last < first:
                 return []
-            count = len(self._records)
+            count = len(self._ids)
             indices = self._columns['idx'][:count]
             rows = np.flatnonzero(
                 (self._columns['code'][:count] == code) & (indices >= first) & (indices <= last)
@@ -340,14 +362,14 @@ class RecordTable:
             if len(rows) > k:
                 rows = rows[np.argpartition(indices[rows], k - 1)[:k]]
             rows = rows[np.argsort(indices[rows], kind='stable')]
-            return [self._records[row] for row in rows.tolist()]
+            return [self._record(row) for row in rows.tolist()]
 
     def summary(self, session: str) -> SessionSummary:
         with self._lock:
             code = self._codes.get(session)
             if code is None or self._counts[code] == 0:
                 return SessionSummary(0, 0, 0, 0, 0)
-            count = len(self._records)
+            count = len(self._ids)
             rows = np.flatnonzero(self._columns['code'][:count] == code)
             column = self._columns
             return SessionSummary(
@@ -367,15 +389,16 @@ class RecordTable:
         values: dict[str, np.ndarray],
         positions: np.ndarray,
     ) -> None:
-        start = len(self._records)
+        start = len(self._ids)
         end = start + len(records)
         self._reserve(end)
         codes = [self._code(record.session) for record in records]
         for name in ('stamp', 'end', 'x', 'y', 'z', 'valid', 'idx', 'epoch'):
             self._columns[name][start:end] = values[name][positions]
         self._columns['code'][start:end] = codes
-        self._records.extend(records)
         self._ids.extend(ids)
+        for row, record in enumerate(records, start):
+            self._store_record(row, record)
         for offset, key in enumerate(ids):
             self._rows[key] = start + offset
         for code, index in zip(codes, values['idx'][positions].tolist(), strict=True):
@@ -383,6 +406,69 @@ class RecordTable:
             if index > self._max_index[code]:
                 self._max_index[code] = index
         self._pending.extend(range(start, end))
+
+    def _store_record(self, row: int, record: FrameRecord) -> None:
+        """Encode what the columns do not hold of `record` at the end of the blob."""
+        columns = self._columns
+        if columns['blob_end'][row] > columns['blob_start'][row]:
+            self._garbage += int(columns['blob_end'][row] - columns['blob_start'][row])
+        rest = (
+            record.yaw,
+            record.pose_valid,
+            record.image_ref,
+            record.text,
+            record.text_size,
+            record.kind,
+            record.end_ns,
+            record.sighting,
+        )
+        encoded = pickle.dumps(rest, pickle.HIGHEST_PROTOCOL)
+        columns['blob_start'][row] = len(self._blob)
+        self._blob += encoded
+        columns['blob_end'][row] = len(self._blob)
+        self._maybe_compact_blob()
+
+    def _record(self, row: int) -> FrameRecord:
+        """The record of `row`, decoded from its columns and its part of the blob."""
+        columns = self._columns
+        start, end = int(columns['blob_start'][row]), int(columns['blob_end'][row])
+        rest = _TableUnpickler(io.BytesIO(self._blob[start:end])).load()
+        yaw, pose_valid, image_ref, text, text_size, kind, end_ns, sighting = rest
+        return FrameRecord(
+            session=self._names[int(columns['code'][row])],
+            index=int(columns['idx'][row]),
+            stamp_ns=int(columns['stamp'][row]),
+            x=float(columns['x'][row]),
+            y=float(columns['y'][row]),
+            z=float(columns['z'][row]),
+            yaw=yaw,
+            map_epoch=int(columns['epoch'][row]),
+            pose_valid=pose_valid,
+            image_ref=image_ref,
+            text=text,
+            text_size=text_size,
+            kind=kind,
+            end_ns=end_ns,
+            sighting=sighting,
+        )
+
+    def _maybe_compact_blob(self) -> None:
+        """Rewrite the blob with only the rows' records, in row order, once garbage is
+        over half of it (O(bytes), amortised over the writes that made the garbage)."""
+        if self._garbage <= max(len(self._blob) // 2, _BLOB_SLACK):
+            return
+        count = len(self._ids)
+        starts = self._columns['blob_start'][:count]
+        ends = self._columns['blob_end'][:count]
+        blob = bytearray()
+        view = memoryview(self._blob)
+        for row, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            starts[row] = len(blob)
+            blob += view[start:end]
+            ends[row] = len(blob)
+        view.release()
+        self._blob = blob
+        self._garbage = 0
 
     def _reserve(self, needed: int) -> None:
         """Grow the columns by doubling so appends cost O(1) amortised."""
@@ -423,7 +509,7 @@ class RecordTable:
         """Bring the stamp order up to date: merge appended rows, or sort afresh."""
         stamps = self._columns['stamp']
         if self._order_stale:
-            count = len(self._records)
+            count = len(self._ids)
             self._order = np.argsort(stamps[:count], kind='stable')
             self._order_stamps = stamps[self._order]
             self._pending = []
@@ -481,7 +567,7 @@ class RecordTable:
     ) -> list[tuple[FrameRecord, float]]:
         """The k records with a valid pose nearest to `point` (x, y or x, y, z), within
         `radius` when given; nearest first, equal distances by row."""
-        count = len(self._records)
+        count = len(self._ids)
         keep = self._columns['valid'][:count]
         wanted = self._wanted(sessions)
         if wanted is not None:
@@ -514,7 +600,7 @@ class RecordTable:
             chosen = rows[chosen]
         ranked = np.lexsort((chosen, distances))
         return [
-            (self._records[row], distance)
+            (self._record(row), distance)
             for row, distance in zip(
                 chosen[ranked].tolist(), distances[ranked].tolist(), strict=True
             )
@@ -526,7 +612,7 @@ class RecordTable:
         For every row the result lives in a scratch buffer kept between calls (valid until
         the next call): fresh multi-megabyte arrays cost page faults that doubled the time.
         """
-        count = len(self._records) if rows is None else len(rows)
+        count = len(self._ids) if rows is None else len(rows)
         if rows is None:
             if len(self._scratch[0]) < count:
                 size = len(self._columns['stamp'])
