@@ -83,6 +83,7 @@ def test_search_compares_every_mode_with_an_exact_scan(results):
         assert 0.0 <= row['recall_at_10'] <= 1.0
     assert search['targets']['p50_ms']['entries'] == direct_size['entries']  # the largest <= 100k
     assert set(direct_size['snapshot']) == {'records', 'text', 'image'}  # saved, loaded whole
+    assert direct_size['concurrent_load_s'] > 0  # and all three again, side by side
     for name, part in direct_size['snapshot'].items():
         assert part['bytes'] > 0 and part['load_s'] > 0 and 'anon_rss_bytes' in part
         if name != 'records':  # searched once loaded, from the file's mapped vectors

@@ -47,6 +47,7 @@ from waymark.memory.entries import (
     is_session_name,
 )
 from waymark.memory.storage import sighting_codec
+from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
@@ -676,13 +677,19 @@ class MemoryStore:
         report = LoadReport()
         saved = self._snapshots.read() if self._snapshots is not None else None
         loaded: set[str] = set()
+        jobs: dict[str, Callable[[], RecordTable | VectorIndex | None]] = {}
         for name, level in self._levels.items():
-            table = self._saved_table(saved, name)
-            if table is not None:
-                level.table = table
+            jobs[_table_key(name)] = functools.partial(self._saved_table, saved, name)
+            for view in level.views:
+                key = f'{name}/{view}'
+                jobs[key] = functools.partial(self._saved_index, saved, key, level.dims[view])
+        parts = load_concurrently(jobs)
+        for name, level in self._levels.items():
+            if parts[_table_key(name)] is not None:
+                level.table = parts[_table_key(name)]
                 loaded.add(_table_key(name))
             for view in level.views:
-                index = self._saved_index(saved, f'{name}/{view}', level.dims[view])
+                index = parts[f'{name}/{view}']
                 if index is not None:
                     level.indexes[view] = index
                     loaded.add(f'{name}/{view}')
