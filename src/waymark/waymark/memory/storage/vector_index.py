@@ -9,17 +9,21 @@ index numpy arrays of (session code, idx, alive) and a list of ids.
 HNSW cannot delete, so removed or replaced rows are marked dead, filtered out with a faiss
 IDSelector, and dropped by a rebuild once they pass `_REBUILD_DEAD_FRACTION` of the rows.
 Searches whose filter (sessions, index range) keeps few rows scan those rows exactly, with
-faiss's single-threaded kernel straight over the graph's stored vectors; wider ones search
+faiss's single-threaded kernel straight over the fp32 vectors; wider ones search
 the graph with efSearch raised for the share of rows the filter drops (the walk still
 visits them). Rebuilds lay each session out as one contiguous run of rows, so an exact scan
 of a session reads slices rather than gathering rows.
 
-Memory per row: the vector once (4 * dim bytes, in faiss's flat storage; exact search and
-rebuilds read it in place, so it is never held twice), HNSW links (about 8 * M + 16 bytes:
-2M neighbours on level 0, a few on upper levels, offsets), 13 bytes of numpy metadata and
-about 150 bytes of Python for the id. Measured (process RSS, M = 32): 1.9 kB per 384-d row
-at 1M rows, 4.9 kB per 1152-d row at 100k; up to 1.5x more right after faiss's storage has
-doubled its capacity. A rebuild briefly holds a second graph of the live rows.
+Vector codes (`IndexParams.vector_codes`). With sq8 (the default) the graph holds one byte
+per dimension and a graph search re-ranks a shortlist on the fp32 vectors, which live
+outside the process's own memory (memory-mapped from the saved file, and an unnamed spill
+file for rows since); exact scans read those too. With fp32 the graph's flat storage holds
+the vectors and exact scans read it in place.
+
+Memory per row (process RSS, M = 32, measured at 1M rows loaded from a file): 821 bytes at
+384-d and 1,549 at 1152-d with sq8 (the codes, about 8 * M + 16 bytes of HNSW links, 13
+bytes of numpy metadata and about 150 bytes of Python for the id), against 1.9 kB and
+about 4.9 kB with fp32. A rebuild briefly holds a second graph of the live rows.
 
 Thread-safety: mutations (upsert, remove, save, rebuild) hold a write lock, so there is one
 writer at a time; searches hold a state lock, which writers take for the steps that change
