@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from std_msgs.msg import Header
 from waymark.tasks.coverage import CoverageParams
 from waymark.tasks.stop_views import heading_bucket
 from waymark_ros.tasks.body import RosBody
-from waymark_ros.tasks.pose_track import PoseTrack
+from waymark_ros.tasks.pose_track import PoseTrack, PoseUnavailableError
 
 
 def at(track: PoseTrack, x: float, y: float, yaw: float = 0.0) -> None:
@@ -79,3 +80,24 @@ def test_without_a_pose_tracking_is_lost_and_nothing_is_new(body):
     signals = body.signals()
     assert signals.tracking_lost and not signals.first_visit
     assert signals.explored_area_m2 == 0.0
+
+
+def test_the_first_pose_is_waited_for_a_stale_one_is_not():
+    track = PoseTrack('map', timeout_s=1.0, coverage=CoverageParams(cell_m=0.5))
+    # A task sent just after start: the first pose arrives while current() waits.
+    threading.Timer(0.2, at, (track, 3.0, 4.0)).start()
+    assert track.current().position[:2] == (3.0, 4.0)
+    # Later, a pose older than timeout_s fails at once instead of waiting again.
+    time.sleep(1.1)
+    started = time.monotonic()
+    with pytest.raises(PoseUnavailableError, match=r'within 1\.0 s'):
+        track.current()
+    assert time.monotonic() - started < 0.5
+
+
+def test_no_pose_at_all_fails_after_the_timeout():
+    track = PoseTrack('map', timeout_s=0.3, coverage=CoverageParams(cell_m=0.5))
+    started = time.monotonic()
+    with pytest.raises(PoseUnavailableError):
+        track.current()
+    assert time.monotonic() - started >= 0.3

@@ -23,12 +23,14 @@ class PoseUnavailableError(RuntimeError):
 
 class PoseTrack:
     """Poses in another frame than `map_frame`, or not finite, are ignored; a pose older
-    than `timeout_s` counts as none."""
+    than `timeout_s` counts as none. Until the first pose arrives, `current` waits for it
+    up to `timeout_s` (a task sent just after the node started); later, a stale pose fails
+    at once."""
 
     def __init__(self, map_frame: str, timeout_s: float, coverage: CoverageParams) -> None:
         self.map_frame = map_frame
         self.timeout_s = timeout_s
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._pose: Pose | None = None
         self._pose_at = 0.0  # monotonic seconds
         self._travelled_m = 0.0
@@ -50,6 +52,7 @@ class PoseTrack:
                 self._travelled_m += math.dist(self._pose.position[:2], pose.position[:2])
             self._pose, self._pose_at = pose, time.monotonic()
             self._coverage.add(p.x, p.y)
+            self._lock.notify_all()
 
     def on_epoch(self, msg: String) -> None:
         try:
@@ -95,6 +98,8 @@ class PoseTrack:
             return self._pose
 
     def current(self) -> Pose:
+        with self._lock:
+            self._lock.wait_for(lambda: self._pose is not None, self.timeout_s)
         pose = self.fresh()
         if pose is None:
             raise PoseUnavailableError(
