@@ -28,6 +28,7 @@ from waymark.memory.storage.store import (
     MemoryStoreLockedError,
     MemoryStoreSchemaError,
 )
+from waymark.memory.storage.vector_index import IndexParams
 
 VIEWS = {'image': 4, 'text': 3}
 T0 = 1_700_000_000 * 10**9  # a UTC stamp in ns
@@ -323,6 +324,34 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
     with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as reopened:
         assert (reopened.count(), reopened.count(view='image')) == (2 * per_writer,) * 2
         assert reopened.sessions() == ['robot1', 'robot2']
+
+
+@pytest.mark.milvus_server
+def test_a_server_view_indexed_with_ivf_answers_exactly_when_every_cluster_is_searched(
+    milvus_uri,
+):
+    from pymilvus import MilvusClient
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(2500, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = [frame('a', i, i) for i in range(len(vectors))]
+    ivf = IndexParams(server_index='IVF_FLAT', ivf_nlist=16, ivf_nprobe=16)
+    with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS, index_params=ivf) as store:
+        store.add_many(records, [{'image': vector} for vector in vectors])
+        store.flush()  # sealed segments get the IVF index; the rest is scanned
+    client = MilvusClient(uri=milvus_uri)
+    try:
+        index = client.describe_index('waymark_view_image', 'vector')
+    finally:
+        client.close()
+    assert (index['index_type'], int(index['nlist'])) == ('IVF_FLAT', 16)
+    # Reopened with the default (HNSW) settings, the collection keeps its IVF index.
+    with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as reopened:
+        for query in vectors[:20] + 0.05:
+            expected = np.argsort(-(vectors @ (query / np.linalg.norm(query))))[:10]
+            hits = reopened.search_view('image', query, 10)
+            assert [hit.record.index for hit in hits] == expected.tolist()
 
 
 def test_range_and_session_listing_return_more_than_a_first_page(store):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from waymark.benchmarks.common import write_json
 from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
+from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES
 
 BENCHMARKS = ('ingest', 'search', 'storage', 'planner')
 
@@ -55,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         help='search benchmark, server backend: a running Milvus server to use (its '
         'waymark_bench_* collections) instead of starting a local one',
     )
+    parser.add_argument(
+        '--server-index',
+        choices=SERVER_INDEXES,
+        default=HNSW,
+        help='search benchmark, server backend: the vector index of the view collections',
+    )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
     add_output_flags(parser, resume=False)
@@ -81,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()
         kwargs = {}
         if name == 'search':
-            kwargs = {'sizes': args.sizes, 'backends': args.backends, 'server_uri': args.server_uri}
+            kwargs = {
+                'sizes': args.sizes,
+                'backends': args.backends,
+                'server_uri': args.server_uri,
+                'server_index': args.server_index,
+            }
         result = module.run(quick=args.quick, **kwargs)
         result['wall_s'] = time.perf_counter() - started
         # Other processes on the machine slow every number down: keep the load with them.

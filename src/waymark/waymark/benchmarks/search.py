@@ -17,7 +17,8 @@ both views would take hours and about 20 GB of RAM.
 
 The `server` backend runs the same queries through MemoryStore with
 `search_backend='milvus'` on a local Milvus standalone server (the `milvus` package):
-Milvus answers every vector search from its HNSW indexes, timed once they are built.
+Milvus answers every vector search from its own indexes (HNSW by default, IVF with
+`--server-index`), timed once they are built.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from waymark.memory.entries import FrameRecord
 from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable
 from waymark.memory.storage.store import IN_MILVUS, MemoryStore
-from waymark.memory.storage.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES, IndexParams, VectorIndex
 
 DIMS = {'text': 384, 'image': 1152}
 SIZES = (10_000, 100_000, 1_000_000)
@@ -76,7 +77,7 @@ BACKENDS = ('store', 'server')
 # The server backend's collections, apart from any memory on the same server.
 BENCH_PREFIX = 'waymark_bench'
 SERVER_STORE = {'prefix': BENCH_PREFIX, 'search_backend': IN_MILVUS}
-# Longest wait for a server's HNSW indexes to cover every row before timing searches.
+# Longest wait for a server's vector indexes to cover every row before timing searches.
 SERVER_INDEX_WAIT_S = 3600.0
 INSERT_CHUNK = 4096
 # Entries a process writes after the last index snapshot before it is killed.
@@ -486,13 +487,20 @@ def _reopen_after_crash(db: str) -> dict:
     return result
 
 
-def _through_server(count: int, queries_per: int, server_uri: str = '') -> dict:
+def _through_server(
+    count: int, queries_per: int, server_uri: str = '', server_index: str = HNSW
+) -> dict:
     """MemoryStore searching in a Milvus server: insert, index, reopen, compare.
 
     Starts a local server unless `server_uri` names one (whose disk use is then not
-    reported: the server's files are not here)."""
+    reported: the server's files are not here). `server_index`: the views' vector index."""
     layout, views, queries, exact = _memory_of(count, queries_per)
-    result: dict = {'entries': count, 'backend': 'MemoryStore searching in a Milvus server'}
+    result: dict = {
+        'entries': count,
+        'backend': f'MemoryStore searching in a Milvus server ({server_index})',
+        'server_index': server_index,
+    }
+    options = {**SERVER_STORE, 'index_params': IndexParams(server_index=server_index)}
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-bench-')))
         if not server_uri:
@@ -501,7 +509,7 @@ def _through_server(count: int, queries_per: int, server_uri: str = '') -> dict:
             server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
         _drop_bench_collections(server_uri)
         stack.callback(_drop_bench_collections, server_uri)
-        with MemoryStore(server_uri, DIMS, **SERVER_STORE) as store:
+        with MemoryStore(server_uri, DIMS, **options) as store:
             result['insert_s'] = _insert(store, layout, views)
             store.flush()
             started = time.perf_counter()
@@ -510,7 +518,7 @@ def _through_server(count: int, queries_per: int, server_uri: str = '') -> dict:
         result['insert_rows_per_s'] = count / result['insert_s']
         before = rss_bytes()
         started = time.perf_counter()
-        with MemoryStore(server_uri, DIMS, **SERVER_STORE) as store:
+        with MemoryStore(server_uri, DIMS, **options) as store:
             result['open_s'] = time.perf_counter() - started
             result['load_s'] = store.load_report.seconds
             result['open_rss_bytes'] = rss_bytes() - before
@@ -708,10 +716,14 @@ def run(
     sizes: Sequence[int] | None = None,
     backends: Sequence[str] = ('store',),
     server_uri: str = '',
+    server_index: str = HNSW,
 ) -> dict:
     """`backends`: 'store' (in-process search; the direct indexes above 100k) and
     'server' (Milvus answers, at every size: a local server, or the one at `server_uri`,
-    in collections of their own, `waymark_bench_*`, dropped before and after)."""
+    in collections of their own, `waymark_bench_*`, dropped before and after, indexed
+    with `server_index`)."""
+    if server_index not in SERVER_INDEXES:
+        raise ValueError(f'server_index must be one of {SERVER_INDEXES}, got {server_index!r}')
     started = time.perf_counter()
     unknown = set(backends) - set(BACKENDS)
     if unknown or not backends:
@@ -725,7 +737,7 @@ def run(
         if 'server' in backends:
             size_started = time.perf_counter()
             queries = QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES
-            result = _through_server(count, queries, server_uri)
+            result = _through_server(count, queries, server_uri, server_index)
             result['seconds'] = time.perf_counter() - size_started
             results.append(result)
             gc.collect()
@@ -827,7 +839,8 @@ def render(result: dict) -> str:
         if 'index_s' in size:
             parts.append(
                 f'insert {size["insert_s"]:.1f} s ({size["insert_rows_per_s"]:.0f} rows/s), '
-                f'HNSW indexes ready {size["index_s"]:.1f} s later; open {size["open_s"]:.1f} s '
+                f'{size.get("server_index", HNSW)} indexes ready {size["index_s"]:.1f} s later; '
+                f'open {size["open_s"]:.1f} s '
                 f'(+{size["open_rss_bytes"] / 2**20:.0f} MiB RSS)'
                 + (
                     f'; server data directory {size["db_bytes"] / 2**20:.0f} MiB '

@@ -4,8 +4,9 @@
 The in-process VectorIndex holds every vector in memory_node's RAM and sees only what
 this process wrote. Searching in Milvus instead keeps memory_node small whatever the
 memory's size, lets several writers share one memory, and scales with the server (a
-cluster shards it). The collection carries an HNSW index; the session and the index
-range are a filter on scalar fields.
+cluster shards it). The collection carries an HNSW or IVF index (`IndexParams.server_index`
+when it was made; searches read which from Milvus); the session and the index range are a
+filter on scalar fields.
 
 Writes go to Milvus before they reach this class (MemoryStore writes the source of truth
 first), so its writing methods only keep the same interface as VectorIndex.
@@ -20,7 +21,7 @@ import numpy as np
 from pymilvus import MilvusClient
 
 from waymark.memory.storage.scan import scan_collection
-from waymark.memory.storage.vector_index import IndexParams, checked_query
+from waymark.memory.storage.vector_index import HNSW, IndexParams, checked_query
 
 # `id in [...]` lists are sent in batches of this many ids.
 _ID_BATCH = 1024
@@ -36,6 +37,7 @@ class ServerViewIndex:
         self.collection = collection
         self.dim = int(dim)
         self.params = params
+        self.index = _vector_index(client, collection)
 
     def __len__(self) -> int:
         return self.count()
@@ -85,7 +87,7 @@ class ServerViewIndex:
             query.tolist(),
             limit=limit,
             filter=' and '.join(f'({clause})' for clause in clauses),
-            search_params={'metric_type': 'COSINE', 'params': {'ef': self._ef(limit)}},
+            search_params={'metric_type': 'COSINE', 'params': self._search_params(limit)},
             output_fields=[],
             # Strong waits a time tick (about 200 ms) on every search; Session still reads
             # this client's own writes, and other writers' within a tick.
@@ -93,9 +95,13 @@ class ServerViewIndex:
         )
         return [(hit['id'], float(hit['distance'])) for hit in found[0]]
 
-    def _ef(self, k: int) -> int:
-        """The same breadth as the in-process graph's (never below k, as Milvus needs)."""
-        return max(int(k), self.params.ef_search)
+    def _search_params(self, k: int) -> dict[str, int]:
+        """HNSW: the in-process graph's breadth (never below k, as Milvus needs); IVF: the
+        clusters to search, at most as many as there are."""
+        if self.index.get('index_type', HNSW) == HNSW:
+            return {'ef': max(int(k), self.params.ef_search)}
+        nlist = int(self.index.get('nlist', self.params.ivf_nlist))
+        return {'nprobe': min(self.params.ivf_nprobe, nlist)}
 
     # Milvus was written by the store already: nothing to mirror.
     def upsert(self, ids, sessions, indices, vectors) -> None:
@@ -106,3 +112,11 @@ class ServerViewIndex:
 
     def remove_session(self, session: str) -> int:
         return 0
+
+
+def _vector_index(client: MilvusClient, collection: str) -> dict:
+    """How the collection's vector field is indexed (type and build parameters), as
+    Milvus describes it; empty when it has no index yet."""
+    for name in client.list_indexes(collection, field_name='vector'):
+        return dict(client.describe_index(collection, name))
+    return {}

@@ -52,7 +52,7 @@ from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
 from waymark.memory.storage.snapshot import Change, Saved, SnapshotDir, group_changes
-from waymark.memory.storage.vector_index import IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import HNSW, IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
 ID_MAX_BYTES = 96
@@ -68,7 +68,7 @@ WRITE_BATCH = 256
 # refetches from Milvus at most (about 1 h of keyframes at 5/s).
 DEFAULT_SNAPSHOT_EVERY = 20_000
 # Where vector searches run: in memory_node over indexes mirrored from Milvus, or in
-# Milvus itself (each view collection then carries an HNSW index).
+# Milvus itself (each view collection then carries the `index.server_index` index).
 IN_PROCESS = 'in_process'
 IN_MILVUS = 'milvus'
 SEARCH_BACKENDS = (IN_PROCESS, IN_MILVUS)
@@ -906,11 +906,13 @@ class MemoryStore:
 
     def _view_index(self) -> tuple[str, dict]:
         """The vector index a new view collection gets: FLAT where searches run in process
-        (Milvus needs one to load), HNSW where Milvus answers them."""
+        (Milvus needs one to load), `server_index` where Milvus answers them."""
         if self.search_backend == IN_PROCESS:
             return 'FLAT', {}
         params = self._index_params
-        return 'HNSW', {'M': params.hnsw_m, 'efConstruction': params.ef_construction}
+        if params.server_index == HNSW:
+            return HNSW, {'M': params.hnsw_m, 'efConstruction': params.ef_construction}
+        return params.server_index, {'nlist': params.ivf_nlist}
 
     @property
     def _partition_key(self) -> bool:

@@ -92,6 +92,9 @@ _MAX_HEADER = 1 << 28
 FP32 = 'fp32'
 SQ8 = 'sq8'
 VECTOR_CODES = (SQ8, FP32)
+# Vector indexes a Milvus server can hold for a view (search_backend milvus).
+HNSW = 'HNSW'
+SERVER_INDEXES = (HNSW, 'IVF_SQ8', 'IVF_FLAT')
 
 
 @dataclass(frozen=True)
@@ -113,17 +116,34 @@ class IndexParams:
         'shortlist is re-ranked on fp32 vectors kept on disk) or fp32 (all in RAM).',
         choices=VECTOR_CODES,
     )
+    server_index: str = setting(
+        HNSW,
+        'Vector index of a new view collection where Milvus answers searches '
+        '(search_backend milvus): HNSW, or IVF_SQ8 / IVF_FLAT (much quicker to build at '
+        'millions of rows; recall set by ivf_nprobe). Existing collections keep theirs.',
+        choices=SERVER_INDEXES,
+    )
+    ivf_nlist: int = setting(
+        1024, 'IVF clusters per segment (server_index IVF_*).', low=16, high=65536
+    )
+    ivf_nprobe: int = setting(
+        32, 'IVF clusters searched per segment (server_index IVF_*).', low=1, high=65536
+    )
 
     def __post_init__(self) -> None:
-        if self.vector_codes not in VECTOR_CODES:
-            raise ValueError(
-                f'vector_codes must be one of {VECTOR_CODES}, got {self.vector_codes!r}'
-            )
+        for name, allowed in (
+            ('vector_codes', VECTOR_CODES),
+            ('server_index', SERVER_INDEXES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f'{name} must be one of {allowed}, got {getattr(self, name)!r}')
         for name, low, high in (
             ('hnsw_m', 4, 256),
             ('ef_construction', 8, 100_000),
             ('ef_search', 1, 100_000),
             ('exact_below', 0, 2**62),
+            ('ivf_nlist', 16, 65536),
+            ('ivf_nprobe', 1, 65536),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
