@@ -147,6 +147,18 @@ def test_session_is_named_after_the_first_keyframe_time():
         CaptureConfig(session='a/b')
 
 
+def test_a_robot_id_starts_the_derived_session_name_and_leaves_a_given_one_alone():
+    b = builder(robot_id='go1-a')
+    b.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    [keyframe] = b.add_image(T0, 3, jpeg())
+    assert keyframe.session == 'go1-a-run-20260115T100000Z'
+    named = builder(robot_id='go1-a', session='lab')
+    named.add_pose(T0, 'map', (0.0, 0.0, 0.0), IDENTITY)
+    assert named.add_image(T0, 3, jpeg())[0].session == 'lab'
+    with pytest.raises(ValueError, match='invalid robot id'):
+        CaptureConfig(robot_id='go1/a')
+
+
 def covariance(variance: float) -> list[float]:
     values = [0.0] * 36
     values[0] = values[7] = values[14] = variance

@@ -20,6 +20,7 @@ import pytest
 
 import waymark
 from waymark.memory.entries import FrameRecord
+from waymark.memory.storage.session_owners import SessionOwnedError
 from waymark.memory.storage.store import (
     IN_MILVUS,
     IN_PROCESS,
@@ -289,6 +290,59 @@ def test_view_search_keeps_to_the_sessions_and_index_range_asked(store):
     assert store.view_ids('frame', 'image') == {record.id for record in records}
 
 
+def test_a_robot_changes_only_its_own_sessions_and_queries_can_name_robots(db_path, open_store):
+    with open_store(db_path, VIEWS, robot='go1-a') as first:
+        first.add(frame('walk', 0, 0.0, x=1.0), {'image': basis(0)})
+    with open_store(db_path, VIEWS, robot='go1-b') as second:
+        with pytest.raises(SessionOwnedError, match="belongs to robot 'go1-a'"):
+            second.add(frame('walk', 0, 5.0, x=9.0), {'image': basis(1)})
+        with pytest.raises(SessionOwnedError):
+            second.add_many(
+                [frame('mine', 0), frame('walk', 1)], [{'image': basis(2)}, {'image': basis(2)}]
+            )
+        with pytest.raises(SessionOwnedError):
+            second.delete_session('walk')
+        assert second.count() == 1 and second.get(['walk/0'])[0].x == 1.0  # nothing changed
+        second.add(frame('mine', 0, 1.0), {'image': basis(1)})
+        assert second.owners.owners() == {'walk': 'go1-a', 'mine': 'go1-b'}
+        assert second.owners.sessions_of(['go1-a']) == ['walk']
+        assert second.owners.sessions_of(['go1-a', 'go1-b']) == ['mine', 'walk']
+        assert second.owners.sessions_of(['nobody']) == []
+    with open_store(db_path, VIEWS, robot='go1-a') as first:
+        first.delete_session('walk')
+        assert first.owners.owners() == {'mine': 'go1-b'}
+    with open_store(db_path, VIEWS, robot='go1-b') as second:
+        second.add(frame('walk', 0, 7.0), {'image': basis(3)})  # the name is free again
+        assert second.owners.owners() == {'walk': 'go1-b', 'mine': 'go1-b'}
+
+
+def test_sessions_written_before_owners_existed_go_to_the_first_robot_that_opens_them(lite_path):
+    from pymilvus import MilvusClient
+
+    with MemoryStore(lite_path, VIEWS) as store:
+        store.add(frame('old', 0), {'image': basis(0)})
+    client = MilvusClient(lite_path)
+    try:
+        client.drop_collection('waymark_sessions')  # as a memory made before them
+    finally:
+        client.close()
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(str(Path(lite_path).resolve()))
+    with MemoryStore(lite_path, VIEWS, robot='go1') as store:
+        assert store.owners.owners() == {'old': 'go1'}
+        store.add(frame('old', 1), {'image': basis(1)})
+        assert store.count('old') == 2
+    with MemoryStore(lite_path, VIEWS, robot='other') as store, pytest.raises(SessionOwnedError):
+        store.add(frame('old', 2), {'image': basis(1)})
+
+
+@pytest.mark.parametrize('robot', ['-go1', 'a/b', 'x' * 33, 'go 1'])
+def test_an_invalid_robot_id_is_refused_before_opening(lite_path, robot):
+    with pytest.raises(ValueError, match='invalid robot id'):
+        MemoryStore(lite_path, VIEWS, robot=robot)
+
+
 @pytest.mark.milvus_server
 def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(milvus_uri):
     per_writer = 120
@@ -299,8 +353,8 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
             store.add_many(batch, [{'image': basis(0) + 0.01 * i * basis(1)} for i in range(10)])
 
     with (
-        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as first,
-        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as second,
+        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS, robot='robot1') as first,
+        MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS, robot='robot2') as second,
     ):
         writers = [
             threading.Thread(target=write, args=(store, session))
@@ -320,6 +374,10 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
         assert len(theirs) == per_writer
         assert {hit.record.index for hit in theirs} == set(range(per_writer))
         assert all(hit.record.x == hit.record.index for hit in theirs)
+        with pytest.raises(SessionOwnedError):  # neither overwrites the other's entries
+            first.add(frame('robot2', 0, x=-1.0), {'image': basis(1)})
+        assert second.get(['robot2/0'])[0].x == 0.0
+        assert first.owners.sessions_of(['robot2']) == ['robot2']
 
     with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as reopened:
         assert (reopened.count(), reopened.count(view='image')) == (2 * per_writer,) * 2

@@ -15,7 +15,7 @@ from support.parameters import assert_refused, set_parameters
 from support.ros_harness import wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
-from waymark_interfaces.srv import SearchMemory
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
 from waymark_ros.ros.conversions import ns_to_stamp
 
 pytestmark = pytest.mark.dds
@@ -118,6 +118,47 @@ def test_memory_survives_a_restart_and_a_replay_is_idempotent(ros, launch, memor
     fresh.header.stamp = ns_to_stamp(T0 + 100 * S)
     publish_and_wait(ros, [fresh], stats, len(SIGNS) + 1)
     assert search(ros, 'text', text='fire exit', top_k=1).hits[0].index == len(SIGNS)
+
+
+def test_robots_sharing_a_memory_keep_to_their_own_sessions(ros, launch, tmp_path):
+    from waymark_ros.tools.processes import stop_node
+
+    def start(robot):
+        node = launch('memory_node', data_dir=str(tmp_path / 'memory'), robot_id=robot)
+        stats = ros.latest_json('memory/stats')
+        wait_until(lambda: 'frames' in stats and stats.get('robot_id') == robot, 60, 'no start')
+        return node, stats
+
+    node, stats = start('go1-a')
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS[:2])], stats, 2)
+    assert stop_node(node) == 0
+    node, stats = start('go1-b')
+    publish_and_wait(ros, [keyframe(0, 'FIRE EXIT', session='mine')], stats, 3)
+    late = keyframe(5, 'FIRE EXIT')  # into go1-a's session 'tour': never written
+    late.header.stamp = ns_to_stamp(T0 + 100 * S)
+    publish_and_wait(ros, [late], stats, 3)
+    wait_until(lambda: stats.get('keyframes_refused_session_owned') == 1, 30, 'not refused')
+    assert stats['frames'] == 3
+
+    listed = ros.call(ListSessions, 'list_sessions', ListSessions.Request())
+    assert {(s.name, s.robot, s.frames) for s in listed.sessions} == {
+        ('tour', 'go1-a', 2),
+        ('mine', 'go1-b', 1),
+    }
+    theirs = search(ros, 'text', text='fire exit', top_k=5, robots=['go1-a'])
+    assert theirs.success and theirs.total_entries == 2
+    assert {hit.session for hit in theirs.hits} == {'tour'}
+    mine = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=5, robots=['go1-b'])
+    assert [hit.session for hit in mine.hits] == ['mine'] and mine.total_entries == 1
+    both = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=5, robots=['go1-b'], sessions=['tour'])
+    assert both.success and list(both.hits) == [] and both.total_entries == 0
+    bad = search(ros, 'time', stamp=ns_to_stamp(T0), robots=['go1/a'])
+    assert not bad.success and 'invalid robot id' in bad.message
+    refused = ros.call(
+        DeleteSession, 'delete_session', DeleteSession.Request(session='tour', confirm='tour')
+    )
+    assert not refused.success and "belongs to robot 'go1-a'" in refused.message
+    assert stats['frames'] == 3 and node.running()
 
 
 def test_a_locked_database_is_a_clear_error_naming_the_file(ros, memory, launch, tmp_path):

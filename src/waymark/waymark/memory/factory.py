@@ -21,6 +21,7 @@ from waymark.memory.places import DEFAULT_MAX_PLACES
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.session_owners import check_robot_id
 from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, MemoryStore
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
@@ -58,6 +59,11 @@ class MemoryConfig:
     caption_queue_size: int = 1000
     # Most named places memory keeps.
     max_places: int = DEFAULT_MAX_PLACES
+    # Robot that owns the sessions this memory_node writes (session_owners); '' alone.
+    robot_id: str = ''
+
+    def __post_init__(self) -> None:
+        check_robot_id(self.robot_id)
 
 
 def load_models(settings: object, kinds: Sequence[ViewKind] = VIEWS) -> tuple[View, ...]:
@@ -93,6 +99,7 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         place_views=level_dims(views, FRAME),
         search_backend=config.search_backend,
         snapshot_every=config.snapshot_every,
+        robot=config.robot_id,
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None

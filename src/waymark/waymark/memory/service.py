@@ -358,17 +358,38 @@ class MemoryService:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def sessions(self) -> list[tuple[str, SessionSummary, int]]:
-        """Each session with its frame summary and its number of segments."""
+    def sessions(self) -> list[tuple[str, SessionSummary, int, str]]:
+        """Each session with its frame summary, its number of segments and its robot."""
+        owners = self.store.owners.owners()
         return [
-            (name, self.store.summary(name), self.store.count(name, level=SEGMENT))
+            (
+                name,
+                self.store.summary(name),
+                self.store.count(name, level=SEGMENT),
+                owners.get(name, ''),
+            )
             for name in self.store.sessions()
         ]
 
+    def robot_sessions(
+        self, sessions: Sequence[str] | None, robots: Sequence[str] | None
+    ) -> list[str] | None:
+        """The sessions a search keeps: `sessions` (None: all) narrowed to those `robots`
+        recorded, when robots are named; [] when that leaves none."""
+        if not robots:
+            return None if not sessions else list(sessions)
+        owned = self.store.owners.sessions_of(robots)
+        if not sessions:
+            return owned
+        kept = set(owned)
+        return [session for session in sessions if session in kept]
+
     def delete_session(self, session: str) -> tuple[int, int]:
         """Delete a session's entries and the images no other session uses; returns the
-        numbers of frames and segments deleted."""
+        numbers of frames and segments deleted. Another robot's session is refused
+        (SessionOwnedError) before anything changes."""
         with self._write_lock:
+            self.store.owners.check(session)
             if self.segments is not None:
                 self.segments.forget(session)
             removed = self.store.delete_session(session)

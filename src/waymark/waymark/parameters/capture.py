@@ -155,6 +155,11 @@ class CaptureParameters:
         'Session name; empty continues the saved session, or derives a new name from the '
         'first image time (UTC).',
     )
+    robot_id: str = setting(
+        CaptureConfig.robot_id,
+        "This robot's id (as memory_node's robot_id): derived session names start with "
+        'it, so robots sharing one memory never derive the same one. Empty: none.',
+    )
     state_dir: str = setting(
         '~/.waymark/capture',
         'Directory for the outbox and the saved session (one per capture_node).',
@@ -280,6 +285,7 @@ class CaptureParameters:
         """The keyframe builder's config, with the extrinsic from wherever it came."""
         return CaptureConfig(
             session=self.session,
+            robot_id=self.robot_id,
             map_frame=self.map_frame,
             camera_extrinsic=camera_extrinsic,
             max_pose_gap_s=self.max_pose_gap_s,

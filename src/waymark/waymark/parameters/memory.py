@@ -66,6 +66,12 @@ class MemoryParameters(ViewSettings):
     data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
     uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')
     collection_prefix: str = setting('waymark', 'Prefix of the Milvus collection names.')
+    robot_id: str = setting(
+        '',
+        'Id of this robot where several share one Milvus server: it owns the sessions it '
+        "writes, changes no other robot's, and searches can name robots. 1-32 letters, "
+        'digits, "_", "." or "-"; empty for a memory of its own.',
+    )
     search_backend: str = setting(
         IN_PROCESS,
         'Where vector searches run: in_process (indexes mirrored in this node) or milvus '
@@ -211,6 +217,7 @@ class MemoryParameters(ViewSettings):
             captioner=captioner,
             caption_queue_size=caption.queue_size,
             max_places=self.max_places,
+            robot_id=self.robot_id,
         )
 
     def keyframe_rules(self) -> KeyframeRules:

@@ -17,6 +17,7 @@ from waymark.memory.ingest.admission import (
     check_position,
     check_search_image,
     check_search_radius,
+    check_search_robots,
     check_search_sessions,
     check_search_text,
     check_stamp,
@@ -47,11 +48,15 @@ def answer_search(
 ) -> list[Hit] | None:
     """Fill `response`; returns the hits, None when the search was refused or failed."""
     k = min(request.top_k or limits.default_k, limits.max_k)
-    sessions = list(request.sessions) or None
     try:
         check_search_sessions(limits.rules, request.sessions)
-        hits = search(memory, limits.rules, request, k, sessions)
-        total = count(memory, sessions, request.level or FRAME)
+        check_search_robots(limits.rules, request.robots)
+        sessions = memory.robot_sessions(list(request.sessions), list(request.robots))
+        if sessions == []:  # the robots named recorded none of the sessions asked
+            hits, total = [], 0
+        else:
+            hits = search(memory, limits.rules, request, k, sessions)
+            total = count(memory, sessions, request.level or FRAME)
     except ValueError as error:
         response.success, response.message = False, str(error)
         counts['searches_refused'] += 1
@@ -138,10 +143,11 @@ def answer_list_sessions(memory: MemoryService, response: ListSessions.Response)
     except Exception as error:
         response.success, response.message = False, f'{type(error).__name__}: {error}'
         return
-    for name, summary, segments in listed:
+    for name, summary, segments, robot in listed:
         response.sessions.append(
             SessionInfo(
                 name=name,
+                robot=robot,
                 frames=summary.frames,
                 segments=segments,
                 frames_with_pose=summary.with_pose,

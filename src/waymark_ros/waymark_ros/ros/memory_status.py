@@ -53,6 +53,7 @@ def memory_stats(
         journal_bytes=worker.journal.used_bytes,
         images_bytes=memory.image_store.used_bytes,
         mean_ingest_ms=round(held.mean_ingest_ms, 1),
+        robot_id=memory.store.owners.robot,
     )
     snapshot = memory.store.snapshot_state
     if snapshot is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from waymark.memory.entries import FrameRecord, Keyframe, check_session_name
 from waymark.memory.storage.image_codec import ImageLimits, ImageTooLargeError, check_image_limits
+from waymark.memory.storage.session_owners import ROBOT_NAME
 
 NS_PER_S = 1_000_000_000
 MAX_INDEX = 2**63 - 1
@@ -140,6 +141,17 @@ def check_search_sessions(rules: SearchRules, sessions: Sequence[str]) -> None:
         )
     for name in sessions:
         _check_session('sessions', name)
+
+
+def check_search_robots(rules: SearchRules, robots: Sequence[str]) -> None:
+    """Robot ids in a request: as many as sessions may be named, each a valid id."""
+    if len(robots) > rules.max_sessions:
+        raise RefusedError(
+            'robots', f'{len(robots)} robots named, at most max_sessions={rules.max_sessions}'
+        )
+    for robot in robots:
+        if not robot or not ROBOT_NAME.fullmatch(robot):
+            raise RefusedError('robots', f'invalid robot id {shown(robot)}')
 
 
 def check_search_radius(rules: SearchRules, radius: float) -> None:

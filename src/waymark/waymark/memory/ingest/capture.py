@@ -63,6 +63,7 @@ from waymark.memory.storage.image_codec import (
     check_image_limits,
     compressed_thumbnail,
 )
+from waymark.memory.storage.session_owners import check_robot_id
 
 NS_PER_S = 1_000_000_000
 MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32
@@ -81,6 +82,9 @@ DepthDecoder = Callable[[], tuple[np.ndarray, float]]
 @dataclass(frozen=True)
 class CaptureConfig:
     session: str = ''  # empty: named after the first keyframe's time (UTC)
+    # Put into derived session names ("<robot>-run-<time>"), so robots sharing one memory
+    # never derive the same name; '' for none.
+    robot_id: str = ''
     map_frame: str = 'map'
     camera_extrinsic: Pose = field(default_factory=Pose)  # camera pose in the base frame
     max_pose_gap_s: float = 0.2
@@ -106,6 +110,7 @@ class CaptureConfig:
     def __post_init__(self) -> None:
         if self.session:
             check_session_name(self.session)
+        check_robot_id(self.robot_id)
         if not 0.0 <= self.camera_hfov_deg < 180.0:
             raise ValueError(f'camera_hfov_deg must be in [0, 180), got {self.camera_hfov_deg}')
         if not (self.depth_max_gap_s > 0 and self.depth_buffer_size >= 1):
@@ -547,7 +552,8 @@ class KeyframeBuilder:
             self._resumed_from_ns = None
         if not self.session:
             stamp = datetime.fromtimestamp(stamp_ns / NS_PER_S, tz=timezone.utc)
-            self.session = stamp.strftime('run-%Y%m%dT%H%M%SZ')
+            derived = stamp.strftime('run-%Y%m%dT%H%M%SZ')
+            self.session = f'{self.config.robot_id}-{derived}' if self.config.robot_id else derived
         intrinsics = self._intrinsics(jpeg)
         keyframe = Keyframe(
             session=self.session,

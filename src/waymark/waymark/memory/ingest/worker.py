@@ -27,6 +27,7 @@ from waymark.memory.entries import Keyframe
 from waymark.memory.ingest.admission import RefusedError, shown
 from waymark.memory.ingest.journal import JournalFullError, KeyframeJournal
 from waymark.memory.ingest.prepare_pool import PreparePool
+from waymark.memory.storage.session_owners import SessionOwnedError
 
 RETRY_LOG_PERIOD_S = 10.0  # one "retrying" line per this long while the database is away
 
@@ -288,6 +289,10 @@ class IngestWorker:
             except RefusedError as error:  # the same stamp with other content: never replaced
                 self.counts['keyframes_conflicting'] += 1
                 self._log.warning(f'refused keyframe {name}: {error}')
+                return True
+            except SessionOwnedError as error:  # another robot's session: never written
+                self.counts['keyframes_refused_session_owned'] += 1
+                self._log.error(f'refused keyframe {name}: {error}')
                 return True
             except ValueError as error:
                 self.counts['keyframes_failed'] += 1

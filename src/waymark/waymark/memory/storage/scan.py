@@ -11,13 +11,16 @@ from pymilvus import MilvusClient
 READ_BATCH = 4096
 
 
-def scan_collection(client: MilvusClient, name: str, fields: Sequence[str]) -> Iterator[dict]:
-    """Every row of a collection with `fields`, in batches of READ_BATCH."""
+def scan_collection(
+    client: MilvusClient, name: str, fields: Sequence[str], expression: str = ''
+) -> Iterator[dict]:
+    """Every row of a collection (that `expression` keeps, when given) with `fields`, in
+    batches of READ_BATCH."""
     # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
     # reads consistently anyway, which is all a scan at open needs.
     logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
     iterator = client.query_iterator(
-        name, batch_size=READ_BATCH, filter='', output_fields=list(fields)
+        name, batch_size=READ_BATCH, filter=expression, output_fields=list(fields)
     )
     try:
         while batch := iterator.next():

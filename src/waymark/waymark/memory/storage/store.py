@@ -51,6 +51,7 @@ from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
+from waymark.memory.storage.session_owners import ROBOT_MAX_BYTES, SessionOwners, check_robot_id
 from waymark.memory.storage.snapshot import Change, Saved, SnapshotDir, group_changes
 from waymark.memory.storage.vector_index import HNSW, IndexParams, VectorIndex
 
@@ -148,6 +149,16 @@ def _records_fields(partition_key: bool = True) -> list[FieldSpec]:
     ]
 
 
+def _owner_fields() -> list[FieldSpec]:
+    """One row per session: the robot that owns it (session_owners)."""
+    return [
+        FieldSpec('id', DataType.VARCHAR, {'max_length': SESSION_MAX_BYTES}, primary=True),
+        FieldSpec('robot', DataType.VARCHAR, {'max_length': ROBOT_MAX_BYTES}),
+        FieldSpec('claimed_ns', DataType.INT64),
+        FieldSpec('planar', DataType.FLOAT_VECTOR, {'dim': 2}),  # Milvus needs a vector
+    ]
+
+
 def _view_fields(dim: int, partition_key: bool = True) -> list[FieldSpec]:
     return [
         FieldSpec('id', DataType.VARCHAR, {'max_length': ID_MAX_BYTES}, primary=True),
@@ -229,7 +240,11 @@ class MemoryStore:
         place_views: Mapping[str, int] | None = None,
         search_backend: str = IN_PROCESS,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        robot: str = '',
     ) -> None:
+        """`robot`: the id this writer stamps on the sessions it creates; it may change only
+        sessions of its own (SessionOwnedError otherwise). '' for a memory not shared."""
+        check_robot_id(robot)
         segment_views = dict(segment_views or {})
         place_views = dict(place_views or {})
         for name in [prefix, *views, *segment_views, *place_views]:
@@ -269,6 +284,7 @@ class MemoryStore:
                 f'{prefix}_places', f'{prefix}_placeview', place_views, params, self._spill_dir
             ),
         }
+        self._owner_collection = f'{prefix}_sessions'
         self._snapshot_every = int(snapshot_every)
         self._next_snapshot = self._snapshot_every
         self._index_params = params
@@ -278,7 +294,9 @@ class MemoryStore:
         self._write_lock = threading.Lock()
         self._local_lock = threading.RLock()
         self._client = _connect(uri, token, self._lite_path)
+        self.owners = SessionOwners(self._client, self._owner_collection, robot)
         try:
+            self._ensure(self._owner_collection, _owner_fields(), 'planar', 'L2')
             for level in self._levels.values():
                 self._add_sighting_field(level.records)
                 self._ensure(level.records, self._records_fields(), 'planar', 'L2')
@@ -291,6 +309,9 @@ class MemoryStore:
                         )
             load_collections(self._client, self._collections())
             self.load_report = self._load()
+            self.owners.adopt(
+                {s for level in self._levels.values() for s in level.table.sessions()}
+            )
         except BaseException:
             self.close()
             raise
@@ -371,6 +392,7 @@ class MemoryStore:
         kind = kinds.pop()
         level = self._level(kind)
         record_rows = [_record_row(record) for record in records]
+        sessions = {record.session for record in records}
         view_rows: dict[str, list[dict]] = {name: [] for name in level.dims}
         view_absent: dict[str, list[str]] = {name: [] for name in level.dims}
         for record, by_view in zip(records, vectors, strict=True):
@@ -385,6 +407,7 @@ class MemoryStore:
                 else:
                     view_absent[name].append(record.id)
         with self._write_lock:
+            self.owners.claim(sessions)
             self._note(kind, [row['id'] for row in record_rows])
             for batch in _batches(record_rows, WRITE_BATCH):
                 self._client.upsert(level.records, batch)
@@ -417,6 +440,7 @@ class MemoryStore:
         dim = store_level.dims[view]
         prepared = [_view_row(r, row, dim, view) for r, row in zip(records, rows, strict=True)]
         with self._write_lock:
+            self.owners.claim({record.session for record in records})
             self._note(level, [row['id'] for row in prepared])
             for batch in _batches(prepared, WRITE_BATCH):
                 self._client.upsert(store_level.views[view], batch)
@@ -429,13 +453,15 @@ class MemoryStore:
     ) -> dict[str, list[FrameRecord]]:
         """Remove a session's entries and views from `levels` (frames and segments unless
         told); returns what was removed (so the caller can delete its images). An unknown
-        session removes nothing."""
+        session removes nothing; another robot's raises SessionOwnedError. Once no level
+        holds the session, its name is free for any robot."""
         if not is_session_name(session):
             raise ValueError(f'invalid session name {session!r}')
         expression = f'session == {json.dumps(session)}'
         removed = {}
         chosen = {name: self._level(name) for name in levels}
         with self._write_lock:
+            self.owners.check(session)
             for name, level in chosen.items():
                 if self._snapshots is not None:
                     self._snapshots.note(Change(name, session=session))
@@ -445,6 +471,8 @@ class MemoryStore:
                     for index in level.indexes.values():
                         index.remove_session(session)
                     removed[name] = level.table.remove_session(session)
+            if not any(level.table.count(session) for level in self._levels.values()):
+                self.owners.release(session)
             self._maybe_save_snapshot()
         return removed
 
@@ -930,9 +958,12 @@ class MemoryStore:
 
     def _collections(self) -> list[str]:
         return [
-            name
-            for level in self._levels.values()
-            for name in (level.records, *level.views.values())
+            self._owner_collection,
+            *(
+                name
+                for level in self._levels.values()
+                for name in (level.records, *level.views.values())
+            ),
         ]
 
 
