@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ import numpy as np
 
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
+from waymark.memory.retention import dir_bytes
 
 SESSION = 'bench'
 # Synthetic embeddings: clusters of about this many entries (one place seen for a while),
@@ -45,22 +45,6 @@ def latency(seconds: Sequence[float]) -> dict[str, float | int | None]:
         'p95_ms': float(np.percentile(ms, 95)),
         'mean_ms': float(ms.mean()),
     }
-
-
-def dir_bytes(path: Path) -> dict[str, int]:
-    """Bytes of the files under `path`: their sizes, and what the disk allocates for them
-    (blocks: small files round up; sparse files count what they hold)."""
-    path = Path(path)
-    if path.is_file():
-        stat = path.lstat()
-        return {'bytes': stat.st_size, 'disk_bytes': stat.st_blocks * 512}
-    size = disk = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            stat = os.lstat(os.path.join(root, name))
-            size += stat.st_size
-            disk += stat.st_blocks * 512
-    return {'bytes': size, 'disk_bytes': disk}
 
 
 def mem_available_bytes() -> int:

@@ -44,13 +44,13 @@ from waymark.benchmarks.common import (
     centres,
     cluster_labels,
     clustered_vectors,
-    dir_bytes,
     latency,
     mem_available_bytes,
     rss_bytes,
     table,
 )
 from waymark.memory.entries import FrameRecord
+from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable
 from waymark.memory.storage.store import IN_MILVUS, MemoryStore

@@ -24,8 +24,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from waymark.benchmarks.common import Recording, demo_recording, dir_bytes, table
+from waymark.benchmarks.common import Recording, demo_recording, table
 from waymark.memory.factory import MemoryConfig, open_memory
+from waymark.memory.retention import dir_bytes
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.embedders import SentenceEmbedder, normalise_rows

@@ -35,6 +35,12 @@ from waymark.memory.entries import (
 from waymark.memory.ingest.admission import RefusedError, same_keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.places import DEFAULT_MAX_PLACES, ROWS_PER_PLACE, PlaceBook, distinct_places
+from waymark.memory.retention import (
+    NS_PER_DAY,
+    RetentionPolicy,
+    ThinningPlan,
+    plan_thinning,
+)
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
@@ -396,6 +402,26 @@ class MemoryService:
             refs = {r.image_ref for records in removed.values() for r in records if r.image_ref}
             self.image_store.remove(refs - self.store.image_refs())
         return len(removed[FRAME]), len(removed[SEGMENT])
+
+    # -- retention -----------------------------------------------------------------------
+
+    def storage(self) -> dict[str, int]:
+        """Bytes on this machine by part: database (Milvus Lite), snapshots, images."""
+        usage = self.store.disk_usage()
+        usage['images'] = self.image_store.used_bytes
+        return usage
+
+    def plan_thinning(self, policy: RetentionPolicy, now_ns: int) -> ThinningPlan:
+        """What thinning under `policy` would drop now (nothing changes)."""
+        cutoff = now_ns - int(policy.thin_after_days * NS_PER_DAY)
+        frames = self.store.records_before(cutoff) if policy.thin_after_days > 0 else []
+        with_vectors = self.store.with_views(FRAME, (record.id for record in frames))
+        return plan_thinning(frames, with_vectors, policy, now_ns)
+
+    def thin(self, plan: ThinningPlan) -> int:
+        """Drop the view rows of the plan's frames; returns the rows removed."""
+        with self._write_lock:
+            return self.store.remove_views(FRAME, plan.ids)
 
     # -- monitoring ----------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from waymark.memory.entries import (
     Hit,
     is_session_name,
 )
+from waymark.memory.retention import dir_bytes
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
@@ -448,6 +449,26 @@ class MemoryStore:
                 _index_rows(store_level.indexes[view], prepared)
             self._maybe_save_snapshot()
 
+    def remove_views(self, level: str, ids: Sequence[str]) -> int:
+        """Drop every view row of the entries `ids`, keeping their records (thinning old
+        frames): they are still found by time, position and range, no longer by vector.
+        Another robot's entries raise SessionOwnedError before anything changes. Returns
+        the view rows removed from the in-process indexes (0 where Milvus searches)."""
+        store_level = self._level(level)
+        wanted = list(dict.fromkeys(ids))
+        with self._write_lock:
+            sessions = {record.session for record in store_level.table.get(wanted)}
+            for session in sorted(sessions):
+                self.owners.check(session)
+            self._note(level, wanted)
+            for collection in store_level.views.values():
+                for batch in _batches(wanted, WRITE_BATCH):
+                    self._client.delete(collection, ids=list(batch))
+            with self._local_lock:
+                removed = sum(index.remove(wanted) for index in store_level.indexes.values())
+            self._maybe_save_snapshot()
+        return removed
+
     def delete_session(
         self, session: str, levels: Sequence[str] = LEVELS
     ) -> dict[str, list[FrameRecord]]:
@@ -600,6 +621,33 @@ class MemoryStore:
         return [Hit(record, 0.0, 'index') for record in found]
 
     # -- reading -------------------------------------------------------------------------
+
+    @_locked
+    def with_views(self, level: str, ids: Iterable[str]) -> set[str]:
+        """Which of `ids` have a row in at least one view."""
+        wanted = list(ids)
+        found: set[str] = set()
+        for index in self._level(level).indexes.values():
+            found |= index.present(wanted)
+        return found
+
+    def disk_usage(self) -> dict[str, int]:
+        """Bytes this store keeps on this machine: the Milvus Lite database (none for a
+        server, whose disk is its own) and the snapshots of the in-process indexes."""
+        usage = {}
+        if self._lite_path is not None and self._lite_path.exists():
+            usage['database'] = dir_bytes(self._lite_path)['bytes']
+        if self._snapshots is not None and self._snapshots.directory.exists():
+            usage['snapshots'] = dir_bytes(self._snapshots.directory)['bytes']
+        return usage
+
+    @_locked
+    def records_before(self, end_ns: int, level: str = FRAME) -> list[FrameRecord]:
+        """Every entry stamped before `end_ns`, in chronological order."""
+        table = self._level(level).table
+        if not len(table):
+            return []
+        return table.chronological(-(2**63), int(end_ns) - 1, len(table), None)
 
     @_locked
     def get(self, ids: Iterable[str], level: str = FRAME) -> list[FrameRecord]:
