@@ -9,6 +9,8 @@ import pytest
 
 from waymark.memory.entries import FrameRecord
 from waymark.memory.retention import NS_PER_DAY, RetentionPolicy, dir_bytes, plan_thinning
+from waymark.memory.service import MemoryService
+from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.session_owners import SessionOwnedError
 from waymark.memory.storage.store import MemoryStore
 
@@ -96,6 +98,22 @@ def test_thinned_frames_keep_their_records_and_lose_their_vectors_through_a_rest
         with pytest.raises(SessionOwnedError):
             store.remove_views('frame', ['old/0'])
         assert store.count(view='image') == 4
+
+
+def test_a_robot_plans_and_thins_only_its_own_old_sessions(tmp_path):
+    db = str(tmp_path / 'memory.db')
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        store.add_many([frame('a-old', i, 40) for i in range(4)], [{'image': vector(1)}] * 4)
+    with MemoryStore(db, VIEWS, robot='b') as store:
+        store.add_many([frame('b-old', i, 40) for i in range(4)], [{'image': vector(1)}] * 4)
+        service = MemoryService(store, ImageStore(tmp_path), [])
+        policy = RetentionPolicy(thin_after_days=30, keep_every=2)
+        plan = service.plan_thinning(policy, NOW)
+        assert plan.ids == ('b-old/1', 'b-old/3') and plan.sessions == {'b-old': 2}
+        assert service.thin(plan) == 2
+        assert service.plan_thinning(policy, NOW).ids == ()
+        assert store.count(view='image') == 6
+        assert set(service.storage()) == {'database', 'snapshots', 'images'}
 
 
 def test_dir_bytes_counts_files_below_a_folder(tmp_path):

@@ -9,13 +9,14 @@ import math
 import cv2
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
 from support.database import assert_database_unlocked
 from support.parameters import assert_refused, set_parameters
 from support.ros_harness import wait_until
 from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
-from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
 from waymark_ros.ros.conversions import ns_to_stamp
 
 pytestmark = pytest.mark.dds
@@ -159,6 +160,48 @@ def test_robots_sharing_a_memory_keep_to_their_own_sessions(ros, launch, tmp_pat
     )
     assert not refused.success and "belongs to robot 'go1-a'" in refused.message
     assert stats['frames'] == 3 and node.running()
+
+
+def test_old_frames_are_thinned_only_once_the_plan_is_confirmed(ros, launch, tmp_path):
+    retention = {
+        'retention.thin_after_days': 30.0,  # the signs were seen in January
+        'retention.keep_every': 2,
+        'retention.budget_gb': 1e-6,  # 1 kB: over at once
+    }
+    launch('memory_node', data_dir=str(tmp_path / 'memory'), **retention)
+    stats = ros.latest_json('memory/stats')
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 100)
+    wait_until(lambda: 'frames' in stats, 60, 'memory_node did not start')
+    publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
+    assert stats['storage_database_bytes'] > 0 and stats['storage_bytes_per_entry'] > 0
+    assert stats['storage_budget_bytes'] == 1000
+
+    def over_budget() -> bool:
+        return any(
+            s.name == 'memory_node: memory' and 'over the storage budget' in s.message
+            for array in list(diagnostics)
+            for s in array.status
+        )
+
+    wait_until(over_budget, 10, 'no warning over the storage budget')
+
+    def thin(apply: bool, confirm: str = '') -> ThinMemory.Response:
+        request = ThinMemory.Request(apply=apply, confirm=confirm)
+        return ros.call(ThinMemory, 'thin_memory', request)
+
+    plan = thin(False)
+    # Frames 1 and 3 are thinned; the blank wall (3) has no text, so no vector to lose.
+    assert plan.success and (plan.frames, plan.sessions) == (1, 1) and len(plan.token) == 16
+    stale = thin(True, 'not-the-token')
+    assert not stale.success and plan.token in stale.message and stale.view_rows_removed == 0
+    assert 1 in [hit.index for hit in search(ros, 'text', text='bakery', top_k=4).hits]
+    done = thin(True, plan.token)
+    assert done.success and (done.frames, done.view_rows_removed) == (1, 1), done.message
+    assert 1 not in [hit.index for hit in search(ros, 'text', text='bakery', top_k=4).hits]
+    everything = search(ros, 'time', stamp=ns_to_stamp(T0), top_k=10)
+    assert [hit.index for hit in everything.hits] == [0, 1, 2, 3]  # records stay
+    again = thin(False)
+    assert again.success and again.frames == 0 and again.token != plan.token
 
 
 def test_a_locked_database_is_a_clear_error_naming_the_file(ros, memory, launch, tmp_path):

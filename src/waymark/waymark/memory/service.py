@@ -412,9 +412,12 @@ class MemoryService:
         return usage
 
     def plan_thinning(self, policy: RetentionPolicy, now_ns: int) -> ThinningPlan:
-        """What thinning under `policy` would drop now (nothing changes)."""
+        """What thinning under `policy` would drop now, of this robot's own sessions
+        (nothing changes)."""
         cutoff = now_ns - int(policy.thin_after_days * NS_PER_DAY)
         frames = self.store.records_before(cutoff) if policy.thin_after_days > 0 else []
+        owners, robot = self.store.owners.owners(), self.store.owners.robot
+        frames = [record for record in frames if owners.get(record.session, robot) == robot]
         with_vectors = self.store.with_views(FRAME, (record.id for record in frames))
         return plan_thinning(frames, with_vectors, policy, now_ns)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
+from waymark.memory.retention import RetentionPolicy
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.storage.vector_index import IndexParams
@@ -38,6 +39,43 @@ class SegmentParameters:
         high=3600.0,
         live=True,
     )
+
+
+@dataclass(frozen=True)
+class RetentionParameters:
+    thin_after_days: float = setting(
+        RetentionPolicy.thin_after_days,
+        'thin_memory drops the vectors of frames older than this (days; 0: never), but one '
+        'in keep_every per session; records, segments and places stay.',
+        low=0.0,
+        high=36_500.0,
+        live=True,
+    )
+    keep_every: int = setting(
+        RetentionPolicy.keep_every,
+        'Frames whose index is a multiple of this keep their vectors when thinned.',
+        low=2,
+        high=10_000,
+        live=True,
+    )
+    budget_gb: float = setting(
+        0.0,
+        'Disk this memory may use on this robot (database, snapshots, images; GB) before '
+        'diagnostics warn; 0: no budget.',
+        low=0.0,
+        high=1e6,
+        live=True,
+    )
+    check_period_s: float = setting(
+        60.0, 'How often the disk use is measured.', low=1.0, high=86_400.0, live=True
+    )
+
+    def policy(self) -> RetentionPolicy:
+        return RetentionPolicy(
+            thin_after_days=self.thin_after_days,
+            keep_every=self.keep_every,
+            budget_bytes=int(self.budget_gb * 1e9),
+        )
 
 
 @dataclass(frozen=True)
@@ -184,6 +222,7 @@ class MemoryParameters(ViewSettings):
     segments: SegmentParameters = field(default_factory=SegmentParameters)
     captioner: CaptionerParameters = field(default_factory=CaptionerParameters)
     index: IndexParams = field(default_factory=IndexParams)
+    retention: RetentionParameters = field(default_factory=RetentionParameters)
     lessons: LessonParameters = field(default_factory=LessonParameters)
 
     @property

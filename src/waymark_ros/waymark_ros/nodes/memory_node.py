@@ -58,6 +58,7 @@ from waymark_interfaces.srv import (
     ListSessions,
     SearchMemory,
     StorePlace,
+    ThinMemory,
 )
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_from_msg
@@ -73,8 +74,14 @@ from waymark_ros.ros.memory_requests import (
     answer_delete_session,
     answer_list_sessions,
     answer_search,
+    answer_thin_memory,
 )
-from waymark_ros.ros.memory_status import diagnostic, memory_stats, startup_report
+from waymark_ros.ros.memory_status import (
+    diagnostic,
+    memory_stats,
+    startup_report,
+    storage_stats,
+)
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.place_requests import answer_store_place
 from waymark_ros.ros.spin import run_node
@@ -100,6 +107,8 @@ class MemoryNode(LifecycleNode):
         self._segments_open = False
         self._markers_dirty = True
         self._last_hits: tuple[list[Hit], str] | None = None
+        self._storage: dict[str, int] = {}  # disk use by part, measured now and then
+        self._storage_due = 0.0
         params = declare_settings(self, MemoryParameters, on_change=self._on_parameters)
         self._on_parameters(params)
         self._keyframe_rules = params.keyframe_rules()
@@ -120,6 +129,7 @@ class MemoryNode(LifecycleNode):
         self.create_service(SearchMemory, 'search_memory', self._on_search)
         self.create_service(ListSessions, 'list_sessions', self._on_list_sessions)
         self.create_service(DeleteSession, 'delete_session', self._on_delete_session)
+        self.create_service(ThinMemory, 'thin_memory', self._on_thin_memory)
         self.create_service(StorePlace, 'store_place', self._on_store_place)
         self.create_service(GetLessons, 'lessons/get', self._on_get_lessons)
         self.create_service(CalibrateLessons, 'lessons/calibrate', self._on_calibrate_lessons)
@@ -356,6 +366,18 @@ class MemoryNode(LifecycleNode):
             self._markers_dirty = True
         return response
 
+    def _on_thin_memory(self, request, response: ThinMemory.Response):
+        if self._refused_inactive(response):
+            return response
+        policy, allowed = self.params.retention.policy(), self.params.allow_delete
+        now_ns = self.get_clock().now().nanoseconds
+        if answer_thin_memory(self._memory, policy, allowed, request, response, now_ns):
+            self.get_logger().info(response.message)
+            self.counts['frames_thinned'] += response.frames
+            self._markers_dirty = True
+            self._storage_due = 0.0  # measure again at the next status
+        return response
+
     def _on_store_place(self, request, response: StorePlace.Response):
         if self._refused_inactive(response):
             return response
@@ -403,7 +425,12 @@ class MemoryNode(LifecycleNode):
                 self.get_logger().error(f'could not close segments: {error}')
 
     def _publish_stats_and_markers(self) -> None:
+        retention = self.params.retention
+        if time.monotonic() >= self._storage_due:
+            self._storage = self._memory.storage()
+            self._storage_due = time.monotonic() + retention.check_period_s
         stats = memory_stats(self.counts, self._memory, self._worker, self._lessons)
+        stats.update(storage_stats(self._storage, stats, retention.policy().budget_bytes))
         if self._lessons_problem:
             stats['lessons_mode'], stats['lessons_error'] = 'off', self._lessons_problem
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))

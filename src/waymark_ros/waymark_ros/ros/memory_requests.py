@@ -1,6 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""memory_node's services answered from a MemoryService: search_memory, list_sessions and
-delete_session. Every request gets an explicit answer: a bad one is refused with a
+"""memory_node's services answered from a MemoryService: search_memory, list_sessions,
+delete_session and thin_memory. Every request gets an explicit answer: a bad one is refused with a
 one-line reason, and an error inside memory is reported, never raised into the executor."""
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from waymark.memory.ingest.admission import (
     check_search_text,
     check_stamp,
 )
+from waymark.memory.retention import RetentionPolicy
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import decode_image
 from waymark_interfaces.msg import SessionInfo
-from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory
+from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
 from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp
 
 Request = SearchMemory.Request
@@ -188,4 +189,52 @@ def answer_delete_session(
     response.success = True
     response.frames_deleted, response.segments_deleted = frames, segments
     response.message = f'deleted {frames} frames and {segments} segments of {request.session}'
+    return True
+
+
+def answer_thin_memory(
+    memory: MemoryService,
+    policy: RetentionPolicy,
+    allow_delete: bool,
+    request: ThinMemory.Request,
+    response: ThinMemory.Response,
+    now_ns: int,
+) -> bool:
+    """Fill `response` with the plan for now, applying it when asked and confirmed;
+    True when vectors were dropped."""
+    try:
+        plan = memory.plan_thinning(policy, now_ns)
+    except Exception as error:
+        response.success, response.message = False, f'{type(error).__name__}: {error}'
+        return False
+    response.frames, response.sessions = len(plan.ids), len(plan.sessions)
+    response.token = plan.token
+    if not request.apply:
+        response.success = True
+        response.message = (
+            f'{len(plan.ids)} frames in {len(plan.sessions)} sessions would lose their vectors'
+            if policy.thin_after_days > 0
+            else 'retention is off (retention.thin_after_days: 0)'
+        )
+        return False
+    refusal = None
+    if not allow_delete:
+        refusal = 'thinning is disabled on this robot (memory_node allow_delete: false)'
+    elif policy.thin_after_days <= 0:
+        refusal = 'retention is off (retention.thin_after_days: 0)'
+    elif request.confirm != plan.token:
+        refusal = (
+            f'not applied: confirm {request.confirm!r} is not the token of the plan for now '
+            f'({plan.token}); look at the plan again'
+        )
+    if refusal is not None:
+        response.success, response.message = False, refusal
+        return False
+    try:
+        removed = memory.thin(plan)
+    except Exception as error:
+        response.success, response.message = False, f'{type(error).__name__}: {error}'
+        return False
+    response.success, response.view_rows_removed = True, removed
+    response.message = f'{len(plan.ids)} frames in {len(plan.sessions)} sessions thinned'
     return True

@@ -67,6 +67,18 @@ def memory_stats(
     return stats
 
 
+def storage_stats(storage: dict[str, int], stats: dict, budget_bytes: int) -> dict:
+    """Disk use on this robot by part, in all, per entry, and against the budget."""
+    total = sum(storage.values())
+    entries = stats.get('frames', 0) + stats.get('segments', 0)
+    found = {f'storage_{part}_bytes': size for part, size in sorted(storage.items())}
+    found['storage_bytes'] = total
+    found['storage_bytes_per_entry'] = round(total / entries) if entries else 0
+    if budget_bytes:
+        found['storage_budget_bytes'] = budget_bytes
+    return found
+
+
 def diagnostic(
     stats: dict, worker: IngestWorker, stamp: Time, node_name: str = 'memory_node'
 ) -> DiagnosticArray:
@@ -76,6 +88,12 @@ def diagnostic(
         status.level, status.message = DiagnosticStatus.ERROR, 'database unavailable'
     elif worker.queued > worker.queue_size // 2 or worker.backlog:
         status.level, status.message = DiagnosticStatus.WARN, 'ingest falling behind'
+    elif stats.get('storage_bytes', 0) > stats.get('storage_budget_bytes', float('inf')):
+        status.level = DiagnosticStatus.WARN
+        status.message = (
+            f'over the storage budget: {stats["storage_bytes"] / 1e9:.2f} of '
+            f'{stats["storage_budget_bytes"] / 1e9:.2f} GB (thin_memory, or a larger budget)'
+        )
     status.values = [KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())]
     array = DiagnosticArray(status=[status])
     if 'lessons_mode' in stats:
