@@ -22,6 +22,7 @@ import waymark
 from waymark.memory.entries import FrameRecord
 from waymark.memory.storage.session_owners import SessionOwnedError
 from waymark.memory.storage.store import (
+    AUTO,
     IN_MILVUS,
     IN_PROCESS,
     TEXT_MAX_BYTES,
@@ -61,13 +62,16 @@ def basis(i, dim=4):
     params=[
         'lite',
         'lite-search',
+        'lite-auto',
         pytest.param('server', marks=pytest.mark.milvus_server),
         pytest.param('server-search', marks=pytest.mark.milvus_server),
+        pytest.param('server-auto', marks=pytest.mark.milvus_server),
     ],
 )
 def backend(request) -> str:
     """Where memory lives (a Milvus Lite file or a server) and, with '-search', that
-    Milvus answers the vector searches too."""
+    Milvus answers the vector searches too; with '-auto', Milvus but for the sessions being
+    written."""
     return request.param
 
 
@@ -80,7 +84,7 @@ def db_path(backend, request, tmp_path) -> str:
 
 @pytest.fixture
 def open_store(backend):
-    search = IN_MILVUS if backend.endswith('-search') else IN_PROCESS
+    search = {'search': IN_MILVUS, 'auto': AUTO}.get(backend.rpartition('-')[2], IN_PROCESS)
     return functools.partial(MemoryStore, search_backend=search)
 
 

@@ -19,6 +19,7 @@ from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S, Segmenter
 from waymark.memory.places import DEFAULT_MAX_PLACES
 from waymark.memory.service import MemoryService
+from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.session_owners import check_robot_id
@@ -61,6 +62,8 @@ class MemoryConfig:
     max_places: int = DEFAULT_MAX_PLACES
     # Robot that owns the sessions this memory_node writes (session_owners); '' alone.
     robot_id: str = ''
+    # search_backend 'auto': most view rows of the sessions being written kept in process.
+    hot_rows: int = DEFAULT_HOT_ROWS
 
     def __post_init__(self) -> None:
         check_robot_id(self.robot_id)
@@ -100,6 +103,7 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         search_backend=config.search_backend,
         snapshot_every=config.snapshot_every,
         robot=config.robot_id,
+        hot_rows=config.hot_rows,
     )
     images = ImageStore(data_dir, max_bytes=config.images_max_bytes)
     segments = None

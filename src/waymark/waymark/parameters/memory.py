@@ -13,6 +13,7 @@ from waymark.memory.factory import MemoryConfig
 from waymark.memory.ingest.admission import KeyframeRules, SearchRules
 from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.retention import RetentionPolicy
+from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.storage.vector_index import IndexParams
@@ -112,9 +113,18 @@ class MemoryParameters(ViewSettings):
     )
     search_backend: str = setting(
         IN_PROCESS,
-        'Where vector searches run: in_process (indexes mirrored in this node) or milvus '
-        '(the server answers; for a memory shared by several robots or larger than RAM).',
+        'Where vector searches run: in_process (indexes mirrored in this node), milvus '
+        '(the server answers; for a memory shared by several robots or larger than RAM) or '
+        'auto (the server answers, but searches of the sessions this node is writing run '
+        'in process, up to hot_rows).',
         choices=SEARCH_BACKENDS,
+    )
+    hot_rows: int = setting(
+        DEFAULT_HOT_ROWS,
+        'search_backend auto: most view rows kept in process (the sessions written most '
+        'recently; older ones are searched in Milvus).',
+        low=0,
+        high=100_000_000,
     )
     snapshot_every: int = setting(
         DEFAULT_SNAPSHOT_EVERY,
@@ -257,6 +267,7 @@ class MemoryParameters(ViewSettings):
             caption_queue_size=caption.queue_size,
             max_places=self.max_places,
             robot_id=self.robot_id,
+            hot_rows=self.hot_rows,
         )
 
     def keyframe_rules(self) -> KeyframeRules:

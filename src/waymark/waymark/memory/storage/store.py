@@ -15,7 +15,9 @@ Lite, embedded, one process per database) or a server address (`http://host:1953
 
 With `search_backend='milvus'` the vector searches go to Milvus instead (ServerViewIndex):
 memory_node then holds no vectors, opens without reading them, and sees what other writers
-to the same server stored. Records (time, pose, text) stay mirrored in process either way.
+to the same server stored. With 'auto' Milvus answers too, but the sessions this process
+is writing, up to `hot_rows` rows, are also searched in process (HybridViewIndex). Records
+(time, pose, text) stay mirrored in process either way.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from waymark.memory.entries import (
 from waymark.memory.retention import dir_bytes
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.concurrent_load import load_concurrently
+from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS, HybridViewIndex
 from waymark.memory.storage.record_table import RecordTable, SessionSummary
 from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
@@ -73,7 +76,9 @@ DEFAULT_SNAPSHOT_EVERY = 20_000
 # Milvus itself (each view collection then carries the `index.server_index` index).
 IN_PROCESS = 'in_process'
 IN_MILVUS = 'milvus'
-SEARCH_BACKENDS = (IN_PROCESS, IN_MILVUS)
+# Milvus answers, but the sessions being written are also searched in process (hybrid_index).
+AUTO = 'auto'
+SEARCH_BACKENDS = (IN_PROCESS, IN_MILVUS, AUTO)
 _LOG = logging.getLogger(__name__)
 
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
@@ -211,7 +216,7 @@ class _Level:
     views: dict[str, str]
     dims: dict[str, int]
     table: RecordTable
-    indexes: dict[str, VectorIndex | ServerViewIndex]
+    indexes: dict[str, VectorIndex | ServerViewIndex | HybridViewIndex]
 
 
 def _locked(method: Callable) -> Callable:
@@ -242,9 +247,11 @@ class MemoryStore:
         search_backend: str = IN_PROCESS,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         robot: str = '',
+        hot_rows: int = DEFAULT_HOT_ROWS,
     ) -> None:
         """`robot`: the id this writer stamps on the sessions it creates; it may change only
-        sessions of its own (SessionOwnedError otherwise). '' for a memory not shared."""
+        sessions of its own (SessionOwnedError otherwise). '' for a memory not shared.
+        `hot_rows`: with search_backend 'auto', most view rows kept in process."""
         check_robot_id(robot)
         segment_views = dict(segment_views or {})
         place_views = dict(place_views or {})
@@ -269,7 +276,7 @@ class MemoryStore:
         self._lite_path = _lite_path(uri)
         if index_dir is None and self._lite_path is not None:
             index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
-        if search_backend == IN_MILVUS:  # nothing in process to save
+        if search_backend != IN_PROCESS:  # nothing in process to save
             index_dir = None
         self._snapshots = SnapshotDir(Path(index_dir) / prefix) if index_dir is not None else None
         # sq8 indexes keep the fp32 vectors of unsaved rows on disk, next to the snapshots.
@@ -304,9 +311,13 @@ class MemoryStore:
                 for name, collection in level.views.items():
                     fields = _view_fields(level.dims[name], self._partition_key)
                     self._ensure(collection, fields, 'vector', 'COSINE', self._view_index())
-                    if search_backend == IN_MILVUS:
+                    if search_backend != IN_PROCESS:
                         level.indexes[name] = ServerViewIndex(
                             self._client, collection, level.dims[name], params
+                        )
+                    if search_backend == AUTO:
+                        level.indexes[name] = HybridViewIndex(
+                            level.indexes[name], VectorIndex(level.dims[name], params), hot_rows
                         )
             load_collections(self._client, self._collections())
             self.load_report = self._load()
@@ -529,7 +540,7 @@ class MemoryStore:
             index_range,
         )
         records = {r.id: r for r in store_level.table.get(i for i, _ in found)}
-        if self.search_backend == IN_MILVUS:
+        if self.search_backend != IN_PROCESS:
             records |= self._records_from_milvus(level, [i for i, _ in found if i not in records])
         texts = self._view_texts(store_level, view, [i for i, _ in found])
         hits = []
@@ -776,7 +787,7 @@ class MemoryStore:
             report.entries[name] = len(level.table)
             for view, collection in level.views.items():
                 key = f'{name}/{view}'
-                if self.search_backend != IN_MILVUS:
+                if self.search_backend == IN_PROCESS:
                     self._check_or_rebuild(key, level, view, collection, loaded, report)
                 report.views[key] = len(level.indexes[view])
         expected = len(report.views) + len(report.entries)
