@@ -41,6 +41,7 @@ CORE_RANKS = {
 MEMORY_RANKS = {
     'entries': 0,
     'storage': 1,
+    'retention': 1,  # policies and disk use: data, no storage of its own
     'views': 2,
     'ingest': 3,
     'places': 3,

@@ -56,6 +56,17 @@ def test_speed_is_clamped_and_reached_no_faster_than_the_acceleration_limits():
     assert g.counts['clamped'] == len(decisions)
 
 
+def test_a_late_step_ramps_over_max_step_s_only_not_over_the_whole_delay():
+    g = gate(max_step_s=0.1)
+    g.command(0.5, 0.0, 0.0)
+    assert g.step(0.0).velocity == (0.0, 0.0)
+    g.command(0.5, 0.0, 0.45)
+    late = g.step(0.45)  # 0.45 s late (a loaded machine): 0.1 s of ramp, not 0.45
+    assert late.velocity[0] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match='max_step_s'):
+        gate(max_step_s=0.0)
+
+
 def test_non_finite_commands_become_zero_and_are_counted():
     g = gate()
     drive(g, (0.4, 0.0), 0.0, 1.0)

@@ -183,7 +183,8 @@ class MemoryParameters(ViewSettings):
         SearchRules.max_sessions, 'Most sessions one search may name.', low=1, high=1_000, live=True
     )
     allow_delete: bool = setting(
-        True, 'Serve delete_session (it cannot be undone); false refuses every deletion.'
+        True,
+        'Serve delete_session and apply thin_memory (neither can be undone); false refuses both.',
     )
     default_top_k: int = setting(5, 'Hits when a request asks for 0.', low=1, high=1000, live=True)
     max_top_k: int = setting(100, 'Most hits one request may get.', low=1, high=1000, live=True)

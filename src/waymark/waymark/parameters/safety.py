@@ -140,4 +140,5 @@ class SafetyParameters:
             local_stop=bool(stop.cloud_topic),
             cloud_timeout_s=stop.cloud_timeout_s,
             min_points=stop.min_points,
+            max_step_s=2.0 / self.rate_hz,
         )

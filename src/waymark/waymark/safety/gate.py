@@ -41,9 +41,12 @@ class GateConfig:
     local_stop: bool  # whether a cloud is watched at all
     cloud_timeout_s: float
     min_points: int
+    # Longest time one step may ramp over (about two step periods): a step that comes late
+    # (a loaded machine) must not turn the delay into one large speed change.
+    max_step_s: float = 0.1
 
     def __post_init__(self) -> None:
-        for name in ('command_timeout_s', 'cloud_timeout_s'):
+        for name in ('command_timeout_s', 'cloud_timeout_s', 'max_step_s'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'{name} must be finite and > 0, got {value}')
@@ -109,7 +112,7 @@ class SafetyGate:
 
     def step(self, now_s: float) -> Decision:
         config = self._config
-        dt_s = min(max(now_s - self._step_s, 0.0), config.command_timeout_s)
+        dt_s = min(max(now_s - self._step_s, 0.0), config.command_timeout_s, config.max_step_s)
         self._step_s = now_s
         blocked = self._forward_blocked(now_s)  # reported even while stopped otherwise
         if self._e_stop:
