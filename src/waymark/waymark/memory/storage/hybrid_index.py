@@ -94,7 +94,7 @@ class HybridViewIndex:
             if session not in self._complete:
                 # Rows of it in Milvus beyond these: it was written before, not by us.
                 earlier = self.server.count(session) - sessions.count(session)
-                if earlier > 0 or self.hot.count(session) > 0:
+                if earlier > 0:
                     self._partial.add(session)
                     continue
                 self._complete[session] = None

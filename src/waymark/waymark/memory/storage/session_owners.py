@@ -72,24 +72,13 @@ class SessionOwners:
         with self._lock:
             owners = self._lookup(sessions)
             for session, owner in owners.items():
-                if owner is not None and owner != self.robot:
-                    raise SessionOwnedError(session, owner, self.robot)
-            new = [session for session, owner in owners.items() if owner is None]
-            if new:
-                stamp = time.time_ns()
-                rows = [
-                    {'id': s, 'robot': self.robot, 'claimed_ns': stamp, 'planar': [0.0, 0.0]}
-                    for s in new
-                ]
-                self.client.upsert(self.collection, rows)
-                self._owners.update((s, self.robot) for s in new)
+                self._refuse_others(session, owner)
+            self._write_claims([session for session, owner in owners.items() if owner is None])
 
     def check(self, session: str) -> None:
         """SessionOwnedError when another robot owns `session` (unowned passes)."""
         with self._lock:
-            owner = self._lookup([session])[session]
-        if owner is not None and owner != self.robot:
-            raise SessionOwnedError(session, owner, self.robot)
+            self._refuse_others(session, self._lookup([session])[session])
 
     def release(self, session: str) -> None:
         """Forget `session`'s owner (its entries are gone): the name is free again."""
@@ -118,10 +107,25 @@ class SessionOwners:
         sessions had owners); returns them."""
         with self._lock:
             owners = self._lookup(sessions)
-        unowned = [session for session, owner in owners.items() if owner is None]
-        if unowned:
-            self.claim(unowned)
+            unowned = [session for session, owner in owners.items() if owner is None]
+            self._write_claims(unowned)
         return unowned
+
+    def _refuse_others(self, session: str, owner: str | None) -> None:
+        if owner is not None and owner != self.robot:
+            raise SessionOwnedError(session, owner, self.robot)
+
+    def _write_claims(self, sessions: list[str]) -> None:
+        """Record this robot as the owner of `sessions` (the caller holds the lock)."""
+        if not sessions:
+            return
+        stamp = time.time_ns()
+        rows = [
+            {'id': s, 'robot': self.robot, 'claimed_ns': stamp, 'planar': [0.0, 0.0]}
+            for s in sessions
+        ]
+        self.client.upsert(self.collection, rows)
+        self._owners.update((s, self.robot) for s in sessions)
 
     def _lookup(self, sessions: Iterable[str]) -> dict[str, str | None]:
         """Owner of each session (None: unclaimed), from the cache or Milvus."""
