@@ -85,15 +85,6 @@ def velocity_of(msg: Odometry) -> tuple[float, float]:
     return msg.twist.twist.linear.x, msg.twist.twist.angular.z
 
 
-def stamp_s(msg: Odometry) -> float:
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-
-
-def first_at(samples: list[tuple[float, float, float]], speed: float) -> float:
-    """The stamp of the first sample at `speed`."""
-    return next(t for t, v, _ in samples if v == speed)
-
-
 def start_chain(ros, launch, base: dict | None = None, **safety) -> Chain:
     odometry = ros.collect(Odometry, '/odom')
     state = ros.latest_json('safety/state')
@@ -145,19 +136,24 @@ def test_the_watchdog_stops_the_base_when_the_sender_dies(ros, launch):
 
 
 def test_speed_and_acceleration_are_limited_and_non_finite_commands_stop(ros, launch):
-    chain = start_chain(ros, launch, **{'limits.max_linear': 0.5, 'limits.max_linear_accel': 1.0})
+    # Every step safety_node sends, in order: a deep queue so a slow test executor loses none.
+    sent = ros.collect(Twist, 'cmd_vel', qos.commands(depth=1000))
+    # A long watchdog: this test's own command stream stalls on a loaded machine, and a
+    # watchdog stop in the middle is not what is checked here.
+    limits = {'limits.max_linear': 0.5, 'limits.max_linear_accel': 1.0}
+    chain = start_chain(ros, launch, command_timeout_s=5.0, **limits)
     chain.command = (3.0, -5.0)
     chain.wait_velocity(lambda v: v == (0.5, -1.0), 'not at the limits')
-    samples = [(stamp_s(m), *velocity_of(m)) for m in chain.odometry]
-    assert all(abs(v) <= 0.5 + 1e-9 and abs(w) <= 1.0 + 1e-9 for _, v, w in samples)
-    # Ramped at 1 m/s^2 on the base's own clock. The slack covers the jitter between
-    # safety_node's steps and the base's, which grows on a loaded machine; a jump straight
-    # to the limit (no ramp) exceeds it.
-    slack_s = 0.15
-    for (t0, v0, _), (t1, v1, _) in itertools.pairwise(samples):
-        assert abs(v1 - v0) <= 1.0 * ((t1 - t0) + slack_s) + 1e-9, (t0, v0, t1, v1)
-    last_still = max(t for t, v, _ in samples if v == 0.0 and t < first_at(samples, 0.5))
-    assert first_at(samples, 0.5) - last_still >= 0.5 / 1.0 - slack_s
+    samples = [velocity_of(m) for m in chain.odometry]
+    assert all(abs(v) <= 0.5 + 1e-9 and abs(w) <= 1.0 + 1e-9 for v, w in samples)
+    # Ramped at 1 m/s^2: one step spans at most two periods at the default 20 Hz, so no
+    # step speeds up by more than 0.1 m/s, however late it comes. Checked on the sequence
+    # sent rather than on stamps, which carry every process's scheduling jitter; a jump
+    # straight to the limit fails it.
+    wait_until(lambda: 0.5 in [msg.linear.x for msg in sent], 10, 'the limit never sent')
+    speeds = [msg.linear.x for msg in sent]
+    rises = [b - a for a, b in itertools.pairwise(speeds) if b > a]
+    assert len(rises) >= 5 and max(rises) <= 1.0 * 2 / 20.0 + 1e-9, speeds
     chain.command = (math.nan, 0.3)
     chain.wait_velocity(lambda v: v == (0.0, 0.0), 'a non-finite command did not stop it')
 
