@@ -13,6 +13,7 @@ from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.session_owners import SessionOwnedError
 from waymark.memory.storage.store import MemoryStore
+from waymark.parameters.memory import RetentionParameters
 
 NOW = 1_800_000_000 * 10**9
 VIEWS = {'image': 4}
@@ -48,6 +49,31 @@ def test_old_frames_are_thinned_but_one_in_keep_every_and_the_recent_ones_stay()
     assert plan.cutoff_ns == NOW - 30 * NS_PER_DAY
     off = plan_thinning(frames, ids, RetentionPolicy(thin_after_days=0), NOW)
     assert off.ids == () and off.sessions == {}
+
+
+def test_kept_sessions_are_never_thinned_by_name_or_pattern():
+    names = ('survey-2026-11-01', 'survey-2026-11-02', 'office-map', 'patrol-1')
+    frames = [frame(name, i, 40) for name in names for i in range(6)]
+    ids = {f.id for f in frames}
+    policy = RetentionPolicy(
+        thin_after_days=30, keep_every=3, keep_sessions=('survey-*', 'office-map')
+    )
+    plan = plan_thinning(frames, ids, policy, NOW)
+    assert plan.sessions == {'patrol-1': 4}
+    assert plan.ids == tuple(f'patrol-1/{i}' for i in (1, 2, 4, 5))
+    assert not policy.keeps('office-map-2') and policy.keeps('survey-')
+
+
+@pytest.mark.parametrize('patterns', [('',), (' survey-*',), (3,)])
+def test_kept_session_patterns_are_checked(patterns):
+    with pytest.raises(ValueError, match='keep_sessions'):
+        RetentionPolicy(keep_sessions=patterns)
+
+
+def test_the_keep_sessions_parameter_is_a_comma_separated_list():
+    policy = RetentionParameters(keep_sessions=' survey-*, office-map,,').policy()
+    assert policy.keep_sessions == ('survey-*', 'office-map')
+    assert RetentionParameters().policy().keep_sessions == ()
 
 
 def test_a_plan_token_names_its_frames_not_the_time_it_was_made():

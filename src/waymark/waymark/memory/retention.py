@@ -11,6 +11,7 @@ then nothing changes.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from collections.abc import Iterable
@@ -26,11 +27,14 @@ NS_PER_DAY = 86_400 * 10**9
 class RetentionPolicy:
     """`thin_after_days`: frames older than this (by their stamp) are thinned, 0: never;
     `keep_every`: per session, frames whose index is a multiple of it keep their vectors;
-    `budget_bytes`: what the memory may use on disk before it is reported over, 0: none."""
+    `budget_bytes`: what the memory may use on disk before it is reported over, 0: none;
+    `keep_sessions`: session names or shell patterns (`survey-*`) never thinned, such as
+    a mapping run or one a team wants kept whole."""
 
     thin_after_days: float = 30.0
     keep_every: int = 5
     budget_bytes: int = 0
+    keep_sessions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.thin_after_days <= 36_500.0:
@@ -39,6 +43,13 @@ class RetentionPolicy:
             raise ValueError(f'keep_every must be in [2, 10000], got {self.keep_every}')
         if self.budget_bytes < 0:
             raise ValueError(f'budget_bytes must be >= 0, got {self.budget_bytes}')
+        for pattern in self.keep_sessions:
+            if not isinstance(pattern, str) or not pattern or pattern != pattern.strip():
+                raise ValueError(f'keep_sessions holds names or patterns, got {pattern!r}')
+
+    def keeps(self, session: str) -> bool:
+        """Whether `session` is one never thinned."""
+        return any(fnmatch.fnmatchcase(session, pattern) for pattern in self.keep_sessions)
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ def plan_thinning(
 ) -> ThinningPlan:
     """What thinning `frames` (those stamped before the cutoff are enough) under `policy`
     at `now_ns` drops: frames older than the cutoff that still have vectors
-    (`with_vectors`), but one in `keep_every` of each session."""
+    (`with_vectors`), but one in `keep_every` of each session and none of a kept session."""
     if policy.thin_after_days <= 0:
         return ThinningPlan(now_ns, (), {})
     cutoff = now_ns - int(policy.thin_after_days * NS_PER_DAY)
@@ -72,6 +83,8 @@ def plan_thinning(
     sessions: dict[str, int] = {}
     for record in frames:
         if record.stamp_ns >= cutoff or record.index % policy.keep_every == 0:
+            continue
+        if policy.keeps(record.session):
             continue
         if record.id in with_vectors:
             chosen.append(record.id)

@@ -59,6 +59,12 @@ class RetentionParameters:
         high=10_000,
         live=True,
     )
+    keep_sessions: str = setting(
+        '',
+        'Sessions thin_memory never thins: comma-separated names or shell patterns '
+        '(survey-*); empty: none.',
+        live=True,
+    )
     budget_gb: float = setting(
         0.0,
         'Disk this memory may use on this robot (database, snapshots, images; GB) before '
@@ -76,6 +82,9 @@ class RetentionParameters:
             thin_after_days=self.thin_after_days,
             keep_every=self.keep_every,
             budget_bytes=int(self.budget_gb * 1e9),
+            keep_sessions=tuple(
+                pattern.strip() for pattern in self.keep_sessions.split(',') if pattern.strip()
+            ),
         )
 
 
