@@ -594,6 +594,11 @@ def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch,
 
     other = query(ros, 'where is the bakery?', sessions=['another-day'])
     assert not other.success and 'memory is empty' in other.message
+    stop_node(node)
+    # Kept to another robot's sessions (memory.robots): this memory holds none of them.
+    node = start_reasoner(launch, tmp_path, memory, **settings, **{'memory.robots': 'go1-b'})
+    elsewhere = query(ros, 'where is the bakery?')
+    assert not elsewhere.success and 'memory is empty' in elsewhere.message
     assert other.answer.kind == Answer.KIND_NONE and not other.answer.has_goal
     photo = query(ros, 'where was this?', image=b'not a picture')
     assert not photo.success and 'photo cannot be used' in photo.message
@@ -617,6 +622,7 @@ def test_memory_node_down_and_bad_parameters_fail_clearly(ros, tmp_path):
         'url': {'llm.base_url': 'localhost:8000'},
         'range': {'agent.max_steps': 0},
         'combination': {'localisation.assumed_range_m': 20.0},
+        'robots': {'memory.robots': 'go1-a, go1/b'},
     }
     refused = {
         name: start_node('reasoner_node', logs / name, parameters)
@@ -638,6 +644,7 @@ def test_memory_node_down_and_bad_parameters_fail_clearly(ros, tmp_path):
         assert 'localisation.assumed_range_m <= localisation.max_range_m' in (
             refused['combination'].log_tail()
         )
+        assert "invalid robot id 'go1/b'" in refused['robots'].log_tail()
     finally:
         for node in [lonely, *refused.values()]:
             stop_node(node)

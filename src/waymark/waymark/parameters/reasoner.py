@@ -23,6 +23,7 @@ from waymark.llm_client import api_key_from_env
 from waymark.localisation.params import LocalisationParams
 from waymark.memory.entries import LEVELS
 from waymark.memory.storage.image_codec import ImageLimits
+from waymark.memory.storage.session_owners import check_robot_id
 from waymark.parameters.common import (
     POSE_TYPES,
     TF,
@@ -47,6 +48,20 @@ class MemoryDataParameters:
         "memory_node's data_dir, where the pictures shown to the model and the verifier are "
         'read (the same directory, or a copy of it).',
     )
+    robots: str = setting(
+        '',
+        'Robots whose sessions questions search, where several share one memory: '
+        'comma-separated memory_node robot_id values (this robot alone where the robots do '
+        'not share a map); empty: every robot.',
+    )
+
+    def __post_init__(self) -> None:
+        for robot in self.robot_ids:
+            check_robot_id(robot)
+
+    @property
+    def robot_ids(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.robots.split(',') if name.strip())
 
 
 @dataclass(frozen=True)

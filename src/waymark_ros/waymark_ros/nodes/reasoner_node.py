@@ -109,7 +109,7 @@ class ReasonerNode(Node):
         config = params.agent_config()
         traces = params.traces.writer()
 
-        self._memory = MemoryClient(self, params.memory_timeout_s)
+        self._memory = MemoryClient(self, params.memory_timeout_s, robots=params.memory.robot_ids)
         images = ImageStoreReader(params.memory.data_dir).image_of
         free = params.free_space
         self.free_space = (

@@ -65,10 +65,18 @@ class MemoryClient:
     """MemoryBackend over memory_node's SearchMemory service; safe to share between
     threads."""
 
-    def __init__(self, node: Node, timeout_s: float, service: str = 'search_memory') -> None:
+    def __init__(
+        self,
+        node: Node,
+        timeout_s: float,
+        service: str = 'search_memory',
+        robots: Sequence[str] = (),
+    ) -> None:
+        """`robots`: every search keeps to these robots' sessions (empty: every robot)."""
         if not timeout_s > 0:
             raise ValueError(f'timeout_s must be positive, got {timeout_s}')
         self.timeout_s = float(timeout_s)
+        self.robots = tuple(robots)
         self._logger = node.get_logger()
         self._client = node.create_client(
             SearchMemory,
@@ -196,14 +204,14 @@ class MemoryClient:
 
     # -- the service call ----------------------------------------------------------------
 
-    @staticmethod
-    def _request(mode: str, k: int, sessions: Sequence[str] | None, level: str) -> Request:
+    def _request(self, mode: str, k: int, sessions: Sequence[str] | None, level: str) -> Request:
         if level not in LEVELS:
             raise ValueError(f'unknown level {level!r}; use one of {", ".join(LEVELS)}')
         if not 1 <= int(k) <= UINT32_MAX:
             raise ValueError(f'k must be a positive number of hits, got {k}')
         request = Request(mode=mode, level=level, top_k=int(k))
         request.sessions = list(sessions or [])
+        request.robots = list(self.robots)
         return request
 
     def _search(self, request: Request) -> list[Hit]:
