@@ -10,7 +10,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from waymark.memory.storage import vector_index
+from waymark.memory.storage import shared_work, vector_index
 from waymark.memory.storage.vector_index import FP32, SQ8, VECTOR_CODES, IndexParams, VectorIndex
 
 DIM = 384
@@ -486,6 +486,73 @@ def test_exact_search_when_the_strided_sample_misleads():
 def small_graphs(monkeypatch):
     """Let graphs of a few thousand rows be searched (an exact scan is cheaper there)."""
     monkeypatch.setattr(vector_index, '_EXACT_WHEN_EF_ABOVE', float('inf'))
+
+
+@pytest.mark.parametrize('layout', ['runs', 'scattered'])
+def test_a_long_exact_scan_shared_among_threads_finds_what_one_thread_finds(layout, monkeypatch):
+    monkeypatch.setattr(vector_index, '_SPLIT_FROM_ROWS', 4096)
+    monkeypatch.setattr(vector_index, '_SCAN_CHUNK', 2048)
+    rows, dim = 30_000, 16
+    rng = np.random.default_rng(7)
+    data = _unit(rng.standard_normal((rows, dim)))
+    if layout == 'runs':  # sessions recorded one after another
+        sessions = [SESSIONS[i * 2 // rows] for i in range(rows)]
+    else:  # two sessions written in turns
+        sessions = [SESSIONS[i % 2] for i in range(rows)]
+    indices = np.arange(rows)
+    ids = _ids(sessions, indices)
+    indexes = {}
+    for threads in (1, 3):
+        params = IndexParams(exact_below=10**6, vector_codes=FP32, scan_threads=threads)
+        indexes[threads] = VectorIndex(dim, params)
+        indexes[threads].upsert(ids, sessions, indices, data)
+    shares = []
+
+    def counted(jobs, helpers):
+        shares.append(len(jobs))
+        return shared_work.run_shared(jobs, helpers)
+
+    with mock.patch.object(vector_index, 'run_shared', side_effect=counted):
+        for query in _queries(data, 10, seed=8):
+            for session in SESSIONS[:2]:
+                one = indexes[1].search(query, 10, sessions=[session])
+                shared = indexes[3].search(query, 10, sessions=[session])
+                assert shared == one and len(one) == 10
+                expected = _exact(data, query, np.flatnonzero(np.asarray(sessions) == session), 10)
+                assert [ids[row] for row in expected] == [key for key, _ in one]
+    assert set(shares) == {1, 3}  # one thread: one job; three: 15k rows in three shares
+
+
+def test_shared_work_never_waits_for_a_busy_helper():
+    """With the only helper thread held up, every job still runs, on the caller's thread."""
+    release = threading.Event()
+    pool = shared_work._helpers(1)
+    blocker = pool.submit(release.wait, 30)
+    try:
+        ran = []
+        callers = []
+        jobs = [
+            lambda n=n: (ran.append(n), callers.append(threading.current_thread()))
+            for n in range(5)
+        ]
+        shared_work.run_shared(jobs, helpers=1)
+        assert sorted(ran) == list(range(5))
+        assert set(callers) == {threading.current_thread()}
+    finally:
+        release.set()
+    assert blocker.result(timeout=10)
+
+
+def test_shared_work_raises_a_job_error_after_the_others_ran():
+    ran = []
+
+    def bad():
+        raise RuntimeError('broken job')
+
+    jobs = [lambda: ran.append(1), bad, lambda: ran.append(3), lambda: ran.append(4)]
+    with pytest.raises(RuntimeError, match='broken job'):
+        shared_work.run_shared(jobs, helpers=2)
+    assert sorted(ran) == [1, 3, 4]
 
 
 def test_sq8_scans_exactly_until_there_are_rows_to_train_on(small_graphs):
