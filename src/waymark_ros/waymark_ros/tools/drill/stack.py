@@ -99,6 +99,7 @@ class Stack:
         self._run_task = ActionClient(self.node, RunTask, 'run_task')
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self.stats: dict[str, dict] = {}
@@ -259,8 +260,9 @@ class Stack:
         """Spin until shutdown, riding out an entity the drill destroyed (a publisher it is
         done with, a client of a restarted node) while the executor was adding it to a wait
         set: rclpy raises InvalidHandle there, which would end the thread and leave the
-        drill deaf."""
-        while self.context.ok():
+        drill deaf. It ends before the context shuts down (close), so it never waits on a
+        context that is gone."""
+        while self.context.ok() and not self._stopping.is_set():
             try:
                 self.executor.spin_once(timeout_sec=SPIN_POLL_S)
             except InvalidHandle:
@@ -271,12 +273,13 @@ class Stack:
     def close(self) -> None:
         for node in reversed(list(self.nodes.values())):
             stop_node(node, timeout_s=20.0)
+        self._stopping.set()
+        self._thread.join(timeout=5.0)
         self.executor.shutdown()
         self._go_to.destroy()
         self._run_task.destroy()
         self.node.destroy_node()
         self.context.try_shutdown()
-        self._thread.join(timeout=5.0)
 
     def __enter__(self) -> Stack:
         return self
