@@ -594,15 +594,15 @@ def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch,
 
     other = query(ros, 'where is the bakery?', sessions=['another-day'])
     assert not other.success and 'memory is empty' in other.message
+    assert other.answer.kind == Answer.KIND_NONE and not other.answer.has_goal
+    photo = query(ros, 'where was this?', image=b'not a picture')
+    assert not photo.success and 'photo cannot be used' in photo.message
+    assert 'LLM none (fallback only); verifier off' in node.log_tail()
     stop_node(node)
     # Kept to another robot's sessions (memory.robots): this memory holds none of them.
     node = start_reasoner(launch, tmp_path, memory, **settings, **{'memory.robots': 'go1-b'})
     elsewhere = query(ros, 'where is the bakery?')
     assert not elsewhere.success and 'memory is empty' in elsewhere.message
-    assert other.answer.kind == Answer.KIND_NONE and not other.answer.has_goal
-    photo = query(ros, 'where was this?', image=b'not a picture')
-    assert not photo.success and 'photo cannot be used' in photo.message
-    assert 'LLM none (fallback only); verifier off' in node.log_tail()
 
 
 @pytest.mark.dds

@@ -62,3 +62,9 @@ class InputDiagnosticsParameters:
         high=86400.0,
         live=True,
     )
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """The items of a comma-separated string parameter (settings hold no string lists),
+    stripped, empty ones dropped."""
+    return tuple(item.strip() for item in text.split(',') if item.strip())

@@ -19,6 +19,7 @@ from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, SEA
 from waymark.memory.storage.vector_index import IndexParams
 from waymark.memory.views.captioner import CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
+from waymark.parameters.common import comma_list
 from waymark.parameters.lessons import LessonParameters
 from waymark.settings import setting
 
@@ -82,9 +83,7 @@ class RetentionParameters:
             thin_after_days=self.thin_after_days,
             keep_every=self.keep_every,
             budget_bytes=int(self.budget_gb * 1e9),
-            keep_sessions=tuple(
-                pattern.strip() for pattern in self.keep_sessions.split(',') if pattern.strip()
-            ),
+            keep_sessions=comma_list(self.keep_sessions),
         )
 
 

@@ -30,6 +30,7 @@ from waymark.parameters.common import (
     InputDiagnosticsParameters,
     TfPoseParameters,
     check_tf_frame,
+    comma_list,
 )
 from waymark.settings import setting
 
@@ -61,7 +62,7 @@ class MemoryDataParameters:
 
     @property
     def robot_ids(self) -> tuple[str, ...]:
-        return tuple(name.strip() for name in self.robots.split(',') if name.strip())
+        return comma_list(self.robots)
 
 
 @dataclass(frozen=True)

@@ -946,18 +946,15 @@ def _piece_tasks(
         return []
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     if (len(breaks) + 1) * 64 > len(rows):
+        chunks = [slice(at, at + _SCAN_CHUNK) for at in range(0, len(rows), _SCAN_CHUNK)]
         return [
             (
-                len(out[at : at + _SCAN_CHUNK]),
+                len(rows[chunk]),
                 functools.partial(
-                    _inner_products_of_gathered,
-                    vectors,
-                    rows[at : at + _SCAN_CHUNK],
-                    query,
-                    out[at : at + _SCAN_CHUNK],
+                    _inner_products_of_gathered, vectors, rows[chunk], query, out[chunk]
                 ),
             )
-            for at in range(0, len(rows), _SCAN_CHUNK)
+            for chunk in chunks
         ]
     starts = rows[np.concatenate(([0], breaks))].tolist()
     ends = (rows[np.concatenate((breaks - 1, [len(rows) - 1]))] + 1).tolist()
