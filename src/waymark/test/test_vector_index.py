@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import threading
 from unittest import mock
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from waymark.memory.storage import shared_work, vector_index
+from waymark.memory.storage.session_codes import SessionCodes
 from waymark.memory.storage.vector_index import FP32, SQ8, VECTOR_CODES, IndexParams, VectorIndex
 
 DIM = 384
@@ -283,6 +285,7 @@ def test_bad_queries_raise():
         {'exact_below': -1},
         {'ef_search': 1.5},
         {'hnsw_m': True},
+        {'scan_shortlist': -1},
     ],
 )
 def test_params_are_validated(params):
@@ -628,3 +631,172 @@ def test_a_full_disk_refuses_the_write_and_keeps_the_index(tmp_path):
     assert index.ids() == {f'a/{i}' for i in range(10)}
     assert index.search(data[4], 1) == [('a/4', pytest.approx(1.0))]
     assert list(tmp_path.iterdir()) == []  # the spill file has no name
+
+
+# -- session codes -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def coded_from_600(monkeypatch):
+    """Sessions of more than 600 rows are searched by their codes when the candidates are
+    at most half their rows (8192 rows and an eighth in service)."""
+    monkeypatch.setattr(vector_index, '_CODED_FROM_ROWS', 600)
+    monkeypatch.setattr(vector_index, '_CODED_CANDIDATE_SHARE', 2)
+
+
+def _sessions_corpus(rows: int = 6000, dim: int = 64, **params):
+    data, sessions, indices = _clustered(rows, dim, seed=21)
+    ids = _ids(sessions, indices)
+    index = VectorIndex(dim, IndexParams(exact_below=0, scan_shortlist=200, **params))
+    for start in range(0, rows, 1000):
+        stop = start + 1000
+        index.upsert(ids[start:stop], sessions[start:stop], indices[start:stop], data[start:stop])
+    return index, data, ids, np.asarray(sessions)
+
+
+def _only_coded():
+    """Fail if a search scans exactly or walks the graph instead of using session codes."""
+    wrong = AssertionError('not searched by session codes')
+    return mock.patch.multiple(
+        VectorIndex,
+        _search_exact=mock.Mock(side_effect=wrong),
+        _search_graph=mock.Mock(side_effect=wrong),
+    )
+
+
+@pytest.mark.parametrize('codes', VECTOR_CODES)
+def test_a_large_session_is_ranked_by_its_codes_with_exact_cosines(coded_from_600, codes):
+    index, data, ids, sessions = _sessions_corpus(vector_codes=codes)
+    row_of = {key: row for row, key in enumerate(ids)}
+    queries = _queries(data, 40, seed=22)
+    for session in ('alpha', 'bravo'):
+        rows = np.flatnonzero(sessions == session)
+        with _only_coded():
+            assert _recall(index, data, ids, queries, rows, sessions=[session]) >= 0.95
+            found = index.search(queries[0], 10, sessions=[session])
+        assert {key.split('/')[0] for key, _ in found} == {session}
+        scores = [score for _, score in found]
+        expected = data[[row_of[key] for key, _ in found]] @ queries[0]
+        np.testing.assert_allclose(scores, expected, atol=1e-6)
+
+
+def test_sessions_too_small_for_codes_are_scanned_exactly(coded_from_600):
+    index, data, ids, sessions = _sessions_corpus()
+    query = _queries(data, 1, seed=23)[0]
+    rows = np.flatnonzero(sessions == 'delta')  # 300 rows
+    with mock.patch.object(VectorIndex, '_search_coded', side_effect=AssertionError('codes used')):
+        found = index.search(query, 10, sessions=['delta'])
+    assert [key for key, _ in found] == [ids[row] for row in _exact(data, query, rows, 10)]
+    # So is everything when the shortlist is 0, and a search over an index range.
+    index.params = IndexParams(exact_below=0, scan_shortlist=0)
+    rows = np.flatnonzero(sessions == 'alpha')
+    with mock.patch.object(VectorIndex, '_search_coded', side_effect=AssertionError('codes used')):
+        found = index.search(query, 10, sessions=['alpha'])
+    assert [key for key, _ in found] == [ids[row] for row in _exact(data, query, rows, 10)]
+
+
+def test_dead_rows_of_a_coded_session_never_crowd_out_live_ones(coded_from_600):
+    index, data, ids, sessions = _sessions_corpus()
+    alpha = np.flatnonzero(sessions == 'alpha')
+    # The best rows of alpha for the query die: they still hold codes and rank first.
+    query = _queries(data, 1, seed=24)[0]
+    best = _exact(data, query, alpha, 500)
+    assert index.remove([ids[row] for row in best]) == 500  # below the rebuild share
+    live = np.setdiff1d(alpha, best)
+    with _only_coded():
+        found = index.search(query, 10, sessions=['alpha'])
+    assert [key for key, _ in found] == [ids[row] for row in _exact(data, query, live, 10)]
+    # A replaced row's new vector is what the codes find.
+    index.upsert([ids[live[5]]], ['alpha'], [0], -data[live[5]][None])
+    with _only_coded():
+        found = index.search(-data[live[5]], 1, sessions=['alpha'])
+    assert found == [(ids[live[5]], pytest.approx(1.0))]
+
+
+def test_rows_added_after_training_get_codes(coded_from_600):
+    index, _, _, _ = _sessions_corpus()
+    rng = np.random.default_rng(25)
+    more = _unit(rng.standard_normal((700, 64)))
+    index.upsert([f'echo/{i}' for i in range(700)], ['echo'] * 700, list(range(700)), more)
+    with _only_coded():
+        for row in (0, 350, 699):
+            assert index.search(more[row], 1, sessions=['echo']) == [
+                (f'echo/{row}', pytest.approx(1.0))
+            ]
+            found = index.search(more[row], 3, sessions=['echo', 'alpha'])
+            assert found[0] == (f'echo/{row}', pytest.approx(1.0))
+
+
+def test_session_codes_survive_save_load_and_rebuild(coded_from_600, tmp_path):
+    index, data, ids, sessions = _sessions_corpus()
+    path = tmp_path / 'v.vidx'
+    index.save(path)
+    loaded = VectorIndex.load(path, 64, index.params)
+    queries = _queries(data, 10, seed=26)
+    with _only_coded():
+        for query in queries:
+            assert loaded.search(query, 10, sessions=['bravo']) == index.search(
+                query, 10, sessions=['bravo']
+            )
+    # A file saved before the codes existed loads and trains them.
+    index._state.coded = None
+    index.save(path)
+    loaded = VectorIndex.load(path, 64, index.params)
+    with _only_coded():
+        found = loaded.search(queries[0], 10, sessions=['bravo'])
+    rows = np.flatnonzero(sessions == 'bravo')
+    assert _recall(loaded, data, ids, queries, rows, sessions=['bravo']) >= 0.95
+    assert {key.split('/')[0] for key, _ in found} == {'bravo'}
+    # A rebuild (past the dead share) lays sessions out anew and codes them again.
+    assert loaded.remove(ids[::2]) == 3000
+    kept = rows[1::2] if rows[0] % 2 == 0 else rows[::2]
+    with _only_coded():
+        assert _recall(loaded, data, ids, queries, kept, sessions=['bravo']) >= 0.95
+
+
+def test_session_codes_that_do_not_fit_their_rows_are_refused():
+    rng = np.random.default_rng(27)
+    vectors = _unit(rng.standard_normal((1000, 16)))
+    coded = SessionCodes.trained(vectors)
+    coded.add(0, np.arange(0, 1000, 2), vectors[::2])
+    coded.add(1, np.arange(1, 1000, 2), vectors[1::2])
+    with pytest.raises(ValueError, match='must come after'):
+        coded.add(0, np.array([4]), vectors[:1])
+    written = io.BytesIO()
+    coded.write(written.write)
+    session_of_row = np.arange(1000, dtype=np.int32) % 2
+
+    def read(session_of_row=session_of_row, sessions=2):
+        return SessionCodes.read(io.BytesIO(written.getvalue()), 16, session_of_row, sessions)
+
+    again = read()
+    assert again.size(0) == again.size(1) == 500
+    np.testing.assert_array_equal(
+        again.candidates(1, vectors[7:8], 5), coded.candidates(1, vectors[7:8], 5)
+    )
+    with pytest.raises(ValueError, match='rows of session 0'):
+        read(session_of_row=1 - session_of_row)
+    with pytest.raises(ValueError, match='session code sizes'):
+        read(session_of_row=session_of_row[:900])
+    with pytest.raises(ValueError, match='more sessions'):
+        read(sessions=1)
+    with pytest.raises(ValueError, match='quantiser'):
+        SessionCodes.read(io.BytesIO(written.getvalue()), 32, session_of_row, 2)
+
+
+def test_a_failed_code_add_leaves_exact_scans_that_stay_right(coded_from_600, tmp_path):
+    index, _, _, _ = _sessions_corpus()
+    failing = mock.patch.object(SessionCodes, 'add', side_effect=MemoryError)
+    more = _unit(np.random.default_rng(28).standard_normal((5, 64)))
+    with failing:
+        index.upsert([f'alpha/x{i}' for i in range(5)], ['alpha'] * 5, list(range(5)), more)
+    assert index._state.coded is None
+    assert index.search(more[2], 1, sessions=['alpha']) == [('alpha/x2', pytest.approx(1.0))]
+    # Not retrained on every write (that takes seconds at a million rows), but on a load.
+    index.upsert(['alpha/y'], ['alpha'], [9], more[:1])
+    assert index._state.coded is None
+    assert index.search(more[4], 1, sessions=['alpha'])[0][0] == 'alpha/x4'
+    index.save(tmp_path / 'v.vidx')
+    loaded = VectorIndex.load(tmp_path / 'v.vidx', 64, index.params)
+    with _only_coded():
+        assert loaded.search(more[4], 1, sessions=['alpha'])[0][0] == 'alpha/x4'

@@ -13,7 +13,9 @@ faiss's single-threaded kernel straight over the fp32 vectors; wider ones search
 the graph with efSearch raised for the share of rows the filter drops (the walk still
 visits them). Rebuilds lay each session out as one contiguous run of rows, so an exact scan
 of a session reads slices rather than gathering rows; a long scan is bound by one core's
-memory bandwidth, so it is shared among `scan_threads` (shared_work).
+memory bandwidth, so it is shared among `scan_threads` (shared_work). Sessions too large to
+scan quickly (past 8192 rows and `exact_below`) are ranked by 4-bit codes of their own
+(session_codes) and the best `scan_shortlist` re-ranked on fp32 vectors instead.
 
 Vector codes (`IndexParams.vector_codes`). With sq8 (the default) the graph holds one byte
 per dimension and a graph search re-ranks a shortlist on the fp32 vectors, which live
@@ -24,7 +26,8 @@ the vectors and exact scans read it in place.
 Memory per row (process RSS, M = 32, measured at 1M rows loaded from a file): 821 bytes at
 384-d and 1,549 at 1152-d with sq8 (the codes, about 8 * M + 16 bytes of HNSW links, 13
 bytes of numpy metadata and about 150 bytes of Python for the id), against 1.9 kB and
-about 4.9 kB with fp32. A rebuild briefly holds a second graph of the live rows.
+about 4.9 kB with fp32; the session codes add 56 bytes at 384-d and 80 at 1152-d. A
+rebuild briefly holds a second graph of the live rows.
 
 Thread-safety: mutations (upsert, remove, save, rebuild) hold a write lock, so there is one
 writer at a time; searches hold a state lock, which writers take for the steps that change
@@ -51,6 +54,7 @@ import faiss
 import numpy as np
 
 from waymark.memory.storage.checked_file import CheckedWriter, checked_body, write_checked
+from waymark.memory.storage.session_codes import SessionCodes
 from waymark.memory.storage.shared_work import run_shared
 from waymark.settings import setting
 
@@ -90,10 +94,16 @@ _RERANK_FACTOR = 2
 # one thread, 8.2 ms on two).
 _SCAN_CHUNK = 8192
 _SPLIT_FROM_ROWS = 16384
+# A search limited to sessions of more than this many rows (and more than `exact_below`)
+# ranks them by their session codes and re-ranks the best on fp32 vectors, unless the
+# candidates would be more than 1 / _CODED_CANDIDATE_SHARE of the rows: reading a
+# candidate's vector is a random read, several times a sequential one.
+_CODED_FROM_ROWS = 8192
+_CODED_CANDIDATE_SHARE = 8
 
 _MAGIC = b'WAYMARK-VECTOR-INDEX\n'
-_FORMAT = 2
-_READABLE_FORMATS = (1, 2)
+_FORMAT = 3
+_READABLE_FORMATS = (1, 2, 3)
 _HEADER_LEN = struct.Struct('<Q')
 _MAX_HEADER = 1 << 28
 
@@ -145,6 +155,15 @@ class IndexParams:
         high=64,
     )
 
+    scan_shortlist: int = setting(
+        400,
+        'Candidates re-ranked on fp32 vectors per 10 results when a search limited to large '
+        'sessions ranks their rows by 4-bit session codes first; 0 scans those sessions '
+        'exactly (slower at a million entries, recall 1.0).',
+        low=0,
+        high=100_000,
+    )
+
     def __post_init__(self) -> None:
         for name, allowed in (
             ('vector_codes', VECTOR_CODES),
@@ -160,6 +179,7 @@ class IndexParams:
             ('ivf_nlist', 16, 65536),
             ('ivf_nprobe', 1, 65536),
             ('scan_threads', 1, 64),
+            ('scan_shortlist', 0, 100_000),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -237,6 +257,8 @@ class _State:
     session_live: list[int]  # live rows per session code
     dead: int = 0
     exact: _RowVectors | None = None  # sq8 only
+    coded: SessionCodes | None = None  # None until there are rows enough to train on
+    coding_failed: bool = False  # codes dropped after an error: none until a rebuild or load
 
     @property
     def count(self) -> int:
@@ -353,10 +375,15 @@ class VectorIndex:
             if kept == 0:
                 return []
             ef = None if state.graph is None else self._ef(int(k), kept, total)
-            if ef is None:
-                found = self._search_exact(state, query, int(k), mask)
-            else:
+            plan = None
+            if ef is None and index_range is None and sessions is not None:
+                plan = self._coded_plan(state, int(k), sessions, kept)
+            if ef is not None:
                 found = self._search_graph(state, query, int(k), mask, ef)
+            elif plan is not None:
+                found = self._search_coded(state, query, int(k), plan)
+            else:
+                found = self._search_exact(state, query, int(k), mask)
             return [(state.row_ids[row], score) for row, score in found]
 
     # -- writing -------------------------------------------------------------------------
@@ -538,6 +565,44 @@ class VectorIndex:
         chosen = top if rows is None else rows[top]
         return [(int(row), float(score)) for row, score in zip(chosen, scores[top], strict=True)]
 
+    def _coded_plan(
+        self, state: _State, k: int, sessions: Sequence[str], kept: int
+    ) -> list[tuple[int, int]] | None:
+        """The sessions to rank by their codes, as (session code, candidates), or None when
+        an exact scan of the `kept` rows is as quick (or there are no codes yet).
+
+        Each session gives `scan_shortlist` candidates per 10 results, plus one for each
+        of its dead rows (which still hold codes), so dead rows never crowd out live ones.
+        """
+        shortlist = self.params.scan_shortlist
+        if (
+            state.coded is None
+            or shortlist == 0
+            or kept <= max(self.params.exact_below, _CODED_FROM_ROWS)
+        ):
+            return None
+        wanted = math.ceil(shortlist * max(k, 10) / 10)
+        plan = []
+        for code in sorted({state.session_codes[s] for s in sessions if s in state.session_codes}):
+            live = state.session_live[code]
+            if live:
+                size = state.coded.size(code)
+                plan.append((code, min(size, wanted + size - live)))
+        if sum(count for _, count in plan) * _CODED_CANDIDATE_SHARE > kept:
+            return None
+        return plan
+
+    def _search_coded(
+        self, state: _State, query: np.ndarray, k: int, plan: list[tuple[int, int]]
+    ) -> list[tuple[int, float]]:
+        """Rank each planned session's rows by their codes, then re-rank the live
+        candidates on the fp32 vectors."""
+        rows = np.concatenate([state.coded.candidates(code, query, count) for code, count in plan])
+        rows = rows[state.alive[rows]]
+        scores = _inner_products(_gather(state.parts(self.dim), rows), query[0])
+        top = np.lexsort((rows, -scores))[:k]
+        return [(int(row), float(score)) for row, score in zip(rows[top], scores[top], strict=True)]
+
     def _search_graph(
         self, state: _State, query: np.ndarray, k: int, mask: np.ndarray | None, ef: int
     ) -> list[tuple[int, float]]:
@@ -631,34 +696,53 @@ class VectorIndex:
             state.rows[key] = start + offset
         for code in codes:
             state.session_live[code] += 1
+        if state.coded is not None:
+            try:
+                _add_codes(state.coded, state.codes[start:end], np.arange(start, end), unit)
+            except Exception:
+                # The rows are in; searches scan exactly until a rebuild or a restart.
+                _LOG.exception('session codes dropped after a failed add')
+                state.coded = None
+                state.coding_failed = True
 
     def _maybe_train(self, state: _State) -> None:
-        """With sq8 codes, build the graph once there are rows enough to train on.
+        """Once there are rows enough to train on, build what needs training: with sq8
+        codes the graph, and the session codes.
 
         Runs under the write lock only (searches scan exactly meanwhile; no row can be
-        added), then the finished graph is put in place under the state lock.
+        added), then the finished parts are put in place under the state lock.
         """
-        if state.graph is not None or state.count < max(self.params.exact_below, _SQ_TRAIN_MIN):
+        if state.count < max(self.params.exact_below, _SQ_TRAIN_MIN) or (
+            state.graph is not None and (state.coded is not None or state.coding_failed)
+        ):
             return
-        graph = self._trained_graph(state)
+        graph = self._trained_graph(state) if state.graph is None else state.graph
+        coded = state.coded
+        if coded is None and not state.coding_failed:
+            coded = self._trained_codes(state)
         with self._lock:
             state.graph = graph
+            state.coded = coded
 
     def _trained_graph(self, state: _State) -> faiss.Index:
         """An sq8 graph of every row, its quantiser fitted to (a sample of) the live rows."""
         parts = state.parts(self.dim)
         count = state.count
-        live = np.flatnonzero(state.alive[:count])
-        if len(live) == 0:
-            live = np.arange(count)
-        if len(live) > _SQ_TRAIN_SAMPLE:
-            rng = np.random.default_rng(count)
-            live = np.sort(rng.choice(live, _SQ_TRAIN_SAMPLE, replace=False))
         graph = self._new_graph()
-        graph.train(_gather(parts, live))
+        graph.train(_gather(parts, _training_rows(state)))
         for offset in range(0, count, _ADD_CHUNK):
             graph.add(_gather(parts, np.arange(offset, min(count, offset + _ADD_CHUNK))))
         return graph
+
+    def _trained_codes(self, state: _State) -> SessionCodes:
+        """Session codes of every live row, the quantiser fitted to (a sample of) them."""
+        parts = state.parts(self.dim)
+        coded = SessionCodes.trained(_gather(parts, _training_rows(state)))
+        live = np.flatnonzero(state.alive[: state.count])
+        for offset in range(0, len(live), _ADD_CHUNK):
+            rows = live[offset : offset + _ADD_CHUNK]
+            _add_codes(coded, state.codes[rows], rows, _gather(parts, rows))
+        return coded
 
     def _maybe_rebuild(self) -> None:
         """Rebuild the graph from the live rows once dead rows pass their share.
@@ -689,8 +773,10 @@ class VectorIndex:
                     state.indices[chunk],
                     _gather(parts, chunk),
                 )
-            if new.graph is None and new.count >= max(self.params.exact_below, _SQ_TRAIN_MIN):
-                new.graph = self._trained_graph(new)
+            if new.count >= max(self.params.exact_below, _SQ_TRAIN_MIN):
+                if new.graph is None:
+                    new.graph = self._trained_graph(new)
+                new.coded = self._trained_codes(new)
         with self._lock:
             self._state = new
 
@@ -718,6 +804,7 @@ class VectorIndex:
             'ef_construction': self.params.ef_construction,
             'vector_codes': self.params.vector_codes,
             'graph': state.graph is not None,
+            'session_codes': state.coded is not None,
             'rows': count,
             'live': len(state.rows),
             'sessions': state.session_names,
@@ -737,6 +824,8 @@ class VectorIndex:
             writer = faiss.PyCallbackIOWriter(checked.write)
             faiss.write_index(state.graph, writer)
             del writer
+        if state.coded is not None:
+            state.coded.write(checked.write)
         return vectors_start
 
     def _read(self, path: Path) -> _State | None:
@@ -774,10 +863,17 @@ class VectorIndex:
             graph = None
             if header['graph']:
                 graph = faiss.read_index(faiss.PyCallbackIOReader(stream.read))
+            coded = None
+            if header.get('session_codes'):  # format 3
+                coded = SessionCodes.read(
+                    stream, self.dim, arrays['codes'], len(header['sessions'])
+                )
             if stream.tell() != len(_MAGIC) + body:
-                raise ValueError('graph does not end where the trailer starts')
+                raise ValueError('index does not end where the trailer starts')
         # read_index hands back the owning object, already of its concrete class.
-        return self._state_from(header, count, arrays, graph, exact)
+        state = self._state_from(header, count, arrays, graph, exact)
+        state.coded = coded
+        return state
 
     def _state_from(
         self,
@@ -845,6 +941,26 @@ class VectorIndex:
             if quantiser.qtype != faiss.ScalarQuantizer.QT_8bit:
                 raise ValueError('graph codes are not sq8')
         graph.hnsw.efConstruction = self.params.ef_construction
+
+
+def _training_rows(state: _State) -> np.ndarray:
+    """Rows to fit a quantiser to: the live rows (all rows when none live), sampled down
+    to _SQ_TRAIN_SAMPLE, ascending."""
+    count = state.count
+    live = np.flatnonzero(state.alive[:count])
+    if len(live) == 0:
+        live = np.arange(count)
+    if len(live) > _SQ_TRAIN_SAMPLE:
+        rng = np.random.default_rng(count)
+        live = np.sort(rng.choice(live, _SQ_TRAIN_SAMPLE, replace=False))
+    return live
+
+
+def _add_codes(coded: SessionCodes, codes: np.ndarray, rows: np.ndarray, vectors: np.ndarray):
+    """Give rows (ascending) their session codes, session by session."""
+    for code in np.unique(codes).tolist():
+        mine = codes == code
+        coded.add(code, rows[mine], vectors[mine])
 
 
 def _kill(state: _State, rows: Sequence[int]) -> int:
