@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import threading
@@ -13,7 +14,14 @@ import pytest
 
 from waymark.memory.storage import shared_work, vector_index
 from waymark.memory.storage.session_codes import SessionCodes
-from waymark.memory.storage.vector_index import FP32, SQ8, VECTOR_CODES, IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import (
+    FP32,
+    PQ4,
+    SQ8,
+    VECTOR_CODES,
+    IndexParams,
+    VectorIndex,
+)
 
 DIM = 384
 ROWS = 20_000
@@ -76,24 +84,35 @@ def _recall(index: VectorIndex, data, ids, queries, rows, k=10, **filters) -> fl
     return hits / (len(queries) * min(k, len(rows)))
 
 
-@pytest.fixture(scope='module', params=VECTOR_CODES)
-def corpus(request):
-    """The clustered corpus in an index of each kind of vector codes."""
+@functools.cache
+def _corpus(codes: str):
     data, sessions, indices = _clustered(ROWS, DIM, seed=1)
     ids = _ids(sessions, indices)
-    index = VectorIndex(DIM, IndexParams(vector_codes=request.param))
+    index = VectorIndex(DIM, IndexParams(vector_codes=codes))
     for start in range(0, ROWS, 5000):
         stop = start + 5000
         index.upsert(ids[start:stop], sessions[start:stop], indices[start:stop], data[start:stop])
     return index, data, ids, np.asarray(sessions), indices
 
 
+@pytest.fixture(scope='module', params=VECTOR_CODES)
+def corpus(request):
+    """The clustered corpus in an index of each kind of vector codes."""
+    return _corpus(request.param)
+
+
+@pytest.fixture(scope='module', params=(SQ8, FP32))
+def graph_corpus(request):
+    """The corpus in each kind of index that holds a graph (pq4 holds none)."""
+    return _corpus(request.param)
+
+
 @pytest.fixture
-def graph_only(corpus, monkeypatch):
+def graph_only(graph_corpus, monkeypatch):
     """Make the corpus's filtered searches use the graph however few rows they keep."""
     monkeypatch.setattr(vector_index, '_EXACT_WHEN_EF_ABOVE', float('inf'))
-    codes = corpus[0].params.vector_codes
-    monkeypatch.setattr(corpus[0], 'params', IndexParams(exact_below=0, vector_codes=codes))
+    codes = graph_corpus[0].params.vector_codes
+    monkeypatch.setattr(graph_corpus[0], 'params', IndexParams(exact_below=0, vector_codes=codes))
 
 
 def _no_exact():
@@ -133,8 +152,8 @@ def test_recall_with_one_session(corpus, session):
 
 
 @pytest.mark.parametrize('session', ['alpha', 'bravo'])
-def test_recall_with_one_session_on_the_graph(corpus, graph_only, session):
-    index, data, ids, sessions, _ = corpus
+def test_recall_with_one_session_on_the_graph(graph_corpus, graph_only, session):
+    index, data, ids, sessions, _ = graph_corpus
     queries = _queries(data, 60, seed=4)
     rows = np.flatnonzero(sessions == session)
     with _no_exact():
@@ -142,8 +161,8 @@ def test_recall_with_one_session_on_the_graph(corpus, graph_only, session):
     assert recall >= 0.95
 
 
-def test_results_stay_in_the_sessions_asked(corpus, graph_only):
-    index, data, _, _, _ = corpus
+def test_results_stay_in_the_sessions_asked(graph_corpus, graph_only):
+    index, data, _, _, _ = graph_corpus
     for query in _queries(data, 20, seed=5):
         found = index.search(query, 50, sessions=['bravo', 'delta'])
         assert len(found) == 50
@@ -164,8 +183,8 @@ def test_index_range_returns_exactly_the_rows_in_range_ranked_by_cosine(corpus):
     np.testing.assert_allclose([s for _, s in found], np.sort(data[rows] @ query)[::-1], atol=1e-5)
 
 
-def test_index_range_on_the_graph_keeps_only_rows_in_range(corpus, graph_only):
-    index, data, ids, sessions, indices = corpus
+def test_index_range_on_the_graph_keeps_only_rows_in_range(graph_corpus, graph_only):
+    index, data, ids, sessions, indices = graph_corpus
     rows = np.flatnonzero((sessions == 'alpha') & (indices >= 2000) & (indices <= 7999))
     queries = _queries(data, 30, seed=7)
     with _no_exact():
@@ -601,7 +620,7 @@ def test_sq8_keeps_writes_after_a_save_and_saves_them_again(tmp_path):
 
 
 def test_saved_codes_must_match_to_load(tmp_path):
-    for codes, other in ((SQ8, FP32), (FP32, SQ8)):
+    for codes, other in ((SQ8, FP32), (FP32, PQ4), (PQ4, SQ8)):
         index, _, _, _, _ = _small(exact_below=0, vector_codes=codes)
         path = tmp_path / f'{codes}.vidx'
         index.save(path)
@@ -800,3 +819,41 @@ def test_a_failed_code_add_leaves_exact_scans_that_stay_right(coded_from_600, tm
     loaded = VectorIndex.load(tmp_path / 'v.vidx', 64, index.params)
     with _only_coded():
         assert loaded.search(more[4], 1, sessions=['alpha'])[0][0] == 'alpha/x4'
+
+
+def test_pq4_holds_no_graph_and_answers_every_search_by_codes(coded_from_600, tmp_path):
+    index, data, ids, sessions = _sessions_corpus(vector_codes=PQ4)
+    assert index._state.graph is None and index._state.coded is not None
+    queries = _queries(data, 40, seed=29)
+    with _only_coded():
+        assert _recall(index, data, ids, queries, np.arange(len(ids))) >= 0.95
+        bravo = np.flatnonzero(sessions == 'bravo')
+        assert _recall(index, data, ids, queries, bravo, sessions=['bravo']) >= 0.95
+    index.save(tmp_path / 'v.vidx')
+    loaded = VectorIndex.load(tmp_path / 'v.vidx', 64, index.params)
+    assert loaded._state.graph is None
+    with _only_coded():
+        for query in queries[:5]:
+            assert loaded.search(query, 10) == index.search(query, 10)
+    # An index range keeps few rows of a session: scanned exactly.
+    rows = np.flatnonzero((sessions == 'alpha') & (np.arange(len(ids)) < 40))
+    found = loaded.search(queries[0], 5, sessions=['alpha'], index_range=(0, 39))
+    assert [key for key, _ in found] == [ids[row] for row in _exact(data, queries[0], rows, 5)]
+
+
+def test_wide_views_take_pq4_codes(tmp_path):
+    assert IndexParams().codes_for(1152) == PQ4
+    assert IndexParams().codes_for(384) == SQ8
+    assert IndexParams(vector_codes=FP32, pq4_from_dim=512).codes_for(512) == PQ4
+    assert IndexParams(pq4_from_dim=0).codes_for(4096) == SQ8
+    with pytest.raises(ValueError):
+        IndexParams(pq4_from_dim=-1)
+    rng = np.random.default_rng(30)
+    data = _unit(rng.standard_normal((1100, 1024)))
+    index = VectorIndex(1024, IndexParams(exact_below=0))
+    index.upsert([f'a/{i}' for i in range(1100)], ['a'] * 1100, list(range(1100)), data)
+    assert index.codes == PQ4 and index._state.graph is None and index._state.coded is not None
+    index.save(tmp_path / 'wide.vidx')
+    assert VectorIndex.load(tmp_path / 'wide.vidx', 1024, IndexParams(exact_below=0)) is not None
+    # Saved with pq4 codes: not loaded as an sq8 graph (rebuilt from the database instead).
+    assert VectorIndex.load(tmp_path / 'wide.vidx', 1024, IndexParams(pq4_from_dim=0)) is None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from waymark.benchmarks.common import write_json
 from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
-from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES
+from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES, SQ8, VECTOR_CODES
 
 BENCHMARKS = ('ingest', 'search', 'storage', 'planner')
 
@@ -62,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         default=HNSW,
         help='search benchmark, server backend: the vector index of the view collections',
     )
+    parser.add_argument(
+        '--vector-codes',
+        choices=VECTOR_CODES,
+        default=SQ8,
+        help='search benchmark, sizes above 100k (indexes timed directly): the vector codes '
+        'of the in-process indexes',
+    )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
     add_output_flags(parser, resume=False)
@@ -93,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 'backends': args.backends,
                 'server_uri': args.server_uri,
                 'server_index': args.server_index,
+                'vector_codes': args.vector_codes,
             }
         result = module.run(quick=args.quick, **kwargs)
         result['wall_s'] = time.perf_counter() - started

@@ -54,7 +54,13 @@ from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
 from waymark.memory.storage.record_table import RecordTable
 from waymark.memory.storage.store import IN_MILVUS, MemoryStore
-from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES, IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import (
+    HNSW,
+    SERVER_INDEXES,
+    SQ8,
+    IndexParams,
+    VectorIndex,
+)
 
 DIMS = {'text': 384, 'image': 1152}
 SIZES = (10_000, 100_000, 1_000_000)
@@ -599,7 +605,7 @@ def _milvus(db: str, layout: Layout, queries: Sequence[Query], exact: Exact, cou
     return rows
 
 
-def _direct(count: int, queries_per: int) -> dict:
+def _direct(count: int, queries_per: int, params: IndexParams) -> dict:
     """VectorIndex and RecordTable alone: text view first, then the image view if it fits."""
     rng = np.random.default_rng(count)
     layout = make_layout(count, rng)
@@ -630,7 +636,7 @@ def _direct(count: int, queries_per: int) -> dict:
         view = make_view(name, count, rng)
         gc.collect()
         rss = rss_bytes()
-        index = VectorIndex(dim, IndexParams(), spill_dir=saves)
+        index = VectorIndex(dim, params, spill_dir=saves)
         started = time.perf_counter()
         for start in range(0, count, 65536):
             part = slice(start, min(start + 65536, count))
@@ -645,12 +651,13 @@ def _direct(count: int, queries_per: int) -> dict:
         per_row = max(per_row, grown // count - dim * 4)
         result['builds'][name] = {
             'dim': dim,
+            'codes': index.codes,
             'seconds': build_s,
             'rows_per_s': count / build_s,
             'index_rss_bytes': grown,
         }
         # Searched as memory_node searches after a restart: the index loaded from its file.
-        load = functools.partial(VectorIndex.load, dim=dim, params=IndexParams(), spill_dir=saves)
+        load = functools.partial(VectorIndex.load, dim=dim, params=params, spill_dir=saves)
         result['snapshot'][name], index = _save_and_load(index, load, saves / f'{name}.vindex')
         modes = [name, *TABLE_MODES, 'index_range'] if name == 'text' else [name]
         queries = make_queries(layout, {name: view}, modes, queries_per, 2)
@@ -666,7 +673,7 @@ def _direct(count: int, queries_per: int) -> dict:
     for name, dim in DIMS.items():
         if (saves / f'{name}.vindex').exists():
             jobs[name] = functools.partial(
-                VectorIndex.load, saves / f'{name}.vindex', dim, IndexParams(), saves
+                VectorIndex.load, saves / f'{name}.vindex', dim, params, saves
             )
     started = time.perf_counter()
     loaded = load_concurrently(jobs)
@@ -717,11 +724,12 @@ def run(
     backends: Sequence[str] = ('store',),
     server_uri: str = '',
     server_index: str = HNSW,
+    vector_codes: str = SQ8,
 ) -> dict:
-    """`backends`: 'store' (in-process search; the direct indexes above 100k) and
-    'server' (Milvus answers, at every size: a local server, or the one at `server_uri`,
-    in collections of their own, `waymark_bench_*`, dropped before and after, indexed
-    with `server_index`)."""
+    """`backends`: 'store' (in-process search; the direct indexes above 100k, with
+    `vector_codes`) and 'server' (Milvus answers, at every size: a local server, or the
+    one at `server_uri`, in collections of their own, `waymark_bench_*`, dropped before
+    and after, indexed with `server_index`)."""
     if server_index not in SERVER_INDEXES:
         raise ValueError(f'server_index must be one of {SERVER_INDEXES}, got {server_index!r}')
     started = time.perf_counter()
@@ -749,7 +757,11 @@ def run(
             milvus = QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES
             result = _through_store(count, queries, milvus)
         else:
-            result = _direct(count, QUICK_QUERIES if quick else LARGE_QUERIES)
+            result = _direct(
+                count,
+                QUICK_QUERIES if quick else LARGE_QUERIES,
+                IndexParams(vector_codes=vector_codes),
+            )
         result['seconds'] = time.perf_counter() - size_started
         results.append(result)
         gc.collect()
@@ -766,6 +778,7 @@ def run(
             'write_rate_hz': WRITE_RATE_HZ,
             'store_max_entries': store_max,
             'index_params': _params(),
+            'direct_vector_codes': vector_codes,
             'vectors': 'unit, clustered by place: ~200 entries per place, runs of ~20 '
             'consecutive entries, cosine ~0.7 to the place centre',
         },
@@ -887,7 +900,8 @@ def render(result: dict) -> str:
                 parts.append(f'{name}: skipped, {build["skipped"]}')
             elif 'dim' in build:
                 parts.append(
-                    f'{name} index ({build["dim"]}-d): built in {build["seconds"]:.1f} s '
+                    f'{name} index ({build["dim"]}-d, {build.get("codes", "sq8")} codes): '
+                    f'built in {build["seconds"]:.1f} s '
                     f'({build["rows_per_s"]:.0f} rows/s), '
                     f'{build["index_rss_bytes"] / 2**20:.0f} MiB resident while building'
                 )

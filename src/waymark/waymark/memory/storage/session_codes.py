@@ -7,7 +7,8 @@ session. At 1M entries a session is some 50k rows, and reading their fp32 vector
 each at 1152-d) is bound by memory bandwidth: 18 ms. Here every session also keeps 4-bit
 product-quantiser codes of its rows (one byte per 16 dimensions: 72 bytes at 1152-d) in a
 faiss fast-scan index, whose SIMD kernel ranks 50k rows in about 0.2 ms. The caller
-re-ranks the best few hundred on the fp32 vectors, so answers carry exact cosines.
+re-ranks the best few hundred on the fp32 vectors, so answers carry exact cosines. A view
+with pq4 vector codes has no graph at all and ranks every session this way.
 
 One quantiser, trained once on a sample of the rows, serves all sessions. Each session
 holds its codes in row order and the rows they belong to. Fast-scan indexes cannot
@@ -17,8 +18,9 @@ candidates as the session has dead rows.
 
 from __future__ import annotations
 
+import contextlib
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import faiss
@@ -59,7 +61,8 @@ class SessionCodes:
             if dim % width == 0 and (dim // width >= _MIN_SUBQUANTISERS or width == 1)
         )
         template = faiss.IndexPQFastScan(dim, dim // sub, _BITS, faiss.METRIC_INNER_PRODUCT)
-        template.train(np.ascontiguousarray(sample, dtype=np.float32))
+        with _one_thread():
+            template.train(np.ascontiguousarray(sample, dtype=np.float32))
         return cls(template)
 
     @property
@@ -91,19 +94,24 @@ class SessionCodes:
             grown = np.empty(max(needed, 2 * len(held), _INITIAL_CAPACITY), np.int64)
             grown[:size] = held[:size]
             self._rows[session] = held = grown
-        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        with _one_thread():
+            index.add(np.ascontiguousarray(vectors, dtype=np.float32))
         held[size:needed] = rows
         self._sizes[session] = needed
 
-    def candidates(self, session: int, query: np.ndarray, count: int) -> np.ndarray:
+    def candidates(
+        self, session: int, query: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rows of a session whose codes score best against `query` (one unit row), at
-        most `count`, best first."""
+        most `count`, best first, with their approximate scores (comparable across the
+        sessions of one query: every session decodes with the same quantiser)."""
         size = self.size(session)
         if size == 0 or count < 1:
-            return np.empty(0, np.int64)
-        _, positions = self._indexes[session].search(query, min(count, size))
-        positions = positions[0][positions[0] >= 0]
-        return self._rows[session][positions]
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        with _one_thread():
+            scores, positions = self._indexes[session].search(query, min(count, size))
+        found = positions[0] >= 0
+        return self._rows[session][positions[0][found]], scores[0][found]
 
     # -- persistence ---------------------------------------------------------------------
 
@@ -169,3 +177,16 @@ class SessionCodes:
             codes._sizes.append(size)
         del reader
         return codes
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run faiss on the calling thread alone (the setting is per thread): its OpenMP
+    threads wait a scheduler tick whenever the cores are busy, and training beside two
+    searching threads took ten times as long as alone."""
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)

@@ -21,13 +21,17 @@ Vector codes (`IndexParams.vector_codes`). With sq8 (the default) the graph hold
 per dimension and a graph search re-ranks a shortlist on the fp32 vectors, which live
 outside the process's own memory (memory-mapped from the saved file, and an unnamed spill
 file for rows since); exact scans read those too. With fp32 the graph's flat storage holds
-the vectors and exact scans read it in place.
+the vectors and exact scans read it in place. With pq4 (by default every view of 1024
+dimensions or more, `pq4_from_dim`) there is no graph: every search too wide for an exact
+scan ranks the sessions' 4-bit codes, one byte per 16 dimensions, and re-ranks the best on
+the fp32 vectors on disk; at 1152-d that holds a tenth of sq8's RAM and opens faster.
 
 Memory per row (process RSS, M = 32, measured at 1M rows loaded from a file): 821 bytes at
 384-d and 1,549 at 1152-d with sq8 (the codes, about 8 * M + 16 bytes of HNSW links, 13
 bytes of numpy metadata and about 150 bytes of Python for the id), against 1.9 kB and
-about 4.9 kB with fp32; the session codes add 56 bytes at 384-d and 80 at 1152-d. A
-rebuild briefly holds a second graph of the live rows.
+about 4.9 kB with fp32; the session codes add 56 bytes at 384-d and 80 at 1152-d, which is
+about all pq4 holds besides the metadata and the id. A rebuild briefly holds a second
+graph of the live rows.
 
 Thread-safety: mutations (upsert, remove, save, rebuild) hold a write lock, so there is one
 writer at a time; searches hold a state lock, which writers take for the steps that change
@@ -109,7 +113,8 @@ _MAX_HEADER = 1 << 28
 
 FP32 = 'fp32'
 SQ8 = 'sq8'
-VECTOR_CODES = (SQ8, FP32)
+PQ4 = 'pq4'
+VECTOR_CODES = (SQ8, FP32, PQ4)
 # Vector indexes a Milvus server can hold for a view (search_backend milvus).
 HNSW = 'HNSW'
 SERVER_INDEXES = (HNSW, 'IVF_SQ8', 'IVF_FLAT')
@@ -131,7 +136,9 @@ class IndexParams:
     vector_codes: str = setting(
         SQ8,
         'How the search graph holds vectors: sq8 (one byte per dimension in RAM; the '
-        'shortlist is re-ranked on fp32 vectors kept on disk) or fp32 (all in RAM).',
+        'shortlist is re-ranked on fp32 vectors kept on disk), fp32 (all in RAM), or pq4 '
+        '(no graph: every search ranks rows by 4-bit codes, one byte per 16 dimensions, '
+        'then re-ranks on fp32 vectors on disk; the least RAM for wide views).',
         choices=VECTOR_CODES,
     )
     server_index: str = setting(
@@ -155,11 +162,18 @@ class IndexParams:
         high=64,
     )
 
+    pq4_from_dim: int = setting(
+        1024,
+        'Views at least this wide use pq4 codes whatever vector_codes says (0: none), so a '
+        '1152-d image view holds about 250 bytes per entry in RAM instead of 1.6 kB.',
+        low=0,
+        high=32768,
+    )
     scan_shortlist: int = setting(
         400,
-        'Candidates re-ranked on fp32 vectors per 10 results when a search limited to large '
-        'sessions ranks their rows by 4-bit session codes first; 0 scans those sessions '
-        'exactly (slower at a million entries, recall 1.0).',
+        'Candidates re-ranked on fp32 vectors per 10 results when a search ranks rows by '
+        'their 4-bit codes first (one limited to large sessions; any on a pq4 view); 0 '
+        'scans those rows exactly instead (recall 1.0, much slower at a million entries).',
         low=0,
         high=100_000,
     )
@@ -180,12 +194,19 @@ class IndexParams:
             ('ivf_nprobe', 1, 65536),
             ('scan_threads', 1, 64),
             ('scan_shortlist', 0, 100_000),
+            ('pq4_from_dim', 0, 32768),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
                 raise ValueError(f'{name} must be an integer, got {value!r}')
             if not low <= value <= high:
                 raise ValueError(f'{name} must be in [{low}, {high}], got {value}')
+
+    def codes_for(self, dim: int) -> str:
+        """The vector codes of a view `dim` wide."""
+        if self.pq4_from_dim and dim >= self.pq4_from_dim:
+            return PQ4
+        return self.vector_codes
 
 
 class _RowVectors:
@@ -236,6 +257,15 @@ class _RowVectors:
         os.posix_fallocate(self._file.fileno(), 0, size)
         # Views of the old, shorter map stay valid: it is a separate mapping of the file.
         self._tail = np.memmap(self._file, np.float32, 'r+', shape=(capacity, self.dim))
+
+
+@dataclass(frozen=True)
+class _CodedPlan:
+    """A search by session codes: (session code, candidates to ask it for) per session,
+    and how many of the best live candidates to re-rank."""
+
+    asks: list[tuple[int, int]]
+    wanted: int
 
 
 @dataclass
@@ -317,6 +347,7 @@ class VectorIndex:
             raise TypeError(f'params must be IndexParams, got {type(params).__name__}')
         self.dim = int(dim)
         self.params = params
+        self.codes = params.codes_for(self.dim)
         self._spill_dir = None if spill_dir is None else Path(spill_dir)
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()
@@ -376,7 +407,7 @@ class VectorIndex:
                 return []
             ef = None if state.graph is None else self._ef(int(k), kept, total)
             plan = None
-            if ef is None and index_range is None and sessions is not None:
+            if ef is None and index_range is None:
                 plan = self._coded_plan(state, int(k), sessions, kept)
             if ef is not None:
                 found = self._search_graph(state, query, int(k), mask, ef)
@@ -566,39 +597,58 @@ class VectorIndex:
         return [(int(row), float(score)) for row, score in zip(chosen, scores[top], strict=True)]
 
     def _coded_plan(
-        self, state: _State, k: int, sessions: Sequence[str], kept: int
-    ) -> list[tuple[int, int]] | None:
-        """The sessions to rank by their codes, as (session code, candidates), or None when
-        an exact scan of the `kept` rows is as quick (or there are no codes yet).
+        self, state: _State, k: int, sessions: Sequence[str] | None, kept: int
+    ) -> _CodedPlan | None:
+        """How to rank the sessions asked (None: all) by their codes, or None when an exact
+        scan of the `kept` rows is as quick (or there are no codes yet).
 
-        Each session gives `scan_shortlist` candidates per 10 results, plus one for each
-        of its dead rows (which still hold codes), so dead rows never crowd out live ones.
+        The best `scan_shortlist` live rows per 10 results are re-ranked. Each session is
+        asked for that many plus its dead rows (which still hold codes), so dead rows never
+        crowd out live ones.
         """
         shortlist = self.params.scan_shortlist
+        wanted = math.ceil(shortlist * max(k, 10) / 10)
         if (
             state.coded is None
             or shortlist == 0
             or kept <= max(self.params.exact_below, _CODED_FROM_ROWS)
+            or wanted * _CODED_CANDIDATE_SHARE > kept
         ):
             return None
-        wanted = math.ceil(shortlist * max(k, 10) / 10)
-        plan = []
-        for code in sorted({state.session_codes[s] for s in sessions if s in state.session_codes}):
+        if sessions is None:
+            codes = range(len(state.session_names))
+        else:
+            codes = sorted({state.session_codes[s] for s in sessions if s in state.session_codes})
+        asks = []
+        for code in codes:
             live = state.session_live[code]
             if live:
                 size = state.coded.size(code)
-                plan.append((code, min(size, wanted + size - live)))
-        if sum(count for _, count in plan) * _CODED_CANDIDATE_SHARE > kept:
-            return None
-        return plan
+                asks.append((code, min(size, wanted + size - live)))
+        return _CodedPlan(asks, wanted)
 
     def _search_coded(
-        self, state: _State, query: np.ndarray, k: int, plan: list[tuple[int, int]]
+        self, state: _State, query: np.ndarray, k: int, plan: _CodedPlan
     ) -> list[tuple[int, float]]:
-        """Rank each planned session's rows by their codes, then re-rank the live
-        candidates on the fp32 vectors."""
-        rows = np.concatenate([state.coded.candidates(code, query, count) for code, count in plan])
-        rows = rows[state.alive[rows]]
+        """Rank the planned sessions' rows by their codes (sessions shared among
+        `scan_threads`), then re-rank the best live candidates on the fp32 vectors."""
+        found: list[tuple[np.ndarray, np.ndarray]] = [None] * len(plan.asks)  # type: ignore[list-item]
+
+        def ask(position: int, code: int, count: int) -> None:
+            found[position] = state.coded.candidates(code, query, count)
+
+        jobs = [
+            functools.partial(ask, position, code, count)
+            for position, (code, count) in enumerate(plan.asks)
+        ]
+        run_shared(_shares_of_jobs(jobs, self.params.scan_threads), self.params.scan_threads - 1)
+        rows = np.concatenate([rows for rows, _ in found])
+        approx = np.concatenate([scores for _, scores in found])
+        live = state.alive[rows]
+        rows, approx = rows[live], approx[live]
+        if len(rows) > plan.wanted:
+            best = np.argpartition(-approx, plan.wanted - 1)[: plan.wanted]
+            rows = rows[best]
         scores = _inner_products(_gather(state.parts(self.dim), rows), query[0])
         top = np.lexsort((rows, -scores))[:k]
         return [(int(row), float(score)) for row, score in zip(rows[top], scores[top], strict=True)]
@@ -631,7 +681,7 @@ class VectorIndex:
 
     def _new_graph(self) -> faiss.Index:
         params = self.params
-        if params.vector_codes == FP32:
+        if self.codes == FP32:
             graph = faiss.IndexHNSWFlat(self.dim, params.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         else:
             graph = faiss.IndexHNSWSQ(
@@ -642,10 +692,10 @@ class VectorIndex:
         return graph
 
     def _empty_state(self) -> _State:
-        sq8 = self.params.vector_codes == SQ8
+        on_disk = self.codes != FP32
         return _State(
-            graph=None if sq8 else self._new_graph(),
-            exact=_RowVectors(self.dim, self._spill_dir) if sq8 else None,
+            graph=None if on_disk else self._new_graph(),
+            exact=_RowVectors(self.dim, self._spill_dir) if on_disk else None,
             codes=np.zeros(0, np.int32),
             indices=np.zeros(0, np.int64),
             alive=np.zeros(0, bool),
@@ -712,11 +762,12 @@ class VectorIndex:
         Runs under the write lock only (searches scan exactly meanwhile; no row can be
         added), then the finished parts are put in place under the state lock.
         """
+        graphed = state.graph is not None or self.codes == PQ4
         if state.count < max(self.params.exact_below, _SQ_TRAIN_MIN) or (
-            state.graph is not None and (state.coded is not None or state.coding_failed)
+            graphed and (state.coded is not None or state.coding_failed)
         ):
             return
-        graph = self._trained_graph(state) if state.graph is None else state.graph
+        graph = state.graph if graphed else self._trained_graph(state)
         coded = state.coded
         if coded is None and not state.coding_failed:
             coded = self._trained_codes(state)
@@ -774,7 +825,7 @@ class VectorIndex:
                     _gather(parts, chunk),
                 )
             if new.count >= max(self.params.exact_below, _SQ_TRAIN_MIN):
-                if new.graph is None:
+                if new.graph is None and self.codes == SQ8:
                     new.graph = self._trained_graph(new)
                 new.coded = self._trained_codes(new)
         with self._lock:
@@ -802,7 +853,7 @@ class VectorIndex:
             'dim': self.dim,
             'hnsw_m': self.params.hnsw_m,
             'ef_construction': self.params.ef_construction,
-            'vector_codes': self.params.vector_codes,
+            'vector_codes': self.codes,
             'graph': state.graph is not None,
             'session_codes': state.coded is not None,
             'rows': count,
@@ -842,7 +893,7 @@ class VectorIndex:
             header.setdefault('graph', True)
             keys = ('dim', 'hnsw_m', 'ef_construction', 'vector_codes')
             shape = {key: header.get(key) for key in keys}
-            wanted = {'dim': self.dim, **asdict(self.params)}
+            wanted = {'dim': self.dim, **asdict(self.params), 'vector_codes': self.codes}
             if any(shape[key] != wanted[key] for key in shape):
                 _LOG.info('vector index %s built as %s, wanted %s: rebuilding', path, shape, wanted)
                 return None
@@ -853,7 +904,7 @@ class VectorIndex:
                 raw = stream.read(data.itemsize * int(length))
                 arrays[name] = np.frombuffer(raw, data, count=int(length))
             exact = None
-            if header['vector_codes'] == SQ8:
+            if header['vector_codes'] != FP32:
                 start = stream.tell()
                 stream.seek(start + count * self.dim * 4)
                 if stream.tell() > len(_MAGIC) + body:
@@ -926,7 +977,9 @@ class VectorIndex:
         return state
 
     def _check_graph(self, graph: faiss.Index, count: int) -> None:
-        expected = faiss.IndexHNSWFlat if self.params.vector_codes == FP32 else faiss.IndexHNSWSQ
+        expected = {FP32: faiss.IndexHNSWFlat, SQ8: faiss.IndexHNSWSQ}.get(self.codes)
+        if expected is None:
+            raise ValueError(f'{self.codes} indexes hold no graph')
         if not isinstance(graph, expected):
             raise ValueError(f'graph is a {type(graph).__name__}, expected {expected.__name__}')
         if (
@@ -1102,6 +1155,12 @@ def _shares(tasks: list[tuple[int, Callable[[], None]]], threads: int) -> list[C
         groups[min(count - 1, done * count // max(total, 1))].append(task)
         done += rows
     return [functools.partial(_run_all, group) for group in groups if group]
+
+
+def _shares_of_jobs(jobs: list[Callable[[], None]], threads: int) -> list[Callable[[], None]]:
+    """Jobs dealt round-robin into at most `threads` shares."""
+    count = max(1, min(threads, len(jobs)))
+    return [functools.partial(_run_all, jobs[share::count]) for share in range(count)]
 
 
 def _run_all(tasks: list[Callable[[], None]]) -> None:
