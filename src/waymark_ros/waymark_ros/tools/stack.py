@@ -48,19 +48,37 @@ def wait_for_ingest(executor, client: StackClient, images: int, timeout_s: float
     none unacknowledged (its resends would otherwise still be counted as received)."""
 
     def done() -> bool:
-        capture, memory = client.status['capture'], client.status['memory']
-        return (
-            capture.get('images_received') == images
-            and capture.get('images_pending') == 0
-            and capture.get('outbox_pending') == 0
-            and memory.get('queued') == 0
-            and memory.get('keyframes_received') == capture.get('keyframes_published')
-            and memory.get('frames', -1) >= 0
-            and memory.get('keyframes_received', 0)
-            == memory.get('keyframes_ingested', 0)
-            + memory.get('keyframes_undecodable', 0)
-            + memory.get('keyframes_rejected', 0)
-            + memory.get('keyframes_failed', 0)
-        )
+        return ingest_settled(client.status['capture'], client.status['memory'], images)
 
     spin_until(executor, done, timeout_s, 'memory to ingest the replay')
+
+
+# memory_node receipts of a keyframe it had already: sent again because the acknowledgement
+# came late or was lost (a busy machine), or bounced off a full queue unacknowledged.
+_REPEATED_RECEIPTS = (
+    'keyframes_duplicate',
+    'keyframes_resent_while_journaled',
+    'keyframes_refused',
+)
+_SETTLED_RECEIPTS = (
+    'keyframes_ingested',
+    'keyframes_undecodable',
+    'keyframes_rejected',
+    'keyframes_failed',
+)
+
+
+def ingest_settled(capture: dict, memory: dict, images: int) -> bool:
+    """Whether the status counts show every one of `images` placed by capture_node and
+    every keyframe it made received once by memory_node and settled there."""
+    received = memory.get('keyframes_received', 0)
+    repeats = sum(memory.get(name, 0) for name in _REPEATED_RECEIPTS)
+    return (
+        capture.get('images_received') == images
+        and capture.get('images_pending') == 0
+        and capture.get('outbox_pending') == 0
+        and memory.get('queued') == 0
+        and memory.get('frames', -1) >= 0
+        and received - repeats == capture.get('keyframes_published')
+        and received == repeats + sum(memory.get(name, 0) for name in _SETTLED_RECEIPTS)
+    )
