@@ -65,10 +65,6 @@ class SessionCodes:
             template.train(np.ascontiguousarray(sample, dtype=np.float32))
         return cls(template)
 
-    @property
-    def bytes_per_row(self) -> int:
-        return self._template.code_size + 8
-
     def size(self, session: int) -> int:
         """Rows (alive or dead) holding codes in a session."""
         return self._sizes[session] if session < len(self._sizes) else 0

@@ -286,7 +286,7 @@ class _State:
     session_codes: dict[str, int]
     session_live: list[int]  # live rows per session code
     dead: int = 0
-    exact: _RowVectors | None = None  # sq8 only
+    exact: _RowVectors | None = None  # sq8 and pq4
     coded: SessionCodes | None = None  # None until there are rows enough to train on
     coding_failed: bool = False  # codes dropped after an error: none until a rebuild or load
 
@@ -638,10 +638,10 @@ class VectorIndex:
             found[position] = state.coded.candidates(code, query, count)
 
         jobs = [
-            functools.partial(ask, position, code, count)
+            (state.coded.size(code), functools.partial(ask, position, code, count))
             for position, (code, count) in enumerate(plan.asks)
         ]
-        run_shared(_shares_of_jobs(jobs, self.params.scan_threads), self.params.scan_threads - 1)
+        run_shared(_shares(jobs, self.params.scan_threads), self.params.scan_threads - 1)
         rows = np.concatenate([rows for rows, _ in found])
         approx = np.concatenate([scores for _, scores in found])
         live = state.alive[rows]
@@ -762,15 +762,14 @@ class VectorIndex:
         Runs under the write lock only (searches scan exactly meanwhile; no row can be
         added), then the finished parts are put in place under the state lock.
         """
-        graphed = state.graph is not None or self.codes == PQ4
-        if state.count < max(self.params.exact_below, _SQ_TRAIN_MIN) or (
-            graphed and (state.coded is not None or state.coding_failed)
+        needs_graph = state.graph is None and self.codes == SQ8
+        needs_codes = state.coded is None and not state.coding_failed
+        if state.count < max(self.params.exact_below, _SQ_TRAIN_MIN) or not (
+            needs_graph or needs_codes
         ):
             return
-        graph = state.graph if graphed else self._trained_graph(state)
-        coded = state.coded
-        if coded is None and not state.coding_failed:
-            coded = self._trained_codes(state)
+        graph = self._trained_graph(state) if needs_graph else state.graph
+        coded = self._trained_codes(state) if needs_codes else state.coded
         with self._lock:
             state.graph = graph
             state.coded = coded
@@ -1155,12 +1154,6 @@ def _shares(tasks: list[tuple[int, Callable[[], None]]], threads: int) -> list[C
         groups[min(count - 1, done * count // max(total, 1))].append(task)
         done += rows
     return [functools.partial(_run_all, group) for group in groups if group]
-
-
-def _shares_of_jobs(jobs: list[Callable[[], None]], threads: int) -> list[Callable[[], None]]:
-    """Jobs dealt round-robin into at most `threads` shares."""
-    count = max(1, min(threads, len(jobs)))
-    return [functools.partial(_run_all, jobs[share::count]) for share in range(count)]
 
 
 def _run_all(tasks: list[Callable[[], None]]) -> None:
