@@ -120,3 +120,26 @@ def test_search_through_a_milvus_server_reports_every_mode(milvus_uri):
     exact = [r for r in size['results'] if r['phase'] == 'idle' and r['mode'] not in VIEW_MODES]
     assert all(r['recall_at_10'] == pytest.approx(1.0) for r in exact)
     assert 'Milvus server' in search.render(result)
+
+
+@pytest.mark.milvus_server
+def test_search_through_a_milvus_server_times_each_ivf_nprobe_on_one_build(milvus_uri):
+    from waymark.benchmarks import search
+
+    result = search.run(
+        quick=True,
+        sizes=[300],
+        backends=['server'],
+        server_uri=milvus_uri,
+        server_index='IVF_SQ8',
+        server_nprobes=[1, 16],
+    )
+
+    first, second = result['sizes']
+    assert first['backend'].endswith('(IVF_SQ8, nprobe 1)')
+    assert second['backend'].endswith('(IVF_SQ8, nprobe 16)')
+    assert first['insert_s'] == second['insert_s'] and first['index_s'] == second['index_s']
+    for size in (first, second):
+        assert {r['mode'] for r in size['results']} == MODES and size['open_s'] > 0
+    with pytest.raises(ValueError, match='not HNSW'):
+        search.run(quick=True, sizes=[300], backends=['server'], server_nprobes=[8])

@@ -257,5 +257,8 @@ def test_bench_refuses_bad_arguments(inputs, tmp_path, capsys):
     stray = str(inputs['stray'] / 'notes.txt')
     _refused(bench.main, ['planner', '--out', stray], capsys, 'waymark bench', 'not a folder')
     _refused(bench.main, ['search', '--sizes', '5'], capsys, 'waymark bench', 'at least 20')
+    for probes in (['--server-nprobe', '8'], ['--server-index', 'IVF_SQ8', '--server-nprobe', '0']):
+        argv = ['search', '--backends', 'server', *probes]
+        _refused(bench.main, argv, capsys, 'waymark bench', 'with an IVF --server-index')
     _refused(bench.main, ['everything'], capsys, 'waymark bench', 'invalid choice')
     assert sorted(p.name for p in out.iterdir()) == ['planner.json']

@@ -63,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         help='search benchmark, server backend: the vector index of the view collections',
     )
     parser.add_argument(
+        '--server-nprobe',
+        type=int,
+        nargs='+',
+        default=[],
+        metavar='N',
+        help='search benchmark, server backend with an IVF index: time the searches once '
+        'per value of index.ivf_nprobe on the same build (default: the setting)',
+    )
+    parser.add_argument(
         '--vector-codes',
         choices=VECTOR_CODES,
         default=SQ8,
@@ -75,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sizes and min(args.sizes) < 20:
         parser.error('--sizes: at least 20 entries (one per session)')
+    if args.server_nprobe and (args.server_index == HNSW or min(args.server_nprobe) < 1):
+        parser.error('--server-nprobe: values >= 1, with an IVF --server-index')
     chosen = BENCHMARKS if args.benchmark == 'all' else (args.benchmark,)
     try:
         check_results(args.out, chosen, args.overwrite)
@@ -100,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 'backends': args.backends,
                 'server_uri': args.server_uri,
                 'server_index': args.server_index,
+                'server_nprobes': args.server_nprobe,
                 'vector_codes': args.vector_codes,
             }
         result = module.run(quick=args.quick, **kwargs)

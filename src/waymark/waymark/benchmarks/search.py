@@ -494,19 +494,24 @@ def _reopen_after_crash(db: str) -> dict:
 
 
 def _through_server(
-    count: int, queries_per: int, server_uri: str = '', server_index: str = HNSW
-) -> dict:
+    count: int,
+    queries_per: int,
+    server_uri: str = '',
+    server_index: str = HNSW,
+    nprobes: Sequence[int] = (),
+) -> list[dict]:
     """MemoryStore searching in a Milvus server: insert, index, reopen, compare.
 
     Starts a local server unless `server_uri` names one (whose disk use is then not
-    reported: the server's files are not here). `server_index`: the views' vector index."""
+    reported: the server's files are not here). `server_index`: the views' vector index.
+    `nprobes` (IVF indexes): the searches are timed once per value on the same build, so
+    the trade of speed against recall shows side by side; the default setting otherwise.
+    One result per timing, each with the build's figures."""
     layout, views, queries, exact = _memory_of(count, queries_per)
-    result: dict = {
-        'entries': count,
-        'backend': f'MemoryStore searching in a Milvus server ({server_index})',
-        'server_index': server_index,
-    }
-    options = {**SERVER_STORE, 'index_params': IndexParams(server_index=server_index)}
+    build: dict = {'entries': count, 'server_index': server_index}
+    build_params = IndexParams(server_index=server_index)
+    options = {**SERVER_STORE, 'index_params': build_params}
+    timed = []
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-bench-')))
         if not server_uri:
@@ -516,22 +521,30 @@ def _through_server(
         _drop_bench_collections(server_uri)
         stack.callback(_drop_bench_collections, server_uri)
         with MemoryStore(server_uri, DIMS, **options) as store:
-            result['insert_s'] = _insert(store, layout, views)
+            build['insert_s'] = _insert(store, layout, views)
             store.flush()
             started = time.perf_counter()
             _wait_for_server_indexes(server_uri, [f'{BENCH_PREFIX}_view_{name}' for name in DIMS])
-            result['index_s'] = time.perf_counter() - started
-        result['insert_rows_per_s'] = count / result['insert_s']
-        before = rss_bytes()
-        started = time.perf_counter()
-        with MemoryStore(server_uri, DIMS, **options) as store:
-            result['open_s'] = time.perf_counter() - started
-            result['load_s'] = store.load_report.seconds
-            result['open_rss_bytes'] = rss_bytes() - before
-            result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
+            build['index_s'] = time.perf_counter() - started
+        build['insert_rows_per_s'] = count / build['insert_s']
         if (base / 'milvus').is_dir():
-            result['db_bytes'] = dir_bytes(base / 'milvus')['bytes']
-    return result
+            build['db_bytes'] = dir_bytes(base / 'milvus')['bytes']
+        for nprobe in nprobes or [None]:
+            params = build_params
+            label = server_index
+            if nprobe is not None:
+                params = dataclasses.replace(build_params, ivf_nprobe=int(nprobe))
+                label = f'{server_index}, nprobe {nprobe}'
+            result = {**build, 'backend': f'MemoryStore searching in a Milvus server ({label})'}
+            before = rss_bytes()
+            started = time.perf_counter()
+            with MemoryStore(server_uri, DIMS, **{**options, 'index_params': params}) as store:
+                result['open_s'] = time.perf_counter() - started
+                result['load_s'] = store.load_report.seconds
+                result['open_rss_bytes'] = rss_bytes() - before
+                result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
+            timed.append(result)
+    return timed
 
 
 def _drop_bench_collections(uri: str) -> None:
@@ -725,13 +738,16 @@ def run(
     server_uri: str = '',
     server_index: str = HNSW,
     vector_codes: str = SQ8,
+    server_nprobes: Sequence[int] = (),
 ) -> dict:
     """`backends`: 'store' (in-process search; the direct indexes above 100k, with
     `vector_codes`) and 'server' (Milvus answers, at every size: a local server, or the
     one at `server_uri`, in collections of their own, `waymark_bench_*`, dropped before
-    and after, indexed with `server_index`)."""
+    and after, indexed with `server_index`, timed once per IVF `server_nprobes` value)."""
     if server_index not in SERVER_INDEXES:
         raise ValueError(f'server_index must be one of {SERVER_INDEXES}, got {server_index!r}')
+    if server_nprobes and (server_index == HNSW or min(server_nprobes) < 1):
+        raise ValueError('server_nprobes must be >= 1, for IVF server indexes, not HNSW')
     started = time.perf_counter()
     unknown = set(backends) - set(BACKENDS)
     if unknown or not backends:
@@ -745,9 +761,10 @@ def run(
         if 'server' in backends:
             size_started = time.perf_counter()
             queries = QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES
-            result = _through_server(count, queries, server_uri, server_index)
-            result['seconds'] = time.perf_counter() - size_started
-            results.append(result)
+            timed = _through_server(count, queries, server_uri, server_index, server_nprobes)
+            for result in timed:
+                result['seconds'] = time.perf_counter() - size_started
+            results.extend(timed)
             gc.collect()
         if 'store' not in backends:
             continue
