@@ -30,7 +30,7 @@ from waymark.memory.storage.store import (
     MemoryStoreLockedError,
     MemoryStoreSchemaError,
 )
-from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.storage.vector_index import SCANN, IndexParams
 
 VIEWS = {'image': 4, 'text': 3}
 T0 = 1_700_000_000 * 10**9  # a UTC stamp in ns
@@ -389,8 +389,9 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
 
 
 @pytest.mark.milvus_server
+@pytest.mark.parametrize('server_index', ['IVF_FLAT', SCANN])
 def test_a_server_view_indexed_with_ivf_answers_exactly_when_every_cluster_is_searched(
-    milvus_uri,
+    milvus_uri, server_index
 ):
     from pymilvus import MilvusClient
 
@@ -398,22 +399,44 @@ def test_a_server_view_indexed_with_ivf_answers_exactly_when_every_cluster_is_se
     vectors = rng.normal(size=(2500, 4)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     records = [frame('a', i, i) for i in range(len(vectors))]
-    ivf = IndexParams(server_index='IVF_FLAT', ivf_nlist=16, ivf_nprobe=16)
-    with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS, index_params=ivf) as store:
+    views = {'image': 4}  # SCANN needs an even dimension
+    ivf = IndexParams(server_index=server_index, ivf_nlist=16, ivf_nprobe=16)
+    with MemoryStore(milvus_uri, views, search_backend=IN_MILVUS, index_params=ivf) as store:
         store.add_many(records, [{'image': vector} for vector in vectors])
         store.flush()  # sealed segments get the IVF index; the rest is scanned
     client = MilvusClient(uri=milvus_uri)
     try:
-        index = client.describe_index('waymark_view_image', 'vector')
+        # The server builds the index (a build it cannot do, it retries for ever, and
+        # searches would scan the rows and hide that).
+        deadline = time.monotonic() + 120.0
+        while True:
+            index = client.describe_index('waymark_view_image', 'vector')
+            if int(index['indexed_rows']) >= len(vectors) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     finally:
         client.close()
-    assert (index['index_type'], int(index['nlist'])) == ('IVF_FLAT', 16)
-    # Reopened with the default (HNSW) settings, the collection keeps its IVF index.
-    with MemoryStore(milvus_uri, VIEWS, search_backend=IN_MILVUS) as reopened:
+    assert (index['index_type'], int(index['nlist'])) == (server_index, 16)
+    assert int(index['indexed_rows']) == len(vectors)
+    # Reopened with the default (HNSW) settings, the collection keeps its index; SCANN's
+    # 4-bit codes only shortlist, and the scores are exact cosines.
+    with MemoryStore(milvus_uri, views, search_backend=IN_MILVUS) as reopened:
         for query in vectors[:20] + 0.05:
-            expected = np.argsort(-(vectors @ (query / np.linalg.norm(query))))[:10]
+            cosines = vectors @ (query / np.linalg.norm(query))
+            expected = np.argsort(-cosines)[:10]
             hits = reopened.search_view('image', query, 10)
             assert [hit.record.index for hit in hits] == expected.tolist()
+            assert [hit.score for hit in hits] == pytest.approx(cosines[expected], abs=1e-5)
+
+
+def test_a_scann_server_index_refuses_a_view_of_odd_dimension_before_connecting(tmp_path):
+    scann = IndexParams(server_index=SCANN)
+    with pytest.raises(ValueError, match=r"even dimension, got \{'text': 3\}"):
+        MemoryStore(
+            str(tmp_path / 'memory.db'), VIEWS, search_backend=IN_MILVUS, index_params=scann
+        )
+
+    assert not (tmp_path / 'memory.db').exists()
 
 
 def test_range_and_session_listing_return_more_than_a_first_page(store):

@@ -4,9 +4,9 @@
 The in-process VectorIndex holds every vector in memory_node's RAM and sees only what
 this process wrote. Searching in Milvus instead keeps memory_node small whatever the
 memory's size, lets several writers share one memory, and scales with the server (a
-cluster shards it). The collection carries an HNSW or IVF index (`IndexParams.server_index`
-when it was made; searches read which from Milvus); the session and the index range are a
-filter on scalar fields.
+cluster shards it). The collection carries an HNSW, IVF or SCANN index
+(`IndexParams.server_index` when it was made; searches read which from Milvus); the session
+and the index range are a filter on scalar fields.
 
 Writes go to Milvus before they reach this class (MemoryStore writes the source of truth
 first), so its writing methods only keep the same interface as VectorIndex.
@@ -15,13 +15,14 @@ first), so its writing methods only keep the same interface as VectorIndex.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from pymilvus import MilvusClient
 
 from waymark.memory.storage.scan import scan_collection
-from waymark.memory.storage.vector_index import HNSW, IndexParams, checked_query
+from waymark.memory.storage.vector_index import HNSW, SCANN, IndexParams, checked_query
 
 # `id in [...]` lists are sent in batches of this many ids.
 _ID_BATCH = 1024
@@ -97,11 +98,18 @@ class ServerViewIndex:
 
     def _search_params(self, k: int) -> dict[str, int]:
         """HNSW: the in-process graph's breadth (never below k, as Milvus needs); IVF: the
-        clusters to search, at most as many as there are."""
-        if self.index.get('index_type', HNSW) == HNSW:
+        clusters to search, at most as many as there are; SCANN also re-ranks
+        `scan_shortlist` candidates per 10 results on the raw vectors, as pq4 codes do in
+        process, so its scores are exact cosines."""
+        index_type = self.index.get('index_type', HNSW)
+        if index_type == HNSW:
             return {'ef': max(int(k), self.params.ef_search)}
         nlist = int(self.index.get('nlist', self.params.ivf_nlist))
-        return {'nprobe': min(self.params.ivf_nprobe, nlist)}
+        params = {'nprobe': min(self.params.ivf_nprobe, nlist)}
+        if index_type == SCANN:
+            shortlist = math.ceil(self.params.scan_shortlist * int(k) / 10)
+            params['reorder_k'] = max(int(k), shortlist)
+        return params
 
     # Milvus was written by the store already: nothing to mirror.
     def upsert(self, ids, sessions, indices, vectors) -> None:

@@ -57,7 +57,7 @@ from waymark.memory.storage.scan import READ_BATCH, scan_collection
 from waymark.memory.storage.server_index import ServerViewIndex
 from waymark.memory.storage.session_owners import ROBOT_MAX_BYTES, SessionOwners, check_robot_id
 from waymark.memory.storage.snapshot import Change, Saved, SnapshotDir, group_changes
-from waymark.memory.storage.vector_index import HNSW, IndexParams, VectorIndex
+from waymark.memory.storage.vector_index import HNSW, SCANN, IndexParams, VectorIndex
 
 DEFAULT_MAX_K = 1000
 ID_MAX_BYTES = 96
@@ -269,10 +269,20 @@ class MemoryStore:
             raise ValueError(
                 f'search_backend must be one of {SEARCH_BACKENDS}, got {search_backend!r}'
             )
+        params = index_params or IndexParams()
+        if search_backend != IN_PROCESS and params.server_index == SCANN:
+            # Each of its 4-bit codes holds two dimensions; on an odd one Milvus would retry
+            # the build of every segment forever.
+            odd = {
+                name: dim
+                for name, dim in [*views.items(), *segment_views.items(), *place_views.items()]
+                if int(dim) % 2
+            }
+            if odd:
+                raise ValueError(f'server_index SCANN needs views of even dimension, got {odd}')
         self.uri = uri
         self.search_backend = search_backend
         self.max_k = max_k
-        params = index_params or IndexParams()
         self._lite_path = _lite_path(uri)
         if index_dir is None and self._lite_path is not None:
             index_dir = self._lite_path.with_name(f'{self._lite_path.name}.indexes')
@@ -999,6 +1009,8 @@ class MemoryStore:
         params = self._index_params
         if params.server_index == HNSW:
             return HNSW, {'M': params.hnsw_m, 'efConstruction': params.ef_construction}
+        # SCANN keeps the raw vectors for re-ranking by default; Milvus 2.3 refuses an
+        # explicit with_raw_data, which the client sends as a string.
         return params.server_index, {'nlist': params.ivf_nlist}
 
     @property

@@ -117,7 +117,9 @@ PQ4 = 'pq4'
 VECTOR_CODES = (SQ8, FP32, PQ4)
 # Vector indexes a Milvus server can hold for a view (search_backend milvus).
 HNSW = 'HNSW'
-SERVER_INDEXES = (HNSW, 'IVF_SQ8', 'IVF_FLAT')
+# IVF with 4-bit product codes, re-ranked on the raw vectors (Milvus 2.3 and later).
+SCANN = 'SCANN'
+SERVER_INDEXES = (HNSW, 'IVF_SQ8', 'IVF_FLAT', SCANN)
 
 
 @dataclass(frozen=True)
@@ -144,15 +146,20 @@ class IndexParams:
     server_index: str = setting(
         HNSW,
         'Vector index of a new view collection where Milvus answers searches '
-        '(search_backend milvus): HNSW, or IVF_SQ8 / IVF_FLAT (much quicker to build at '
-        'millions of rows; recall set by ivf_nprobe). Existing collections keep theirs.',
+        '(search_backend milvus): HNSW, or IVF_SQ8 / IVF_FLAT / SCANN (much quicker to '
+        'build at millions of rows; recall set by ivf_nprobe; SCANN re-ranks '
+        'scan_shortlist candidates per 10 results on the raw vectors). Existing collections '
+        'keep theirs.',
         choices=SERVER_INDEXES,
     )
     ivf_nlist: int = setting(
-        1024, 'IVF clusters per segment (server_index IVF_*).', low=16, high=65536
+        1024, 'IVF clusters per segment (server_index IVF_* or SCANN).', low=16, high=65536
     )
     ivf_nprobe: int = setting(
-        32, 'IVF clusters searched per segment (server_index IVF_*).', low=1, high=65536
+        32,
+        'IVF clusters searched per segment (server_index IVF_* or SCANN).',
+        low=1,
+        high=65536,
     )
     scan_threads: int = setting(
         2,
@@ -172,8 +179,9 @@ class IndexParams:
     scan_shortlist: int = setting(
         400,
         'Candidates re-ranked on fp32 vectors per 10 results when a search ranks rows by '
-        'their 4-bit codes first (one limited to large sessions; any on a pq4 view); 0 '
-        'scans those rows exactly instead (recall 1.0, much slower at a million entries).',
+        'their 4-bit codes first (one limited to large sessions; any on a pq4 view; a '
+        'server SCANN index); 0 scans those rows exactly instead (recall 1.0, much slower '
+        'at a million entries; SCANN then re-ranks only the k results).',
         low=0,
         high=100_000,
     )
