@@ -15,7 +15,6 @@ first), so its writing methods only keep the same interface as VectorIndex.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -107,8 +106,7 @@ class ServerViewIndex:
         nlist = int(self.index.get('nlist', self.params.ivf_nlist))
         params = {'nprobe': min(self.params.ivf_nprobe, nlist)}
         if index_type == SCANN:
-            shortlist = math.ceil(self.params.scan_shortlist * int(k) / 10)
-            params['reorder_k'] = max(int(k), shortlist)
+            params['reorder_k'] = max(int(k), self.params.shortlist_for(k))
         return params
 
     # Milvus was written by the store already: nothing to mirror.

@@ -258,7 +258,8 @@ class MemoryStore:
         for name in [prefix, *views, *segment_views, *place_views]:
             if not _NAME.fullmatch(name):
                 raise ValueError(f'invalid collection name part {name!r}: letters, digits, "_"')
-        for name, dim in [*views.items(), *segment_views.items(), *place_views.items()]:
+        view_dims = [*views.items(), *segment_views.items(), *place_views.items()]
+        for name, dim in view_dims:
             if not 1 <= int(dim) <= 32768:
                 raise ValueError(f'view {name!r}: dim must be in [1, 32768], got {dim}')
         if max_k < 1:
@@ -273,11 +274,7 @@ class MemoryStore:
         if search_backend != IN_PROCESS and params.server_index == SCANN:
             # Each of its 4-bit codes holds two dimensions; on an odd one Milvus would retry
             # the build of every segment forever.
-            odd = {
-                name: dim
-                for name, dim in [*views.items(), *segment_views.items(), *place_views.items()]
-                if int(dim) % 2
-            }
+            odd = {name: dim for name, dim in view_dims if int(dim) % 2}
             if odd:
                 raise ValueError(f'server_index SCANN needs views of even dimension, got {odd}')
         self.uri = uri

@@ -186,6 +186,11 @@ class IndexParams:
         high=100_000,
     )
 
+    def shortlist_for(self, k: int) -> int:
+        """Candidates ranked by 4-bit codes to re-rank exactly for k results: `scan_shortlist`
+        per 10 results, never fewer than for 10 (0 when the shortlist is off)."""
+        return math.ceil(self.scan_shortlist * max(int(k), 10) / 10)
+
     def __post_init__(self) -> None:
         for name, allowed in (
             ('vector_codes', VECTOR_CODES),
@@ -614,11 +619,10 @@ class VectorIndex:
         asked for that many plus its dead rows (which still hold codes), so dead rows never
         crowd out live ones.
         """
-        shortlist = self.params.scan_shortlist
-        wanted = math.ceil(shortlist * max(k, 10) / 10)
+        wanted = self.params.shortlist_for(k)
         if (
             state.coded is None
-            or shortlist == 0
+            or wanted == 0
             or kept <= max(self.params.exact_below, _CODED_FROM_ROWS)
             or wanted * _CODED_CANDIDATE_SHARE > kept
         ):
