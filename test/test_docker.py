@@ -560,4 +560,21 @@ def test_the_go1_image_builds_a_pinned_driver_that_can_ping_the_robot():
     assert 'iputils-ping' in apt_packages(path, '#0')
     assert 'source /opt/unitree_ws/install/setup.bash' in text
     ignored = path.with_name(path.name + '.dockerignore').read_text().split()
-    assert '*' in ignored  # the image needs nothing of the workspace
+    assert '*' in ignored and '!patches/' in ignored  # the image needs the patches alone
+
+
+def test_the_go1_image_applies_the_timeout_patch_to_the_pinned_driver():
+    path = DOCKER / 'Dockerfile.go1'
+    text = '\n'.join(rest for _, rest in instructions(path))
+    patch = DOCKER / 'patches' / 'unitree_ros-cmd-vel-timeout.patch'
+    copied = f'COPY patches/{patch.name} /tmp/patches/'
+    assert copied in path.read_text()
+    applied = f'git -C src/unitree_ros apply /tmp/patches/{patch.name}'
+    assert text.index('checkout "$UNITREE_ROS_REF"') < text.index(applied) < text.index('colcon')
+    # The window of released unitree_ros (400-402 ms) becomes a timeout that holds, once.
+    lines = patch.read_text().splitlines()
+    removed = [line for line in lines if line.startswith('-') and not line.startswith('---')]
+    added = [line for line in lines if line.startswith('+') and not line.startswith('+++')]
+    assert removed == ['-    if (delta_t >= 400ms && delta_t <= 402ms) {']
+    assert '+    if (!cmd_vel_zeroed_ && delta_t >= 400ms) {' in added
+    assert '+        cmd_vel_zeroed_ = true;' in added and '+    cmd_vel_zeroed_ = false;' in added

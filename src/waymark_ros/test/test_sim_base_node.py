@@ -22,6 +22,7 @@ from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
 from waymark_ros.ros import qos
+from waymark_ros.tools.processes import stop_node
 
 pytestmark = pytest.mark.dds
 
@@ -33,6 +34,7 @@ class Base:
     odometry: list
     stats: dict
     commands: object  # the test's cmd_vel publisher
+    process: object = None  # sim_base_node's NodeProcess
 
     def pose(self) -> tuple[float, float, float]:
         return pose_of(self.odometry[-1])
@@ -72,11 +74,11 @@ def velocity_of(msg: Odometry) -> tuple[float, float]:
 def start_base(ros, launch, **parameters) -> Base:
     odometry = ros.collect(Odometry, '/odom')
     stats = ros.latest_json('sim_base/stats')
-    launch('sim_base_node', **parameters)
+    process = launch('sim_base_node', **parameters)
     commands = ros.node.create_publisher(Twist, 'cmd_vel', 10)
     wait_until(lambda: 'collisions' in stats, 30, 'no stats from sim_base_node')
     wait_for_subscriber(commands, 'cmd_vel subscriber')  # a single command must not be lost
-    base = Base(odometry, stats, commands)
+    base = Base(odometry, stats, commands, process)
     if parameters.get('publish_while_idle', True):
         wait_until(lambda: len(odometry) > 2, 10, 'no odometry')
     return base
@@ -235,3 +237,71 @@ def test_speed_limits_change_while_running_and_bad_changes_are_refused(ros, laun
     assert get_parameter(ros, 'sim_base_node', 'max_linear') == 0.3
     base.hold(1.0, 0.0, 0.5)
     assert velocity_of(base.odometry[-1])[0] == pytest.approx(0.3)
+
+
+# -- the Go1 driver's behaviour (driver_model) -----------------------------------------------
+
+
+def moving_for(base: Base, seconds: float) -> bool:
+    """True when every odometry message of the next `seconds` shows the base moving."""
+    count = len(base.odometry)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if velocity_of(base.odometry[-1]) == (0.0, 0.0):
+            return False
+        time.sleep(0.05)
+    return len(base.odometry) > count
+
+
+def test_unitree_ros_keeps_the_last_command_when_its_zeroing_window_is_missed(ros, launch):
+    base = start_base(
+        ros, launch, driver_model='unitree_ros', miss_reset_window=True, command_timeout_s=0.4
+    )
+    base.send(0.5, 0.0)  # once, then silence: the publisher died
+    wait_until(lambda: velocity_of(base.odometry[-1]) == (0.5, 0.0), 5, 'not moving')
+    # Five times the driver's 0.4 s and still walking: nothing in the driver stops it.
+    assert moving_for(base, 2.0)
+    base.send(0.0, 0.0)  # only a command stops it
+    base.wait_stopped()
+
+
+def test_unitree_ros_stops_when_its_check_lands_in_the_window(ros, launch):
+    # The upstream check at 1 ms usually lands in its 2 ms window on an idle executor; a
+    # period of 0.5 ms lands in it every time unless the node is stalled for 2 ms.
+    base = start_base(
+        ros, launch, driver_model='unitree_ros', reset_check_period_s=0.0005, command_timeout_s=0.4
+    )
+    base.send(0.5, 0.0)
+    wait_until(lambda: velocity_of(base.odometry[-1]) == (0.5, 0.0), 5, 'not moving')
+    base.wait_stopped()
+
+
+def test_the_patched_driver_stops_after_its_timeout_however_late_its_check_runs(ros, launch):
+    # A check every 50 ms can never land in a 2 ms window twice in a row; the patch does not
+    # need it to.
+    base = start_base(
+        ros,
+        launch,
+        driver_model='unitree_ros_patched',
+        reset_check_period_s=0.05,
+        command_timeout_s=0.4,
+    )
+    base.send(0.5, 0.0)
+    wait_until(lambda: velocity_of(base.odometry[-1]) == (0.5, 0.0), 5, 'not moving')
+    base.wait_stopped()
+    x = base.pose()[0]
+    assert x >= 0.5 * 0.4 - 1e-6  # it walked on for the whole timeout first
+    base.hold(0.5, 0.0, 0.3)  # and a new command drives it again
+    wait_until(lambda: base.pose()[0] > x + 0.05, 5, 'no longer drives after the timeout')
+
+
+def test_the_driver_lies_down_on_shutdown(ros, launch):
+    base = start_base(
+        ros, launch, driver_model='unitree_ros', miss_reset_window=True, command_timeout_s=0.4
+    )
+    base.send(0.5, 0.0)
+    wait_until(lambda: velocity_of(base.odometry[-1]) == (0.5, 0.0), 5, 'not moving')
+    count = len(base.odometry)
+    assert stop_node(base.process, timeout_s=10.0) == 0
+    wait_until(lambda: len(base.odometry) > count, 5, 'no odometry after the shutdown')
+    assert velocity_of(base.odometry[-1]) == (0.0, 0.0)

@@ -9,6 +9,12 @@ from dataclasses import dataclass
 
 from waymark.settings import setting
 
+# How the base behaves when commands stop coming (sim_base_node's docstring cites the driver).
+SIM = 'sim'  # stops command_timeout_s after the last command, always
+UNITREE_ROS = 'unitree_ros'  # the Go1 driver as released: keeps the last command
+UNITREE_ROS_PATCHED = 'unitree_ros_patched'  # the driver with waymark's timeout patch
+DRIVER_MODELS = (SIM, UNITREE_ROS, UNITREE_ROS_PATCHED)
+
 
 @dataclass(frozen=True)
 class SimBaseParameters:
@@ -28,6 +34,27 @@ class SimBaseParameters:
     )
     command_timeout_s: float = setting(
         0.5, 'Stop when no command came for this long.', low=0.01, high=60.0, live=True
+    )
+    driver_model: str = setting(
+        SIM,
+        f'What stops the base when commands stop: {SIM}, after command_timeout_s; '
+        f'{UNITREE_ROS}, the Go1 driver as released (the last command is kept; a 1 ms check '
+        'zeroes it only when it runs between command_timeout_s and 2 ms later); '
+        f'{UNITREE_ROS_PATCHED}, that driver with docker/patches (zero at the first check '
+        'after command_timeout_s). The unitree_ros models also stop on shutdown (the driver '
+        'lies the robot down).',
+        choices=DRIVER_MODELS,
+    )
+    reset_check_period_s: float = setting(
+        0.001,
+        "The unitree_ros models: period of the driver's zeroing check (1 ms in its source).",
+        low=0.0005,
+        high=1.0,
+    )
+    miss_reset_window: bool = setting(
+        False,
+        f'{UNITREE_ROS}: the zeroing check never lands in its 2 ms window, as on a busy '
+        'executor, so the last command is kept until another one comes.',
     )
     publish_while_idle: bool = setting(
         True, 'Publish odometry while standing still too.', live=True

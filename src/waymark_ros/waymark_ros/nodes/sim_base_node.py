@@ -7,9 +7,27 @@ map frame, where navigator_node reads it. It has no dynamics, slip, noise or sen
 stands in for the legged base so that the stack runs closed-loop without one. Never start it
 next to a real robot: it talks on the same topics as the robot's driver.
 
-Like a real base it clamps commands to its limits (`max_linear`, `max_angular`) and stops
-when commands stop coming for `command_timeout_s`, so a crashed controller cannot leave it
-driving. Non-finite commands are ignored (they neither move it nor keep it moving). A command
+Like a real base it clamps commands to its limits (`max_linear`, `max_angular`). What stops
+it when commands stop coming is `driver_model`:
+
+- `sim` (the default): `command_timeout_s` after the last command, always.
+- `unitree_ros`: what the Go1's driver (snt-arg/unitree_ros at the commit pinned in
+  docker/Dockerfile.go1) does. `cmd_vel_callback_` in src/unitree_ros.cpp hands each Twist to
+  the SDK and stamps it; the SDK's receive thread (`recv_high_state_` in
+  src/unitree_driver.cpp) sends that last high-level command to the robot every 20 ms for as
+  long as the process lives. The only zero on silence is `cmd_vel_reset_callback_`, a 1 ms
+  wall timer that zeroes when it runs 400-402 ms after the last message: a busy executor can
+  miss that window, and then the last command persists. Here the check runs every
+  `reset_check_period_s` with the same window (`command_timeout_s` to 2 ms later), and
+  `miss_reset_window` makes it miss, deterministically.
+- `unitree_ros_patched`: that driver with docker/patches/unitree_ros-cmd-vel-timeout.patch,
+  which zeroes at the first check at or after `command_timeout_s`.
+
+Both unitree_ros models stop on shutdown, as the driver's destructor (`~UnitreeDriver` →
+`stop()` → `stand_down()`, which first sends a zero velocity) lies the robot down: the
+node's last odometry message then shows it standing. A kill -9 sends nothing.
+
+Non-finite commands are ignored (they neither move it nor keep it moving). A command
 takes effect when it is received: the robot is first advanced to that moment under the one
 before, so its path does not depend on when the timer fires.
 
@@ -34,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from geometry_msgs.msg import TransformStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -41,7 +60,7 @@ from std_srvs.srv import Trigger
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.grid import GridGeometry
-from waymark.parameters.sim_base import SimBaseParameters
+from waymark.parameters.sim_base import SIM, UNITREE_ROS, SimBaseParameters
 from waymark.sim.kinematics import Motion, Pose2D, drive, integrate_arc
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp
@@ -62,6 +81,9 @@ _RELIABLE_LATEST = QoSProfile(
 _STATS_PERIOD_S = 0.5
 _MAX_STEP_PERIODS = 5  # a stalled process (debugger, loaded machine) must not teleport it
 _SAMPLES_PER_CELL = 4  # collision samples along the path, per map cell
+_RESET_WINDOW_NS = 2_000_000  # unitree_ros zeroes only 400-402 ms after the last command
+_LAST_ODOMETRY_WAIT_S = 0.5  # on shutdown, for the odometry that shows the base at rest
+_HELD = 2**62  # ns: a command kept until another one comes
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,8 @@ class SimBaseNode(Node):
         self._on_parameters(params)
         rate, map_topic = params.rate_hz, params.map_topic
         self._max_step_ns = round(_MAX_STEP_PERIODS * NS_PER_S / rate)
+        self._model = params.driver_model
+        self._miss_reset_window = params.miss_reset_window
         self._obstacles: _Obstacles | None = None
         self._odometry = self.create_publisher(Odometry, params.odom_topic, _RELIABLE_LATEST)
         self._stats = self.create_publisher(String, 'sim_base/stats', qos.latched())
@@ -98,9 +122,12 @@ class SimBaseNode(Node):
             self.create_subscription(OccupancyGrid, map_topic, self._on_map, qos.latched())
         self.create_service(Trigger, 'sim_base/reset', self._on_reset)
         self.create_timer(1.0 / rate, self._tick)
+        if self._model != SIM:
+            self.create_timer(params.reset_check_period_s, self._reset_check)
         self.create_timer(_STATS_PERIOD_S, self._publish_stats)
         self.get_logger().info(
-            f'simulated base at ({x:.2f}, {y:.2f}, {yaw:.2f}) in {self._frame!r}'
+            f'simulated base at ({x:.2f}, {y:.2f}, {yaw:.2f}) in {self._frame!r}, '
+            f'driver model {self._model}'
             + (f', obstacles from {map_topic}' if params.collision_map else '')
         )
 
@@ -115,6 +142,7 @@ class SimBaseNode(Node):
         self._pose = self._initial
         self._command = (0.0, 0.0)
         self._command_until_ns = 0
+        self._command_ns: int | None = None  # the last command's arrival; None once zeroed
         self._velocity = (0.0, 0.0)  # executed in the last update, for the odometry twist
         self._last_ns = self._now_ns()
         self._distance_m = 0.0
@@ -149,7 +177,28 @@ class SimBaseNode(Node):
         now = self._now_ns()
         self._advance(now)
         self._command = (v, w)
-        self._command_until_ns = now + self._timeout_ns
+        self._command_until_ns = now + self._timeout_ns if self._model == SIM else _HELD
+        self._command_ns = now
+
+    def _reset_check(self) -> None:
+        """The unitree_ros models' zeroing check (see the module docstring)."""
+        if self._command_ns is None:
+            return
+        now = self._now_ns()
+        silent_ns = now - self._command_ns
+        if silent_ns < self._timeout_ns:
+            return
+        if self._model == UNITREE_ROS and (
+            self._miss_reset_window or silent_ns > self._timeout_ns + _RESET_WINDOW_NS
+        ):
+            return  # the window passed unseen: the last command stays
+        self._stop(now)
+
+    def _stop(self, now_ns: int) -> None:
+        """Zero the command from now_ns on, as the driver's walk_w_vel(0, 0, 0)."""
+        self._advance(now_ns)
+        self._command = (0.0, 0.0)
+        self._command_ns = None
 
     def _on_map(self, msg: OccupancyGrid) -> None:
         try:
@@ -262,9 +311,22 @@ class SimBaseNode(Node):
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
 
+    def destroy_node(self) -> None:
+        """The unitree_ros models lie down on the way out: a last odometry at rest."""
+        if self._model != SIM:
+            try:
+                self._stop(self._now_ns())
+                self._velocity = (0.0, 0.0)
+                self._publish_odometry()
+                self._odometry.wait_for_all_acked(Duration(seconds=_LAST_ODOMETRY_WAIT_S))
+                self.get_logger().info('lying down: velocity zeroed on shutdown')
+            except Exception as error:  # shutting down anyway: say so, do not hide the rest
+                self.get_logger().error(f'last stop not sent: {error!r}')
+        super().destroy_node()
+
 
 def main(args=None) -> None:
-    run_node(SimBaseNode, 'sim_base_node', args)
+    run_node(SimBaseNode, 'sim_base_node', args, last_words=True)
 
 
 if __name__ == '__main__':
