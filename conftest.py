@@ -53,6 +53,9 @@ def launch(tmp_path, request):
     def _start(name: str, params_file=None, **parameters):
         if name == 'capture_node':  # its saved session and outbox stay with the test
             parameters.setdefault('state_dir', str(tmp_path / 'capture'))
+        if name == 'navigator_node':  # navigation tests run without safety_node; tests of
+            # the command chain start it and set the navigator's check to its default
+            parameters.setdefault('safety_state_timeout_s', 0.0)
         node = start_node(name, tmp_path / 'logs', parameters, params_file=params_file)
         started.append(node)
         return node

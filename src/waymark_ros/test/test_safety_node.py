@@ -1,9 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """safety_node over real DDS, in front of sim_base_node: watchdog, e-stop, local stop,
-limits; and navigator_node's e-stop, driving the base through safety_node.
+limits; and navigator_node's e-stop and its watch on safety_node, driving the base through
+safety_node.
 
-sim_base_node's own command timeout is set to 30 s throughout, so whatever stops the base
-within a second is safety_node.
+sim_base_node plays the Go1's driver as released (`driver_model: unitree_ros`) with its
+zeroing window missed, as on a busy executor: it walks on at the last command for as long
+as no other comes, so whatever stops the base is safety_node.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from support.navigation_worlds import START, SimulatedRobot, grid_msg, latched_m
 from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
+from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import cloud_msg
@@ -35,7 +38,8 @@ from waymark_ros.tools.processes import stop_node
 
 pytestmark = pytest.mark.dds
 
-BASE_TIMEOUT_S = 30.0
+DRIVER = {'driver_model': 'unitree_ros', 'miss_reset_window': True, 'command_timeout_s': 0.4}
+PATCHED_DRIVER = {'driver_model': 'unitree_ros_patched', 'command_timeout_s': 0.4}
 COMMAND_PERIOD_S = 0.05
 CLOUD_PERIOD_S = 0.1
 # A 0.3 m box 0.5 m ahead, seen from a body 0.3 m above the floor: its top is at z = 0.
@@ -52,6 +56,7 @@ class Chain:
     odometry: list
     state: dict
     commands: object
+    safety: object  # safety_node's NodeProcess
     command: tuple[float, float] | None = None  # sent every COMMAND_PERIOD_S while set
     timers: list = field(default_factory=list)
 
@@ -88,13 +93,13 @@ def velocity_of(msg: Odometry) -> tuple[float, float]:
 def start_chain(ros, launch, base: dict | None = None, **safety) -> Chain:
     odometry = ros.collect(Odometry, '/odom')
     state = ros.latest_json('safety/state')
-    launch('sim_base_node', command_timeout_s=BASE_TIMEOUT_S, **(base or {}))
-    launch('safety_node', **safety)
+    launch('sim_base_node', **(DRIVER | (base or {})))
+    process = launch('safety_node', **safety)
     commands = ros.node.create_publisher(Twist, 'cmd_vel_nav', qos.commands())
     wait_until(lambda: 'reasons' in state, 30, 'no state from safety_node')
     wait_until(lambda: len(odometry) > 2, 30, 'no odometry')
     wait_for_subscriber(commands, 'safety_node on cmd_vel_nav')
-    chain = Chain(odometry, state, commands)
+    chain = Chain(odometry, state, commands, process)
 
     def tick() -> None:
         if chain.command is not None:
@@ -214,11 +219,13 @@ def test_a_box_ahead_stops_forward_motion_until_it_clears_and_a_stale_cloud_stop
 
 
 def start_navigator(ros, launch, **parameters):
+    """navigator_node in front of the chain, watching safety_node as it does by default."""
     launch(
         'navigator_node',
         cmd_vel_topic='cmd_vel_nav',
         reliable_input=True,
         robot_radius_m=0.3,
+        safety_state_timeout_s=NavigatorParameters().safety_state_timeout_s,
         **parameters,
     )
     with ros.paused() as node:
@@ -270,6 +277,31 @@ def test_navigator_refuses_goals_while_e_stopped_and_aborts_the_running_one(ros,
     wait_until(lambda: not chain.state['e_stop'], 10, 'e-stop not released')
     reached = result_of(send_once_released(client, target(*START)), timeout=60)
     assert reached.outcome == GoTo.Result.OUTCOME_REACHED, reached.message
+
+
+def test_navigator_stops_driving_while_safety_node_is_gone(ros, launch):
+    """kill -9 of safety_node mid-drive: the navigator cancels the goal and refuses new ones
+    until safety_node is back; the patched driver's own timeout stops the base."""
+    latched_map(ros, grid_msg(room()))
+    chain = start_chain(ros, launch, base={'initial_pose': [*START, 0.0], **PATCHED_DRIVER})
+    client = start_navigator(ros, launch)
+    handle = send(client, target(8.0, 1.0))
+    wait_until(lambda: chain.pose()[0] > START[0] + 0.3, 30, 'the goal did not drive the base')
+    chain.safety.process.kill()
+    canceled = result_of(handle, timeout=10)
+    assert canceled.outcome == GoTo.Result.OUTCOME_CANCELED
+    assert canceled.message.startswith('canceled: no state from safety_node on safety/state')
+    chain.wait_velocity(lambda v: v == (0.0, 0.0), 'the driver did not stop the base')
+    refused = result_of(send(client, target(*START)), timeout=30)
+    assert refused.outcome == GoTo.Result.OUTCOME_REFUSED
+    assert 'no state from safety_node' in refused.message
+    stopped_at = chain.pose()
+
+    launch('safety_node')  # back: goals drive again
+    wait_until(lambda: 'reasons' in chain.state, 30, 'no state from the restarted safety_node')
+    reached = result_of(send_once_released(client, target(*START)), timeout=60)
+    assert reached.outcome == GoTo.Result.OUTCOME_REACHED, reached.message
+    assert chain.pose()[:2] != pytest.approx(stopped_at[:2], abs=0.05)
 
 
 def test_navigator_sends_a_zero_twist_when_stopped_while_driving(ros, launch):

@@ -225,6 +225,18 @@ class NavigatorParameters:
         'e_stop',
         'std_msgs/Bool, latched: while true, goals are refused and the one running aborts.',
     )
+    safety_state_topic: str = setting(
+        'safety/state', "safety_node's state (std_msgs/String, latched, at least every 0.2 s)."
+    )
+    safety_state_timeout_s: float = setting(
+        1.0,
+        'Goals are refused, and the one running is canceled, while no safety_node state came '
+        'for this long (or none yet): nothing would stop the base. 0: not checked (a stack '
+        'without safety_node).',
+        low=0.0,
+        high=60.0,
+        live=True,
+    )
     odom_topic: str = setting('/odom', 'Robot pose in the map frame.')
     pose_type: str = setting(
         'odometry',

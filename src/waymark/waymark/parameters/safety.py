@@ -117,6 +117,13 @@ class SafetyParameters:
         high=3600.0,
         live=True,
     )
+    state_period_s: float = setting(
+        0.2,
+        'safety/state goes out on every change and at least this often: navigator_node '
+        'refuses to drive when it stops coming.',
+        low=0.02,
+        high=10.0,
+    )
     diagnostics_period_s: float = setting(
         1.0, 'How often /diagnostics is published.', low=0.05, high=60.0
     )

@@ -22,7 +22,9 @@ frame (a LIO SLAM odometry is).
 
 An e-stop (std_msgs/Bool on `e_stop_topic`, latched, heard in every state) refuses new
 goals with E_STOP while true and aborts the one being driven, which stops the robot, until
-false arrives. The internal backend sends a zero twist whenever a goal ends, however it
+false arrives. Goals are refused, and the one running is canceled, the same way while
+safety_node's state has not come for `safety_state_timeout_s` (navigation.safety_watch).
+The internal backend sends a zero twist whenever a goal ends, however it
 ends, and on deactivation and shutdown (Ctrl-C included).
 
 A lifecycle node: configuring subscribes the inputs and builds the backend, activating
@@ -62,6 +64,7 @@ from waymark_ros.navigation.explore import ExploreRunner
 from waymark_ros.navigation.floor import map_origin_height
 from waymark_ros.navigation.inputs import Inputs
 from waymark_ros.navigation.registry import BACKENDS
+from waymark_ros.navigation.safety_watch import SafetyWatch
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_client import OUTCOMES
@@ -94,6 +97,7 @@ class NavigatorNode(LifecycleNode):
         self._go_to_server = self._serve(GoTo, 'go_to', self._execute)
         self._explore_server = self._serve(Explore, 'explore', self._explore)
         self.create_subscription(Bool, settings.e_stop_topic, self._on_e_stop, qos.latched())
+        self._safety = SafetyWatch(self, settings)
         if settings.autostart:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 raise RuntimeError(self._failure or 'configure failed')
@@ -103,6 +107,7 @@ class NavigatorNode(LifecycleNode):
     def _on_settings(self, settings: NavigatorParameters) -> None:
         """Live settings: goal checks use them at once, drives from the next goal on."""
         self._settings = settings
+        self._safety.use(settings)
         if self._inputs is not None:
             self._inputs.use(settings)
         if self._backend is not None:
@@ -259,7 +264,8 @@ class NavigatorNode(LifecycleNode):
 
     def _take(self, handle) -> str:
         """Give the drive to `handle` and answer ''; else why not (the node is not active,
-        or the e-stop is engaged)."""
+        the e-stop is engaged, or safety_node is silent)."""
+        self._safety.wait_first(self._settings.input_wait_s)
         with self._lock:
             if refusal := self.halted():
                 return refusal
@@ -331,7 +337,7 @@ class NavigatorNode(LifecycleNode):
     def halted(self) -> str:
         if not self._driving:
             return NOT_ACTIVE
-        return E_STOP if self._e_stop else ''
+        return E_STOP if self._e_stop else self._safety.silence()
 
     def stale(self, request: GoTo.Goal) -> str:
         if not request.evidence_session:

@@ -14,14 +14,16 @@ what the base may do (`output_topic`, `cmd_vel`, or a twist_mux input) at `rate_
   watched, and points in the box ahead (heights above the floor) zero forward motion
   until it clears; a cloud that stops coming does the same (fail safe).
 
-Its state is latched on `safety/state` (JSON: e_stop, reasons, local_stop) and its health
-on `/diagnostics`. On shutdown it sends a last zero twist and waits (briefly) until the
+Its state is latched on `safety/state` (JSON: e_stop, reasons, local_stop), on every change
+and at least every `state_period_s`: navigator_node drives only while it comes. Its health
+is on `/diagnostics`. On shutdown it sends a last zero twist and waits (briefly) until the
 base has it. When safety_node itself dies the base's own command timeout stops the robot.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
@@ -52,6 +54,7 @@ class SafetyNode(Node):
         self._gate = SafetyGate(params.gate_config(), self._now_s())
         self._cloud_errors = 0
         self._state: dict | None = None
+        self._state_sent_s = -math.inf
         self._output = self.create_publisher(Twist, params.output_topic, qos.commands())
         self._state_publisher = self.create_publisher(String, STATE_TOPIC, qos.latched())
         self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -113,7 +116,8 @@ class SafetyNode(Node):
     # -- output --------------------------------------------------------------------------
 
     def _step(self) -> None:
-        decision = self._gate.step(self._now_s())
+        now_s = self._now_s()
+        decision = self._gate.step(now_s)
         if decision.publish:
             self._output.publish(twist_msg(*decision.velocity))
         state = {
@@ -121,9 +125,11 @@ class SafetyNode(Node):
             'reasons': list(decision.reasons),
             'local_stop': bool(self._params.local_stop.cloud_topic),
         }
-        if state != self._state:
-            self._state = state
+        changed = state != self._state
+        if changed or now_s - self._state_sent_s >= self._params.state_period_s:
+            self._state, self._state_sent_s = state, now_s
             self._state_publisher.publish(String(data=json.dumps(state, sort_keys=True)))
+        if changed:
             blocked = [r for r in decision.reasons if r in (OBSTACLE, NO_CLOUD)]
             if blocked:
                 where = self._params.local_stop.cloud_topic
