@@ -5,8 +5,9 @@ as arguments.
     ros2 launch waymark_ros robot.launch.py camera:=zed2i odometry:=fast_lio_mid360 \\
         models:=orin_nx llm_base_url:=http://192.168.123.20:8000/v1 backend:=nav2
 
-`base:=go1` also starts the Go1's driver (docs/go1.md); the default, `base:=none`, starts
-nothing that moves a robot.
+`base:=go1` also starts the Go1's driver and twist_mux in front of safety_node (docs/go1.md);
+the default, `base:=none`, starts nothing that moves a robot. The launch ends when
+safety_node, the driver or twist_mux exits.
 
 `ros2 launch waymark_ros robot.launch.py --show-args` lists every argument. Without a ROS 2
 install (the PyPI wheels have no `launch`), start the node executables directly with the
@@ -30,7 +31,7 @@ def generate_launch_description() -> LaunchDescription:
             *stack_arguments(CONFIG / 'robot.yaml', use_sim_time=False),
             *base_arguments(CONFIG),
             # first: a missing driver stops the launch before any node starts
-            OpaqueFunction(function=base_nodes),
+            OpaqueFunction(function=base_nodes, kwargs={'config': CONFIG}),
             OpaqueFunction(
                 function=stack_nodes,
                 kwargs={

@@ -79,15 +79,17 @@ def test_bad_base_arguments_are_refused_with_the_reason(given, message):
         base_plan.base_driver(arguments(**given))
 
 
-def fake_index(root: Path, executable: bool = True) -> Path:
-    """A package index holding `unitree_ros` (and its executable, if asked)."""
-    marker = root / 'share' / 'ament_index' / 'resource_index' / 'packages' / 'unitree_ros'
-    marker.parent.mkdir(parents=True)
-    marker.touch()
-    if executable:
-        program = root / 'lib' / 'unitree_ros' / 'unitree_driver'
-        program.parent.mkdir(parents=True)
-        program.touch()
+def fake_index(root: Path, executable: bool = True, mux: bool = True) -> Path:
+    """A package index holding `unitree_ros` (and its executable, if asked) and twist_mux."""
+    programs = {'unitree_ros': 'unitree_driver'} | ({'twist_mux': 'twist_mux'} if mux else {})
+    for package, name in programs.items():
+        marker = root / 'share' / 'ament_index' / 'resource_index' / 'packages' / package
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        if executable:
+            program = root / 'lib' / package / name
+            program.parent.mkdir(parents=True)
+            program.touch()
     return root
 
 
@@ -208,7 +210,27 @@ def test_base_go1_starts_the_driver_in_the_namespace_wired_to_the_stack(tmp_path
     assert driver['remappings'] == []
     stack = {node['executable']: node for node in nodes if node['package'] == 'waymark_ros'}
     assert set(stack) == set(launch_plan.NODES)
+    # One command path: twist_mux's output is safety_node's input, safety_node's the driver's.
+    muxes = [node for node in nodes if node['package'] == base_plan.MUX_PACKAGE]
+    assert len(muxes) == 1 and muxes[0]['namespace'] == '/go1_a'
+    assert muxes[0]['remappings'] == [['cmd_vel_out', base_plan.MUX_OUTPUT]]
+    assert muxes[0]['env'] == driver['env']
+    safety = stack['safety_node']['parameters']
+    assert safety['input_topic'] == base_plan.MUX_OUTPUT
+    assert safety['output_topic'] == driver['parameters']['cmd_vel_topic_name']
+    assert safety['limits.max_linear'] == 0.2  # the first walk's cap, from go1_safety.yaml
+    # The launch ends when safety_node, the driver or the mux exits; not for the others.
+    required = {node['executable'] for node in nodes if node['required']}
+    assert required == {'safety_node', 'unitree_driver', 'twist_mux'}
     assert stack['navigator_node']['namespace'] == driver['namespace']
     # The same DDS domain and reach as the nodes.
     assert driver['env'] == stack['navigator_node']['env']
     assert driver['env']['ROS_DOMAIN_ID'] == '42'
+
+
+def test_base_go1_without_twist_mux_is_refused_before_any_node_starts(tmp_path):
+    index = fake_index(tmp_path / 'index', mux=False)
+    env = {'AMENT_PREFIX_PATH': os.pathsep.join([str(index), os.environ['AMENT_PREFIX_PATH']])}
+    error = described('base:=go1', env=env)['error']
+    assert "package 'twist_mux', which is not installed here" in error
+    assert 'ros-$ROS_DISTRO-twist-mux' in error

@@ -1,6 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""config/twist_mux.yaml: teleop wins over waymark, the e-stop locks both, and the topics
-are waymark's own (safety_node's output, the e-stop the nodes listen to)."""
+"""config/twist_mux.yaml and config/go1_safety.yaml: one command path on the Go1, teleop and
+waymark into twist_mux, its output into safety_node, safety_node's into the driver."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from test_config import flatten
 
 from waymark.parameters.safety import SafetyParameters
 from waymark.settings import settings
+from waymark_ros.ros import base_plan
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 
@@ -19,35 +20,39 @@ def load(name: str) -> dict:
     return yaml.safe_load((CONFIG / name).read_text())
 
 
-def test_teleop_outranks_waymark_and_the_e_stop_outranks_both():
-    mux = load('twist_mux.yaml')['twist_mux']['ros__parameters']
-    topics, locks = mux['topics'], mux['locks']
-    assert topics['joystick']['priority'] > topics['waymark']['priority']
+def mux() -> dict:
+    return load(base_plan.MUX_PARAMS)['twist_mux']['ros__parameters']
+
+
+def go1_safety() -> dict:
+    return load(base_plan.GO1_SAFETY_PARAMS)['/**/safety_node']['ros__parameters']
+
+
+def test_teleop_outranks_waymark_and_the_mux_holds_no_e_stop_of_its_own():
+    topics = mux()['topics']
+    assert topics['teleop']['priority'] > topics['waymark']['priority']
     assert all(0 <= t['priority'] <= 255 and t['timeout'] > 0 for t in topics.values())
-    assert locks['e_stop']['priority'] > max(t['priority'] for t in topics.values())
-    assert locks['e_stop']['timeout'] == 0.0  # latched: no heartbeat expected
-    assert mux['use_stamped'] is False  # waymark publishes geometry_msgs/Twist
+    # safety_node holds the e-stop downstream; a mux lock would only silence the mux
+    assert 'locks' not in mux()
+    assert mux()['use_stamped'] is False  # waymark publishes geometry_msgs/Twist
+    assert len({t['topic'] for t in topics.values()}) == len(topics)  # one input each
 
 
-def test_the_mux_takes_safety_nodes_output_and_waymarks_e_stop():
-    config = load('twist_mux.yaml')
-    mux = config['twist_mux']['ros__parameters']
-    safety = config['/**/safety_node']['ros__parameters']
+def test_the_path_runs_from_navigator_and_teleop_through_the_mux_and_safety_node_to_the_driver():
     robot = load('robot.yaml')
-    robot_safety = robot['/**/safety_node']['ros__parameters']
-    robot_navigator = robot['/**/navigator_node']['ros__parameters']
-    assert mux['topics']['waymark']['topic'] == safety['output_topic']
-    assert safety['output_topic'] != robot_safety['input_topic']
-    assert robot_safety['input_topic'] == robot_navigator['cmd_vel_topic']
-    assert mux['locks']['e_stop']['topic'] == robot_safety['e_stop_topic']
-    assert robot_navigator['e_stop_topic'] == robot_safety['e_stop_topic']
-    topics = {t['topic'] for t in mux['topics'].values()}
-    assert len(topics) == len(mux['topics'])  # one input each
+    navigator = robot['/**/navigator_node']['ros__parameters']
+    driver = load(base_plan.GO1_PARAMS)[f'/**/{base_plan.GO1_NODE}']['ros__parameters']
+    assert mux()['topics']['waymark']['topic'] == navigator['cmd_vel_topic']
+    assert go1_safety()['input_topic'] == base_plan.MUX_OUTPUT
+    assert go1_safety()['output_topic'] == driver['cmd_vel_topic_name']
+    assert base_plan.MUX_OUTPUT not in {t['topic'] for t in mux()['topics'].values()}
 
 
-def test_its_safety_node_section_holds_only_valid_settings():
+def test_the_first_walk_cap_is_safety_nodes_hard_limit_in_the_file():
     declared = {info.name: info for info in settings(SafetyParameters)}
-    section = load('twist_mux.yaml')['/**/safety_node']['ros__parameters']
-    for name, value in flatten(section).items():
+    values = flatten(go1_safety())
+    for name, value in values.items():
         assert name in declared, name
         assert not declared[name].problem(value), (name, value)
+    assert values['limits.max_linear'] <= 0.2 and values['limits.max_angular'] <= 0.5
+    assert values['limits.max_linear'] < SafetyParameters().limits.max_linear

@@ -4,7 +4,8 @@
     python test/support/launch_probe.py [--run] LAUNCH_FILE [name:=value ...]
 
 prints, as JSON, one object per node the launch would start (package, executable, name,
-namespace, parameters as the node would get them, remappings, additional environment), or
+namespace, parameters as the node would get them, remappings, additional environment,
+whether its exit ends the launch), or
 {"error": "..."} when the launch refuses before starting anything. Needs ROS 2 `launch`
 and `launch_ros` (installed, or vendored: test_launch_testing.py's activate.sh); run in a
 subprocess by the tests, which read the JSON back. With --run, the launch runs for real
@@ -75,6 +76,8 @@ def describe(node: Node, context: LaunchContext) -> dict:
         'parameters': parameters_of(node),
         'remappings': [list(rule) for rule in node.expanded_remapping_rules or []],
         'env': env,
+        # the launch ends when it exits (on_exit=Shutdown)
+        'required': type(node._ExecuteLocal__on_exit).__name__ == 'Shutdown',
     }
 
 

@@ -99,10 +99,12 @@ class LocalStopParameters:
 
 @dataclass(frozen=True)
 class SafetyParameters:
-    input_topic: str = setting('cmd_vel_nav', "geometry_msgs/Twist in: the navigator's command.")
-    output_topic: str = setting(
-        'cmd_vel', "geometry_msgs/Twist out: the base's (or a twist_mux input's) command."
+    input_topic: str = setting(
+        'cmd_vel_nav',
+        "geometry_msgs/Twist in: the navigator's command, or twist_mux's output (cmd_vel_mux, "
+        'teleop and navigator) on the Go1 (config/go1_safety.yaml).',
     )
+    output_topic: str = setting('cmd_vel', "geometry_msgs/Twist out: the base driver's command.")
     e_stop_topic: str = setting(
         'e_stop', 'std_msgs/Bool, latched (reliable, transient local): true halts until false.'
     )

@@ -1,8 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """safety_node: the last word between waymark's navigator and the base.
 
-It reads the navigator's velocity command (`input_topic`, `cmd_vel_nav`) and publishes
-what the base may do (`output_topic`, `cmd_vel`, or a twist_mux input) at `rate_hz`
+It reads the navigator's velocity command (`input_topic`, `cmd_vel_nav`; on the Go1
+twist_mux's output, which carries teleop's too) and publishes what the base may do
+(`output_topic`, `cmd_vel`, the driver's) at `rate_hz`
 (waymark.safety.gate says how each output is decided):
 
 - speeds and accelerations within `limits.*`; non-finite commands become zero;
@@ -17,7 +18,9 @@ what the base may do (`output_topic`, `cmd_vel`, or a twist_mux input) at `rate_
 Its state is latched on `safety/state` (JSON: e_stop, reasons, local_stop), on every change
 and at least every `state_period_s`: navigator_node drives only while it comes. Its health
 is on `/diagnostics`. On shutdown it sends a last zero twist and waits (briefly) until the
-base has it. When safety_node itself dies the base's own command timeout stops the robot.
+base has it. When safety_node itself dies, navigator_node stops driving, the robot launch
+shuts down (the Go1 driver lies the robot down as it exits), and the driver patched by
+docker/patches zeroes its command after 0.4 s of silence.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 """What the robot and replay launches start, worked out without ROS 2 `launch`.
 
 Parameter files are layered, later ones winning: robot.yaml, the camera preset, the
-odometry preset, the model preset, then the launch's own file; the launch arguments go on
+odometry preset, the model preset, the base's safety file (base:=go1), then the launch's
+own file; the launch arguments go on
 top as per-node parameters. A preset that does not exist is an error naming those that do,
 raised before any node starts. Kept apart from launching.py so that tests check it where
 `launch` is not installed.
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from waymark_ros.ros.base_plan import base_safety_file
+
 # safety_node stands between navigator_node (cmd_vel_nav) and the base (cmd_vel); task_node
 # runs tasks over reasoner_node's Ask and navigator_node's GoTo.
 NODES = (
@@ -25,6 +28,9 @@ NODES = (
     'safety_node',
     'task_node',
 )
+# Nodes whose exit ends the whole launch: with safety_node gone nothing limits or stops the
+# commands, so the driver is stopped too (it lies the robot down as it exits).
+REQUIRED = {'safety_node': 'safety_node exited: nothing would limit or stop the base'}
 MODEL_PRESETS = ('workstation', 'orin_nx')
 NO_ODOMETRY = 'none'  # poses from the camera preset
 # DDS defaults of a launch when the environment sets none: not the domain every other ROS
@@ -44,6 +50,8 @@ def parameter_files(config: Path, arguments: Mapping[str, str]) -> list[Path]:
     if arguments['odometry'] != NO_ODOMETRY:
         files.append(preset(config / 'sensors', arguments['odometry']))
     files.append(preset(config / 'models', arguments['models']))
+    if (base_safety := base_safety_file(arguments)) is not None:
+        files.append(base_safety)
     own = Path(arguments['params_file']).expanduser()
     if not own.is_file():
         raise ValueError(f'params_file {own} does not exist')

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.actions import DeclareLaunchArgument, GroupAction, Shutdown
 from launch.conditions import IfCondition
 from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
@@ -21,8 +21,10 @@ from waymark_ros.ros.base_plan import (
     FROM_FILE,
     GO1,
     GO1_PARAMS,
+    GO1_SAFETY_PARAMS,
     NO_BASE,
     base_driver,
+    base_mux,
     require_installed,
 )
 from waymark_ros.ros.launch_plan import (
@@ -33,6 +35,7 @@ from waymark_ros.ros.launch_plan import (
     MODEL_PRESETS,
     NO_ODOMETRY,
     NODES,
+    REQUIRED,
     dds_environment,
     node_overrides,
     parameter_files,
@@ -55,6 +58,8 @@ ARGUMENTS = (
     'discovery_range',
     'use_sim_time',
 )
+# Read by the stack too (safety_node's file on the Go1); a launch without a base has neither.
+BASE_DEFAULTS = {'base': NO_BASE, 'go1_safety_params_file': ''}
 
 
 def stack_arguments(params_file: Path, use_sim_time: bool) -> list[DeclareLaunchArgument]:
@@ -149,6 +154,8 @@ BASE_ARGUMENTS = (
     'ros_domain_id',
     'discovery_range',
 )
+# What stops the launch when a base node exits: the command path to the robot is broken.
+BASE_EXIT = 'exited: the command path to the base is broken'
 
 
 def base_arguments(config: Path) -> list[DeclareLaunchArgument]:
@@ -172,33 +179,50 @@ def base_arguments(config: Path) -> list[DeclareLaunchArgument]:
             default_value=str(config / GO1_PARAMS),
             description="with base:=go1, the driver's parameter file (topics, frames)",
         ),
+        DeclareLaunchArgument(
+            'go1_safety_params_file',
+            default_value=str(config / GO1_SAFETY_PARAMS),
+            description="with base:=go1, safety_node's file after the presets: its input "
+            "from twist_mux and the hard speed cap (a first walk's 0.2 m/s)",
+        ),
     ]
 
 
-def base_nodes(context: LaunchContext) -> list:
-    """The base's driver node in `namespace`, or nothing; for an OpaqueFunction. Refuses,
-    before any node starts, when the driver the `base` argument asks for is not installed."""
+def base_nodes(context: LaunchContext, config: Path) -> list:
+    """The base's driver and twist_mux in `namespace`, or nothing; for an OpaqueFunction.
+    Refuses, before any node starts, when a package the `base` argument asks for is not
+    installed. Either one's exit ends the launch."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in BASE_ARGUMENTS}
-    driver = base_driver(arguments)
-    if driver is None:
+    driver, mux = base_driver(arguments), base_mux(arguments, config)
+    if driver is None or mux is None:
         return []
-    require_installed(driver)
-    node = Node(
-        package=driver.package,
-        executable=driver.executable,
-        name=driver.name,
-        parameters=[str(driver.parameter_file), driver.overrides],
-        output='screen',
-        emulate_tty=True,
-        additional_env=dds_environment(arguments),
-    )
-    return [GroupAction([PushRosNamespace(arguments['namespace']), node])]
+    nodes = []
+    for part in (driver, mux):
+        require_installed(part)
+        nodes.append(
+            Node(
+                package=part.package,
+                executable=part.executable,
+                name=part.name,
+                parameters=[str(part.parameter_file), part.overrides],
+                remappings=list(part.remappings),
+                output='screen',
+                emulate_tty=True,
+                additional_env=dds_environment(arguments),
+                on_exit=Shutdown(reason=f'{part.name} {BASE_EXIT}'),
+            )
+        )
+    return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes])]
 
 
 def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list:
     """The stack's nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
     launch's presets (rviz_layout); for an OpaqueFunction."""
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    arguments |= {
+        name: LaunchConfiguration(name, default=default).perform(context)
+        for name, default in BASE_DEFAULTS.items()
+    }
     use_sim_time = sim_time(arguments)
     files = [str(path) for path in parameter_files(config, arguments)]
     overrides = node_overrides(arguments, use_sim_time)
@@ -215,6 +239,7 @@ def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list
             # performed now: at shutdown, a scoped include's arguments are gone
             sigterm_timeout=stop_timeout_s,
             additional_env=dds,
+            on_exit=Shutdown(reason=REQUIRED[name]) if name in REQUIRED else None,
         )
         for name in NODES
     ]
