@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from waymark_ros.tools.drill.drills import png_bomb
-from waymark_ros.tools.drill.driving import FAR, START, hall, honest_after_restart
+from waymark_ros.tools.drill.driving import FAR, START, ended_for_safety, hall
 from waymark_ros.tools.drill.llm_faults import GARBAGE, FaultyLLM
 from waymark_ros.tools.drill.reflection import KINDS, SYSTEM_START, LessonModel
 from waymark_ros.tools.drill.report import DrillResult, table, to_json
@@ -109,16 +109,15 @@ def test_the_hall_is_walled_and_free_between_start_and_far_goal():
     assert (cells[row - 10 : row + 11, cols] == 0).all()
 
 
-def test_after_a_safety_restart_only_reached_at_the_goal_or_stuck_short_of_it_is_true():
+def test_a_drive_whose_safety_node_died_ends_canceled_for_it_short_of_the_goal():
     at_goal, short = Sample(1, FAR[0] - 0.1, FAR[1], 0.0, 0.0), Sample(1, 5.0, FAR[1], 0.0, 0.0)
-    stuck = "aborted: 'no progress, 19.00 m from the goal'"
-    assert honest_after_restart('reached', 'arrived', at_goal)
-    assert honest_after_restart('failed', stuck, short)
-    assert not honest_after_restart('reached', 'arrived', short)
-    assert not honest_after_restart('reached', 'arrived', None)
-    assert not honest_after_restart('failed', stuck, at_goal)
-    assert not honest_after_restart('failed', "aborted: 'timeout'", short)
-    assert not honest_after_restart('unanswered', 'no answer yet', short)
+    silent = 'canceled: no state from safety_node on safety/state for 1.0 s'
+    assert ended_for_safety('canceled', silent, short)
+    assert not ended_for_safety('canceled', silent, at_goal)
+    assert not ended_for_safety('reached', 'arrived', at_goal)
+    assert not ended_for_safety('canceled', 'canceled: e-stop engaged', short)
+    assert not ended_for_safety('failed', "aborted: 'no progress, 19.00 m from the goal'", short)
+    assert not ended_for_safety('unanswered', 'no answer yet', short)
 
 
 def test_the_lesson_model_answers_questions_and_reflects_each_kind_or_is_away():

@@ -110,7 +110,11 @@ class SafetyParameters:
     )
     rate_hz: float = setting(20.0, 'Output rate while commands come.', low=1.0, high=500.0)
     command_timeout_s: float = setting(
-        0.5, 'Zero output when no command came for this long.', low=0.01, high=60.0, live=True
+        0.4,
+        "Zero output when no command came for this long (the Go1 driver's own is 0.4 s).",
+        low=0.01,
+        high=60.0,
+        live=True,
     )
     stop_repeat_s: float = setting(
         2.0,

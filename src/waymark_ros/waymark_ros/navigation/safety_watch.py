@@ -50,11 +50,9 @@ class SafetyWatch:
         silent_s = time.monotonic() - heard
         return '' if silent_s <= timeout_s else f'{SAFETY_SILENT} on {topic} for {silent_s:.1f} s'
 
-    def wait_first(self, timeout_s: float) -> None:
-        """Until the first state came or `timeout_s` passed: a goal sent as the system
-        starts may come before safety_node does."""
+    def wait_fresh(self, timeout_s: float) -> None:
+        """Until a fresh state came or `timeout_s` passed: a goal sent as the system starts,
+        or as safety_node restarts, may come before its state does."""
         deadline = time.monotonic() + timeout_s
-        while self._heard is None and self._settings.safety_state_timeout_s > 0.0:
-            if time.monotonic() >= deadline:
-                return
+        while self.silence() and time.monotonic() < deadline:
             time.sleep(_POLL_S)

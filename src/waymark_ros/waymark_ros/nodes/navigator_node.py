@@ -265,7 +265,7 @@ class NavigatorNode(LifecycleNode):
     def _take(self, handle) -> str:
         """Give the drive to `handle` and answer ''; else why not (the node is not active,
         the e-stop is engaged, or safety_node is silent)."""
-        self._safety.wait_first(self._settings.input_wait_s)
+        self._safety.wait_fresh(self._settings.input_wait_s)
         with self._lock:
             if refusal := self.halted():
                 return refusal

@@ -61,7 +61,8 @@ class Settings:
     settle_timeout_s: float = 600.0  # longest wait for memory to finish ingesting
     rss_limit_mb: float = 100.0  # most a node may grow on an image bomb
     drive_speed_mps: float = 0.6  # the safety drills inject their fault at this speed
-    stop_margin_s: float = 0.2  # a stop may come this late after its timeout (and one odometry)
+    stop_margin_s: float = 0.2  # the e-stop's stop may come this late (after one odometry)
+    stop_bound_s: float = 0.7  # a process killed while driving: the base stands within this
     stop_watch_s: float = 3.0  # how long the base is watched after the fault
     driver_timeout_s: float = 0.4  # the Go1 driver's own command timeout (docs/go1.md)
     e_stop_goals: int = 3  # goals sent while the e-stop is engaged

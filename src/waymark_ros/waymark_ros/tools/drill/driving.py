@@ -2,8 +2,10 @@
 """The safety drills: a fault while the robot drives, and how soon its base stands still.
 
 sim_base_node is the robot, on an open hall map, driven by navigator_node through
-safety_node (demo.yaml). Where waymark's own chain must stop it, sim_base's command timeout
-is set far above the bounds (`SIM_BASE_TIMEOUT_S`), so only waymark can stop it in time.
+safety_node (demo.yaml). It plays the Go1's driver (its `driver_model`): as released, with
+its zeroing window missed (it walks on at the last command for as long as no other comes),
+where waymark's own chain must stop it; patched (docker/patches: zero after 0.4 s of
+silence), where nothing of waymark is left to stop it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ HALL_M = (26.0, 6.0)  # an open hall: a long straight drive, and room for a shor
 START = (1.5, 3.0)
 FAR = (24.0, 3.0)  # the long goal, well beyond where any fault is injected
 SHORT_M = 1.5  # the goal that shows the chain drives again after a fault
-SIM_BASE_HZ = 50.0  # sim_base's odometry rate
-SIM_BASE_TIMEOUT_S = 30.0  # far above every bound: sim_base does not stop on its own
+SIM_BASE_HZ = 50.0  # sim_base's odometry rate (the Go1 driver's odometry timer: 20 ms)
 STILL = 0.01  # m/s and rad/s: a base at or below both stands still
 SAFETY_TIMEOUT_S = SafetyParameters().command_timeout_s  # its watchdog, as the drills run it
 GOAL_TIMEOUT_S = 120.0
@@ -90,8 +91,24 @@ class Goal:
         return self.answer
 
 
-def start_driving(stack: Stack, base_timeout_s: float) -> Odometer:
-    """The hall on /map, sim_base at its start, safety_node and navigator_node, ready."""
+def released_driver(settings: Settings) -> dict:
+    """The Go1 driver as released, its 2 ms zeroing window missed: nothing of its own stops
+    it."""
+    return {
+        'driver_model': 'unitree_ros',
+        'miss_reset_window': True,
+        'command_timeout_s': settings.driver_timeout_s,
+    }
+
+
+def patched_driver(settings: Settings) -> dict:
+    """The Go1 driver with the project's patch: zero after driver_timeout_s of silence."""
+    return {'driver_model': 'unitree_ros_patched', 'command_timeout_s': settings.driver_timeout_s}
+
+
+def start_driving(stack: Stack, driver: dict) -> Odometer:
+    """The hall on /map, sim_base as `driver` at its start, safety_node and navigator_node,
+    ready."""
     origin, cells = hall()
     grid: OccupancyGrid = occupancy_grid_msg(
         cells, MAP_RESOLUTION_M, origin, 'map', stack.node.get_clock().now().to_msg()
@@ -99,12 +116,7 @@ def start_driving(stack: Stack, base_timeout_s: float) -> Odometer:
     publisher = stack.node.create_publisher(OccupancyGrid, '/map', qos.latched())
     publisher.publish(grid)
     odometer = Odometer(stack)
-    stack.start(
-        'sim_base_node',
-        initial_pose=[*START, 0.0],
-        rate_hz=SIM_BASE_HZ,
-        command_timeout_s=base_timeout_s,
-    )
+    stack.start('sim_base_node', initial_pose=[*START, 0.0], rate_hz=SIM_BASE_HZ, **driver)
     stack.start('safety_node', command_timeout_s=SAFETY_TIMEOUT_S)
     stack.start('navigator_node')
     wait_until(odometer.latest, 60.0, "sim_base's odometry")
@@ -159,31 +171,30 @@ def probe_short_goal(result: DrillResult, stack: Stack, odometer: Odometer, what
     result.note(f'{what}: a goal {x - here.x:.1f} m ahead came back {outcome} ({message})')
 
 
-def honest_after_restart(outcome: str, message: str, here: Sample | None) -> bool:
-    """Reached at the goal, or aborted as stuck short of it: the only true ends of a drive
-    whose safety layer was down for a while. `here` is the base's last odometry."""
+def ended_for_safety(outcome: str, message: str, here: Sample | None) -> bool:
+    """Canceled because safety_node went silent, short of the goal: the only true end of a
+    drive whose safety layer died under it. `here` is the base's last odometry."""
     at_goal = here is not None and np.hypot(here.x - FAR[0], here.y - FAR[1]) <= ARRIVED_M
-    if outcome == 'reached':
-        return at_goal
-    return outcome == 'failed' and 'no progress' in message and not at_goal
+    return outcome == 'canceled' and 'no state from safety_node' in message and not at_goal
 
 
 def bound(timeout_s: float, settings: Settings) -> float:
-    """The latest a stop may come: the timeout that should stop the base, one odometry
-    period to show it, and the margin."""
+    """The latest an e-stop's stop may come: the timeout that should stop the base, one
+    odometry period to show it, and the margin."""
     return timeout_s + 1.0 / SIM_BASE_HZ + settings.stop_margin_s
 
 
 # The drills -------------------------------------------------------------------------------
 def kill_navigator_driving(stack: Stack, settings: Settings) -> DrillResult:
-    """safety_node's watchdog must stop the base when the navigator dies mid-drive."""
+    """safety_node's watchdog must stop the base when the navigator dies mid-drive: the
+    driver as released walks on at the last command."""
     result = DrillResult('kill -9 navigator_node while driving')
-    odometer = start_driving(stack, SIM_BASE_TIMEOUT_S)
+    odometer = start_driving(stack, released_driver(settings))
     running = drive_far(stack, odometer, settings, timeout_s=30.0)
     fault_ns = time.time_ns()
     stack.kill('navigator_node')
     result.injected += 1
-    measure_stop(result, odometer, fault_ns, bound(SAFETY_TIMEOUT_S, settings), settings)
+    measure_stop(result, odometer, fault_ns, settings.stop_bound_s, settings)
     stack.start('navigator_node')
     stack.wait_ready('navigator_node')
     probe_short_goal(result, stack, odometer, 'after the restart')
@@ -194,26 +205,44 @@ def kill_navigator_driving(stack: Stack, settings: Settings) -> DrillResult:
 
 
 def kill_safety_driving(stack: Stack, settings: Settings) -> DrillResult:
-    """Nothing of waymark is left to stop the base: the driver's own timeout must."""
+    """Nothing of waymark is left between the navigator and the base: the patched driver's
+    own timeout must stop it, and the navigator must stop driving."""
     result = DrillResult('kill -9 safety_node while driving')
-    odometer = start_driving(stack, settings.driver_timeout_s)
+    odometer = start_driving(stack, patched_driver(settings))
     running = drive_far(stack, odometer, settings, timeout_s=GOAL_TIMEOUT_S)
     fault_ns = time.time_ns()
     stack.kill('safety_node')
     result.injected += 1
-    measure_stop(result, odometer, fault_ns, bound(settings.driver_timeout_s, settings), settings)
-    result.note(f"the base's own command timeout: {settings.driver_timeout_s:g} s (Go1 driver)")
-    stack.start('safety_node')
-    stack.wait_ready('safety_node')
-    # The navigator drove on all along. Through the restarted safety_node it arrives, or,
-    # when the restart outlasted its progress window, it gives the goal up as stuck: both
-    # are true. Anything else, or "reached" away from the goal, is a wrong outcome.
+    measure_stop(result, odometer, fault_ns, settings.stop_bound_s, settings)
+    result.note(f"the patched driver's command timeout: {settings.driver_timeout_s:g} s")
     result.requests += 1
     outcome, message = running.wait(GOAL_TIMEOUT_S + 30.0)
     result.answered += outcome != 'unanswered'
-    if not honest_after_restart(outcome, message, odometer.latest()):
+    if not ended_for_safety(outcome, message, odometer.latest()):
         result.wrong += 1
-    result.note(f'the goal driven at the kill, after the restart: {outcome} ({message})')
+    result.note(f'the goal driven at the kill: {outcome} ({message})')
+    stack.start('safety_node')
+    stack.wait_ready('safety_node')
+    probe_short_goal(result, stack, odometer, 'after the restart')
+    finish(stack, result)
+    return result
+
+
+def kill_all_driving(stack: Stack, settings: Settings) -> DrillResult:
+    """Every waymark process killed at once: only the patched driver is left to stop."""
+    result = DrillResult('kill -9 every waymark node while driving')
+    odometer = start_driving(stack, patched_driver(settings))
+    drive_far(stack, odometer, settings, timeout_s=GOAL_TIMEOUT_S)
+    waymark = [name for name in stack.nodes if name != 'sim_base_node']
+    fault_ns = time.time_ns()
+    for name in waymark:
+        stack.kill(name)
+    result.injected += len(waymark)
+    measure_stop(result, odometer, fault_ns, settings.stop_bound_s, settings)
+    result.note(f'killed {", ".join(sorted(waymark))}; the driver stopped the base')
+    for name in waymark:
+        stack.start(name)
+    stack.wait_ready('navigator_node')
     probe_short_goal(result, stack, odometer, 'after the restart')
     finish(stack, result)
     return result
@@ -223,7 +252,7 @@ def e_stop_driving(stack: Stack, settings: Settings) -> DrillResult:
     """The e-stop halts the drive at once, aborts its goal, refuses goals, and releases."""
     result = DrillResult('e-stop while driving')
     e_stop = stack.node.create_publisher(Bool, 'e_stop', qos.latched())
-    odometer = start_driving(stack, SIM_BASE_TIMEOUT_S)
+    odometer = start_driving(stack, released_driver(settings))
     wait_until(lambda: e_stop.get_subscription_count() >= 2, 60.0, 'safety and navigator on e_stop')
     e_stop.publish(Bool(data=False))
     time.sleep(MATCH_SETTLE_S)

@@ -39,6 +39,7 @@ DRILLS: dict[str, Drill] = {
     'bad-inputs': lambda s, st, _r: drills.bad_inputs_drill(s, st),
     'kill-navigator-driving': lambda s, st, _r: driving.kill_navigator_driving(s, st),
     'kill-safety-driving': lambda s, st, _r: driving.kill_safety_driving(s, st),
+    'kill-all-driving': lambda s, st, _r: driving.kill_all_driving(s, st),
     'e-stop-driving': lambda s, st, _r: driving.e_stop_driving(s, st),
     'kill-task-node-mid-task': lambda s, st, _r: tasks.kill_task_node_mid_task(s, st),
     'kill-navigator-mid-task': lambda s, st, _r: tasks.kill_navigator_mid_task(s, st),

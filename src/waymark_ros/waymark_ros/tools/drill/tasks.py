@@ -33,7 +33,7 @@ from waymark_ros.tools.drill.drills import (
     publish_keyframes,
     reasoner_params,
 )
-from waymark_ros.tools.drill.driving import SIM_BASE_TIMEOUT_S, Odometer, start_driving
+from waymark_ros.tools.drill.driving import Odometer, released_driver, start_driving
 from waymark_ros.tools.drill.report import DrillResult
 from waymark_ros.tools.drill.stack import Stack, wait_until
 
@@ -98,10 +98,10 @@ def sign_jpeg(text: str) -> bytes:
     return encoded.getvalue()
 
 
-def start_task_stack(stack: Stack) -> Odometer:
+def start_task_stack(stack: Stack, settings: Settings) -> Odometer:
     """The driving chain of the safety drills, memory seeded at the far end, the reasoner
     without a model, and task_node on its own ledger."""
-    odometer = start_driving(stack, SIM_BASE_TIMEOUT_S)
+    odometer = start_driving(stack, released_driver(settings))
     stack.start('memory_node', **(memory_params(stack) | {'ocr': True}))
     stack.wait_ready('memory_node')
     frames = []
@@ -166,9 +166,8 @@ def an_ending(answer: RunTask.Result) -> str:
 
 def kill_task_node_mid_task(stack: Stack, settings: Settings) -> DrillResult:
     """task_node dies while it drives: the task is recorded STOPPED/INTERRUPTED at restart."""
-    del settings
     result = DrillResult('kill -9 task_node mid-task')
-    odometer = start_task_stack(stack)
+    odometer = start_task_stack(stack, settings)
     running = drive_task(stack, odometer)
     stack.kill('task_node')
     result.injected += 1
@@ -197,9 +196,8 @@ def kill_task_node_mid_task(stack: Stack, settings: Settings) -> DrillResult:
 def kill_navigator_mid_task(stack: Stack, settings: Settings) -> DrillResult:
     """The navigator dies under a task: the task ends explicitly, never certified, and once
     the navigator is back the next task runs."""
-    del settings
     result = DrillResult('kill -9 navigator_node mid-task')
-    odometer = start_task_stack(stack)
+    odometer = start_task_stack(stack, settings)
     running = drive_task(stack, odometer)
     stack.kill('navigator_node')
     result.injected += 1
