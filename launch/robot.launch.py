@@ -19,6 +19,7 @@ from pathlib import Path
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
+from waymark_ros.ros.launch_frames import frame_nodes
 from waymark_ros.ros.launching import base_arguments, base_nodes, stack_arguments, stack_nodes
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
@@ -32,6 +33,7 @@ def generate_launch_description() -> LaunchDescription:
             *base_arguments(CONFIG),
             # first: a missing driver stops the launch before any node starts
             OpaqueFunction(function=base_nodes, kwargs={'config': CONFIG}),
+            OpaqueFunction(function=frame_nodes, kwargs={'config': CONFIG}),
             OpaqueFunction(
                 function=stack_nodes,
                 kwargs={

@@ -54,6 +54,16 @@ def test_every_section_applies_in_any_namespace(config):
 
 
 @pytest.mark.parametrize('config', [*LAUNCH_CONFIGS, *SENSORS, *MODELS])
+def test_every_section_is_a_node_or_the_sensor_mounts(config):
+    sections = yaml.safe_load((CONFIG / config).read_text())
+    names = {key.removeprefix(ANY_NAMESPACE) for key in sections}
+    assert names <= set(NODES) | {'robot_state_publisher'}, names - set(NODES)
+    if 'robot_state_publisher' in names:  # only the mounts, read by waymark.frames
+        mounts = sections[f'{ANY_NAMESPACE}robot_state_publisher']['ros__parameters']
+        assert set(mounts) == {'mount'} and config.startswith('sensors/'), config
+
+
+@pytest.mark.parametrize('config', [*LAUNCH_CONFIGS, *SENSORS, *MODELS])
 def test_every_configured_value_fits_its_setting(config):
     sections = yaml.safe_load((CONFIG / config).read_text())
     problems = []
@@ -77,6 +87,8 @@ def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
     sections = yaml.safe_load(path.read_text())
     for key, section in sections.items():
         name = key.removeprefix(ANY_NAMESPACE)
+        if name not in NODES:
+            continue  # the mounts (robot_state_publisher's section): test_frames.py
         expected = flatten(section['ros__parameters'])
         overrides = {}
         if name == 'memory_node':

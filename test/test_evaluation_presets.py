@@ -49,11 +49,11 @@ class Shape:
 
 
 ZED = Shape(
-    '/zed/zed_node/rgb/image_rect_color/compressed',
+    '/zed/zed_node/rgb/color/rect/image/compressed',
     '/zed/zed_node/pose',
     'geometry_msgs/msg/PoseStamped',
     'map',
-    camera_info='/zed/zed_node/rgb/camera_info',
+    camera_info='/zed/zed_node/rgb/color/rect/camera_info',
     depth_topic='/zed/zed_node/depth/depth_registered',
 )
 FAST_LIO = Shape('/camera/image/compressed', '/Odometry', 'nav_msgs/msg/Odometry', 'camera_init')

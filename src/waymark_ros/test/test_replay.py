@@ -88,7 +88,7 @@ def test_presets_name_the_topics_to_replay_layered_as_the_launch_layers_them(cap
 
     realsense = ['/camera/camera/color/image_raw/compressed', '/Odometry']
     assert preset_topics(['realsense_d455']) == realsense
-    zed_image = '/zed/zed_node/rgb/image_rect_color/compressed'
+    zed_image = '/zed/zed_node/rgb/color/rect/image/compressed'
     assert preset_topics(['zed2i']) == [zed_image, '/zed/zed_node/pose_with_covariance']
     assert preset_topics(['zed2i', 'point_lio_mid360']) == [zed_image, '/aft_mapped_to_init']
     assert main(['some_bag', '--preset', 'zed3']) == 2

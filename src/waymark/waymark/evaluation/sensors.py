@@ -128,7 +128,7 @@ def capture_config(
 
 def camera_info_beside(image_topic: str, info_topic: str) -> bool:
     """Whether a CameraInfo topic is the image's: its namespace holds the image topic
-    (/zed/zed_node/rgb/camera_info for /zed/zed_node/rgb/image_rect_color/compressed)."""
+    (/zed/zed_node/rgb/color/rect/camera_info for /zed/zed_node/rgb/color/rect/image/compressed)."""
     return image_topic.startswith(info_topic.rsplit('/', 1)[0] + '/')
 
 

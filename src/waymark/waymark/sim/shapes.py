@@ -39,7 +39,7 @@ SHAPES: tuple[SensorShape, ...] = (
     SensorShape(
         'zed2i',
         'jpeg',
-        '/zed/zed_node/rgb/image_rect_color/compressed',
+        '/zed/zed_node/rgb/color/rect/image/compressed',
         'pose_with_covariance',
         '/zed/zed_node/pose_with_covariance',
         15.0,
@@ -74,7 +74,7 @@ SHAPES: tuple[SensorShape, ...] = (
     SensorShape(
         'zed_pose',
         'jpeg',
-        '/zed/zed_node/rgb/image_rect_color/compressed',
+        '/zed/zed_node/rgb/color/rect/image/compressed',
         'pose_stamped',
         '/zed/zed_node/pose',
         30.0,
