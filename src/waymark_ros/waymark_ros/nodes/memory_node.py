@@ -454,7 +454,14 @@ class MemoryNode(LifecycleNode):
 
 
 def main(args=None) -> None:
-    run_node(MemoryNode, 'memory_node', args, threads=3)
+    # Its shutdown ingests what is queued for up to shutdown_wait_s: that is its own bound.
+    run_node(
+        MemoryNode,
+        'memory_node',
+        args,
+        threads=3,
+        shutdown_s=lambda node: node.params.shutdown_wait_s,
+    )
 
 
 if __name__ == '__main__':

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from waymark_ros.tools.drill import drills, driving, lessons, reflection, tasks
+from waymark_ros.tools.drill import drills, driving, lessons, reflection, shutdown, tasks
 from waymark_ros.tools.drill.report import DrillResult
 from waymark_ros.tools.drill.stack import Stack
 
@@ -41,6 +41,7 @@ DRILLS: dict[str, Drill] = {
     'kill-safety-driving': lambda s, st, _r: driving.kill_safety_driving(s, st),
     'kill-all-driving': lambda s, st, _r: driving.kill_all_driving(s, st),
     'e-stop-driving': lambda s, st, _r: driving.e_stop_driving(s, st),
+    'ctrl-c-driving': lambda s, st, _r: shutdown.ctrl_c_driving(s, st),
     'kill-task-node-mid-task': lambda s, st, _r: tasks.kill_task_node_mid_task(s, st),
     'kill-navigator-mid-task': lambda s, st, _r: tasks.kill_navigator_mid_task(s, st),
     'kill-memory-mid-lessons': lambda s, st, _r: lessons.kill_memory_mid_lessons(s, st),
