@@ -56,7 +56,14 @@ def test_bad_inputs_get_a_clear_error_and_lose_nothing(tmp_path):
 
 
 @pytest.mark.parametrize(
-    'name', ['kill-navigator-driving', 'kill-safety-driving', 'e-stop-driving']
+    'name',
+    [
+        'kill-navigator-driving',
+        'kill-safety-driving',
+        'kill-all-driving',
+        'e-stop-driving',
+        'ctrl-c-driving',
+    ],
 )
 def test_the_base_stops_in_time_when_the_chain_breaks_while_driving(name, tmp_path):
     drill(name, tmp_path)
