@@ -608,7 +608,8 @@ class LiveStreams:
     def __init__(self, ros, profile) -> None:
         self.pose_offset_ns = 0
         self.start_ns = time.time_ns()
-        self.images = ros.node.create_publisher(CompressedImage, '/camera/image/compressed', profile)
+        topic = '/camera/image/compressed'
+        self.images = ros.node.create_publisher(CompressedImage, topic, profile)
         self.odom = ros.node.create_publisher(Odometry, '/odom', profile)
         self._timers = [
             ros.node.create_timer(1 / 15, lambda: self.images.publish(jpeg_image(time.time_ns()))),

@@ -46,7 +46,7 @@ class ClockCheckConfig:
     max_offset_s: float = setting(
         0.5,
         'Image and pose clocks disagree when their offset (measured from arrival times, '
-        'so including the difference of the two streams' latencies) is above this; images '
+        "so including the difference of the two streams' latencies) is above this; images "
         'then get no pose. 0: no check.',
         low=0.0,
         high=3600.0,
