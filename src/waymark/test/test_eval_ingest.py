@@ -212,3 +212,48 @@ def test_a_depth_topic_in_the_bag_gives_every_keyframe_its_depth_grid(tmp_path):
     assert report.topics.depth == ''
     assert [k.stamp_ns for k in plain.keyframes] == [k.stamp_ns for k in collector.keyframes]
     assert all(k.depth is None for k in plain.keyframes)
+
+
+def clock_bag(path, pose_offset_ns: int) -> None:
+    """10 s of images at 10 Hz and poses at 20 Hz, received as stamped, except that the
+    poses are stamped by a clock `pose_offset_ns` off."""
+    messages = []
+    for i in range(200):
+        t = T0 + i * 50_000_000
+        stamp = t + pose_offset_ns
+        messages.append(('/pose', 'geometry_msgs/msg/PoseStamped', t, pose_stamped(stamp, i / 20)))
+        if i % 2:
+            messages.append(('/image', 'sensor_msgs/msg/Image', t + 10, raw_image(t, 'mono8')))
+    write(path, messages)
+
+
+def test_the_summary_reports_the_clock_offset_and_flags_it_past_the_limit(tmp_path):
+    policy = KeyframePolicy(min_interval_s=0.0, max_interval_s=1.0, min_distance_m=0.5)
+    clock_bag(tmp_path / 'offset', -30_000_000_000)
+    (tmp_path / 'a').mkdir()
+    offset = ingest_bag(
+        tmp_path / 'offset',
+        memory(tmp_path / 'a'),
+        CaptureConfig(session='offset', policy=policy),
+    )
+    summary = summarize({**offset.counts, **offset.clock})
+    assert summary['clocks_disagree'] is True
+    assert summary['clock_offset_s'] == pytest.approx(30.0, abs=0.01)
+    assert summary['keyframes_pose_valid'] == 0 < summary['keyframes']
+    sensors = {'map_frame': 'map', 'pose_frames': {'map': 200}, 'image_topic': '/image'}
+    sensors |= {'pose_topic': '/pose'}
+    problem = ingest_problem(summary, sensors, 0.5)
+    assert 'PAST clock.max_offset_s 0.5 s' in problem and 'docs/clocks.md' in problem
+    assert 'image minus pose +30.000 s' in problem
+
+    clock_bag(tmp_path / 'agree', 0)
+    (tmp_path / 'b').mkdir()
+    agree = ingest_bag(
+        tmp_path / 'agree',
+        memory(tmp_path / 'b'),
+        CaptureConfig(session='agree', policy=policy),
+    )
+    summary = summarize({**agree.counts, **agree.clock})
+    assert summary['clocks_disagree'] is False and abs(summary['clock_offset_s']) < 0.01
+    assert summary['keyframes_pose_valid'] == summary['keyframes'] > 0
+    assert ingest_problem(summary, sensors, 0.5) == ''

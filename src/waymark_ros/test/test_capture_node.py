@@ -597,3 +597,95 @@ def test_keyframes_carry_the_camera_info_and_the_depth_grid_of_their_image(ros, 
         'bad depth images not counted',
     )
     assert stats['keyframes_with_depth'] == 1
+
+
+class LiveStreams:
+    """Images (15 Hz) and odometry (50 Hz) published as they are stamped, the robot going
+    along x at SPEED m/s; the odometry is stamped `pose_offset_ns` off the image clock."""
+
+    SPEED = 0.5
+
+    def __init__(self, ros, profile) -> None:
+        self.pose_offset_ns = 0
+        self.start_ns = time.time_ns()
+        topic = '/camera/image/compressed'
+        self.images = ros.node.create_publisher(CompressedImage, topic, profile)
+        self.odom = ros.node.create_publisher(Odometry, '/odom', profile)
+        self._timers = [
+            ros.node.create_timer(1 / 15, lambda: self.images.publish(jpeg_image(time.time_ns()))),
+            ros.node.create_timer(1 / 50, self._pose),
+        ]
+
+    def x_at(self, stamp_ns: int) -> float:
+        return self.SPEED * (stamp_ns - self.start_ns) / 1e9
+
+    def _pose(self) -> None:
+        now = time.time_ns()
+        self.odom.publish(odometry(now + self.pose_offset_ns, x=self.x_at(now)))
+
+
+def clock_status(diagnostics: list) -> DiagnosticStatus | None:
+    for array in reversed(diagnostics):
+        for status in array.status:
+            if status.name == 'capture_node: clocks':
+                return status
+    return None
+
+
+def clock_warnings(node) -> list[str]:
+    lines = node.log_path.read_text().splitlines()
+    return [line for line in lines if line.startswith('[WARN]') and 'the clocks of' in line]
+
+
+def test_a_clock_offset_is_reported_once_and_no_keyframe_gets_a_pose_of_the_other_clock(
+    ros, launch
+):
+    node = launch(
+        'capture_node',
+        **NO_RESENDS,
+        session='clocks',
+        **{'keyframe.min_interval_s': 0.0, 'keyframe.max_interval_s': 0.5},
+    )
+    keyframes = ros.collect(Keyframe, 'keyframes', qos.keyframes(100))
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 100)
+    streams = LiveStreams(ros, qos.sensor_input(False, 50))
+    streams.pose_offset_ns = -30 * 1_000_000_000  # a lidar 30 s behind, as without PTP
+    wait_until(
+        lambda: streams.odom.get_subscription_count() and streams.images.get_subscription_count(),
+        60,
+        'capture_node did not subscribe',
+    )
+    wait_until(
+        lambda: (s := clock_status(diagnostics)) and s.level == DiagnosticStatus.ERROR,
+        5,
+        'no clock diagnostic within 5 s',
+    )
+    status = clock_status(diagnostics)
+    values = {kv.key: float(kv.value) for kv in status.values if kv.value}
+    assert values['offset_s (image minus pose)'] == pytest.approx(30.0, abs=0.2)
+    assert '/camera/image/compressed' in status.hardware_id and '/odom' in status.hardware_id
+    assert 'PTP' in status.message and 'chrony' in status.message
+    wait_until(lambda: clock_warnings(node), 5, 'no console warning')
+    [warning] = clock_warnings(node)
+    assert '/camera/image/compressed' in warning and '/odom' in warning
+    assert '+30.0' in warning and 'docs/clocks.md' in warning
+    # Frames are still kept (one per max_interval_s), none with a position.
+    wait_until(lambda: len(keyframes) >= 3, 10, 'no keyframes while the clocks disagree')
+    assert not any(k.pose_valid for k in keyframes)
+
+    streams.pose_offset_ns = 0  # the clocks agree again
+    during = len(keyframes)
+    wait_until(
+        lambda: (s := clock_status(diagnostics)) and s.level == DiagnosticStatus.OK,
+        10,
+        'the clock diagnostic did not clear',
+    )
+    assert 'agree' in clock_status(diagnostics).message
+    wait_until(lambda: sum(k.pose_valid for k in keyframes) >= 3, 10, 'no located keyframes')
+    assert not any(k.pose_valid for k in keyframes[:during])
+    for keyframe in keyframes:
+        if keyframe.pose_valid:  # where the robot was when the image was taken
+            x = streams.x_at(stamp_to_ns(keyframe.header.stamp))
+            assert keyframe.pose.pose.position.x == pytest.approx(x, abs=0.02)
+    assert len(clock_warnings(node)) == 1
+    assert 'agree again' in node.log_path.read_text()

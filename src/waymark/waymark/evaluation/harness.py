@@ -541,7 +541,7 @@ def build_direct(config: EvaluationConfig, truth: dict | None, data: Path) -> di
         'counts': dict(report.counts),
         'topics': dataclasses.asdict(report.topics),
         'sensors': sensors.to_dict(),
-        'ingest': summarize(report.counts),
+        'ingest': summarize({**report.counts, **report.clock}),
     } | ({'captions': captions} if config.captioner_url else {})
 
 

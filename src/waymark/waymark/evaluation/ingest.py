@@ -4,6 +4,8 @@ nodes run (KeyframeBuilder, MemoryService), without DDS. For large offline runs.
 
 Messages are taken in the bag's order and the pose stream never "stalls" (there is no
 wall clock in a file), so the keyframes are those the nodes make from a lossless replay.
+The clocks of images and poses are checked as capture_node checks them, with the bag's
+receive times as the arrival times.
 A depth topic, when the bag has it, is paired with the images as capture_node pairs it.
 """
 
@@ -66,6 +68,7 @@ class IngestReport:
     seconds: float = 0.0
     counts: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    clock: dict = field(default_factory=dict)  # the clock check's summary
 
 
 def find_topics(
@@ -129,7 +132,9 @@ def ingest_bag(
         connections = [c for c in reader.connections if c.topic in wanted]
         total = sum(c.msgcount for c in connections)
         messages = reader.messages(connections=connections)
-        for connection, _, raw in tqdm(messages, total=total, disable=not progress, unit='msg'):
+        for connection, received_ns, raw in tqdm(
+            messages, total=total, disable=not progress, unit='msg'
+        ):
             msg = reader.deserialize(raw, connection.msgtype)
             if connection.topic == topics.pose:
                 # PoseStamped carries no covariance; the others carry the one the
@@ -145,16 +150,21 @@ def ingest_bag(
                     (p.x, p.y, p.z),
                     (q.x, q.y, q.z, q.w),
                     covariance,
+                    received_ns=received_ns,
                 )
             elif connection.topic == topics.depth:
                 done = builder.add_depth(_ns(msg.header.stamp), partial(depth_of_message, msg))
             else:
                 done = builder.add_image(
-                    _ns(msg.header.stamp), len(msg.data), _encoder(msg, topics, jpeg_quality)
+                    _ns(msg.header.stamp),
+                    len(msg.data),
+                    _encoder(msg, topics, jpeg_quality),
+                    received_ns=received_ns,
                 )
             _store(done, memory, report, cameras)
         _store(builder.poll(flush=True), memory, report, cameras)
     report.counts.update(builder.counts)
+    report.clock = builder.clocks.summary()
     report.seconds = time.monotonic() - started
     return report
 
@@ -223,8 +233,9 @@ POSE_REJECTIONS = {
 }
 
 
-def summarize(counts: dict[str, int]) -> dict:
-    """What became of the bag's images and poses, from capture's counts (either build)."""
+def summarize(counts: dict) -> dict:
+    """What became of the bag's images and poses, from capture's counts and its clock
+    check's summary (either build)."""
     keyframes = counts.get('keyframes_published', 0)
     received = counts.get('poses_received', 0)
     rejected = {reason: counts.get(name, 0) for name, reason in POSE_REJECTIONS.items()}
@@ -238,7 +249,37 @@ def summarize(counts: dict[str, int]) -> dict:
         'poses_rejected': {reason: n for reason, n in rejected.items() if n},
         'tracking_lost_spans': counts.get('tracking_lost_events', 0),
         'keyframes_with_depth': counts.get('keyframes_with_depth', 0),
+        'clocks_disagree': counts.get('clocks_disagree'),
+        'clock_offset_s': counts.get('clock_offset_s'),
+        'clock_largest_offset_s': counts.get('clock_largest_offset_s'),
+        'clock_max_offset_s': counts.get('clock_max_offset_s'),
+        'images_clock_mismatch': counts.get('images_clock_mismatch', 0),
+        'poses_clock_mismatch': counts.get('pose_clock_mismatch', 0),
     }
+
+
+def clock_line(summary: dict) -> str:
+    """What the clock check found: the offset of the image clock from the pose clock,
+    flagged when it was past the limit at any time; '' in a report from before the check."""
+    largest, limit = summary.get('clock_largest_offset_s'), summary.get('clock_max_offset_s')
+    if limit is None:
+        return ''
+    if not limit:
+        return 'clocks: not checked (clock.max_offset_s 0)'
+    if largest is None:
+        return 'clocks: not measured (too few messages, or not received as stamped)'
+    flagged = summary.get('images_clock_mismatch', 0) or abs(largest) > limit
+    head = (
+        f'clocks: image minus pose {summary["clock_offset_s"]:+.3f} s at the end, '
+        f'largest {largest:+.3f} s'
+    )
+    if not flagged:
+        return f'{head}, within clock.max_offset_s {limit:g} s'
+    return (
+        f'{head}: PAST clock.max_offset_s {limit:g} s, {summary["images_clock_mismatch"]} '
+        'images got no pose; synchronise the clocks (PTP for the lidar, chrony for the '
+        'computers: docs/clocks.md)'
+    )
 
 
 def summary_lines(summary: dict, sensors: dict) -> list[str]:
@@ -260,6 +301,7 @@ def summary_lines(summary: dict, sensors: dict) -> list[str]:
         f'(from {intrinsics["source"]})',
         f'depth: {summary.get("keyframes_with_depth", 0)} keyframes ranged from '
         f'{sensors.get("depth_topic") or "no topic"} (from {sensors.get("depth_topic_from")})',
+        *filter(None, [clock_line(summary)]),
     ]
 
 
@@ -283,6 +325,8 @@ def ingest_problem(summary: dict, sensors: dict, min_valid_share: float) -> str:
         )
     if not poses:
         return f'{head}: no poses were read from {sensors["pose_topic"]}: pass --pose-topic'
+    if 2 * summary.get('images_clock_mismatch', 0) >= summary['images']:
+        return f'{head}: {clock_line(summary)}'
     lost = summary['poses_rejected'].get(POSE_REJECTIONS['pose_tracking_lost'], 0)
     if 2 * lost >= poses:
         return (

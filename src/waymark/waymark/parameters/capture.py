@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from waymark.geometry import Pose
 from waymark.memory.ingest.capture import MAX_EPOCH, CaptureConfig
+from waymark.memory.ingest.clocks import ClockCheckConfig
 from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy
 from waymark.memory.ingest.outbox import OutboxLimits
@@ -242,6 +243,7 @@ class CaptureParameters:
         low=0.0,
         high=10.0,
     )
+    clock: ClockCheckConfig = field(default_factory=ClockCheckConfig)
     pending_images_max_mb: int = setting(
         CaptureConfig.pending_bytes_max // MB,
         'Most image data (MB) waiting for poses; beyond it the oldest image is placed.',
@@ -301,6 +303,7 @@ class CaptureParameters:
             depth_grid=self.depth.grid(),
             depth_max_gap_s=self.depth.max_gap_s,
             depth_buffer_size=self.depth.buffer_size,
+            clock=self.clock,
         )
 
     def camera_info_source(self) -> str:

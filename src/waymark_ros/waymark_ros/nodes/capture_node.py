@@ -9,6 +9,11 @@ pose stream silent for `diagnostics.input_timeout_s` is also said on the console
 poses come from a topic or, with `pose_type: tf`, from TF (no covariance then, so the
 tracking gate sees only `tracking.status_topic` and pose jumps).
 
+Images and poses must be stamped by one clock: the core checks it from their arrival
+times (waymark.memory.ingest.clocks; `clock.*`), and clocks that disagree by more than
+`clock.max_offset_s` are said once on the console and in `/diagnostics` (ERROR, with
+the offset) for as long as they do; images get no pose meanwhile (docs/clocks.md).
+
 Keyframes carry the camera's intrinsics, from the newest CameraInfo on
 `camera_info_topic` (else from `camera_hfov_deg`), and, with a `depth_topic`, the median
 depths of a coarse grid over the image: each depth image is reduced to that grid as it
@@ -58,6 +63,7 @@ from waymark.parameters.capture import CaptureParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_ros.ros import qos
+from waymark_ros.ros.clock_report import ClockReport
 from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.params import declare_settings
@@ -131,6 +137,7 @@ class CaptureNode(Node):
         self._monitor = InputMonitor(self, diagnostics.input_timeout_s, diagnostics.repeat_s)
         self._image_seen = self._monitor.watch('image', image_topic)
         self._pose_seen = self._monitor.watch('pose', poses.source, detail=lambda: poses.last_error)
+        self._clock_report = ClockReport(self, image_topic, poses.source)
         if image_type == 'compressed':
             self.create_subscription(CompressedImage, image_topic, self._on_compressed, input_qos)
         else:
@@ -284,6 +291,7 @@ class CaptureNode(Node):
             map_epoch=builder.map_epoch,
             tracking_lost=builder.tracking_lost,
             camera_hfov_deg=self._camera_hfov_deg,
+            **builder.clocks.summary(),
         )
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         level, message = self._health()
@@ -294,7 +302,8 @@ class CaptureNode(Node):
             hardware_id=self._image_topic,
             values=[KeyValue(key=key, value=str(value)) for key, value in sorted(stats.items())],
         )
-        array = DiagnosticArray(status=[status, *self._monitor.check()])
+        clocks = self._clock_report.check(builder.clocks)
+        array = DiagnosticArray(status=[status, clocks, *self._monitor.check()])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)
 

@@ -35,6 +35,13 @@ the one nearest its stamp within `depth_max_gap_s`. With depth on, an image also
 a depth image stamped at or after it, at most `max_pose_wait_s` (the two streams of one
 camera arrive in either order), once the depth stream has begun.
 
+Images and poses must be stamped by one clock (waymark.memory.ingest.clocks checks it
+from their arrival times). An image from another clock than the poses, or any image while
+the clocks are found to disagree, gets no pose and waits for none: it is kept like a frame
+seen while tracking is lost (`images_clock_mismatch`), and a pose from another clock than
+the images is dropped (`pose_clock_mismatch`), so no image is ever paired with a pose
+taken at another moment.
+
 Every store here is bounded: waiting images by their bytes (`pending_bytes_max`, each
 counted as at least MIN_IMAGE_BYTES), poses and lost-tracking marks by `pose_buffer_size`,
 depth grids by `depth_buffer_size`, the selector by its one reference frame.
@@ -54,6 +61,7 @@ import numpy as np
 
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
 from waymark.memory.entries import CameraModel, DepthSamples, Keyframe, check_session_name
+from waymark.memory.ingest.clocks import ClockCheck, ClockCheckConfig
 from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
 from waymark.memory.ingest.outbox import CaptureState
@@ -106,6 +114,7 @@ class CaptureConfig:
     depth_grid: DepthGrid = field(default_factory=DepthGrid)
     depth_max_gap_s: float = 0.05
     depth_buffer_size: int = 60
+    clock: ClockCheckConfig = field(default_factory=ClockCheckConfig)
 
     def __post_init__(self) -> None:
         if self.session:
@@ -157,6 +166,7 @@ class _Image:
         '_thumbnail',
         '_thumbnail_of',
         'arrived',
+        'other_clock',
         'size',
         'stamp_ns',
         'status_lost',
@@ -178,6 +188,7 @@ class _Image:
         self.size = max(size, MIN_IMAGE_BYTES)
         self.status_lost = status_lost  # the tracking status said lost when it arrived
         self.timeline = timeline  # image time resets before it: tells loops apart
+        self.other_clock = False  # stamped by another clock than the poses
         self._encode = encode
         self._thumbnail_of = thumbnail
         self._jpeg: bytes | None = None
@@ -249,6 +260,7 @@ class KeyframeBuilder:
         )
         self._newest_depth_ns: int | None = None
         self._depth_max_gap_ns = round(config.depth_max_gap_s * NS_PER_S)
+        self.clocks = ClockCheck(config.clock)
 
     @property
     def pending_images(self) -> int:
@@ -298,7 +310,10 @@ class KeyframeBuilder:
         position: Sequence[float],
         orientation: Sequence[float],
         covariance: Sequence[float] | None = None,
+        received_ns: int | None = None,
     ) -> list[Keyframe]:
+        """Take a pose; `received_ns` is when it arrived (default: now on the clock given),
+        on the same clock as the images' arrival."""
         self.counts['poses_received'] += 1
         if frame_id and frame_id != self.config.map_frame:
             self._drop(
@@ -306,6 +321,10 @@ class KeyframeBuilder:
                 f'pose in frame {frame_id!r}, expected {self.config.map_frame!r}',
             )
             return []
+        if self.clocks.add_pose(stamp_ns, self._received(received_ns)):
+            self._heard()  # counted, not warned of: the clock check is reported as a whole
+            self.counts['pose_clock_mismatch'] += 1
+            return self._release()
         done = []
         if self._newest_pose_ns is not None and stamp_ns < self._newest_pose_ns:
             self.counts['pose_time_reset'] += 1
@@ -342,11 +361,18 @@ class KeyframeBuilder:
         return done + self._release()
 
     def add_image(
-        self, stamp_ns: int, size: int, encode: Encoder, thumbnail: Thumbnail | None = None
+        self,
+        stamp_ns: int,
+        size: int,
+        encode: Encoder,
+        thumbnail: Thumbnail | None = None,
+        received_ns: int | None = None,
     ) -> list[Keyframe]:
         """Queue an image. `thumbnail`, for the image criterion, is made from the JPEG
-        when not given; a source that can make it cheaper (a reduced decode) gives it."""
+        when not given; a source that can make it cheaper (a reduced decode) gives it.
+        `received_ns`: as for add_pose."""
         self.counts['images_received'] += 1
+        other_clock = self.clocks.add_image(stamp_ns, self._received(received_ns))
         if self._last_image_ns is not None and stamp_ns < self._last_image_ns:
             self.counts['image_time_reset'] += 1
             self._image_timeline += 1
@@ -357,6 +383,7 @@ class KeyframeBuilder:
             self._heard()
         lost = bool(self._status_lost)
         image = _Image(stamp_ns, size, encode, thumbnail, lost, self._image_timeline, self._clock())
+        image.other_clock = other_clock
         self._pending.append(image)
         self._pending_bytes += image.size
         return self._release()
@@ -423,6 +450,13 @@ class KeyframeBuilder:
         self._quiet_seen = quiet
         return self._release(stalled)
 
+    def _received(self, received_ns: int | None) -> int:
+        return round(self._clock() * NS_PER_S) if received_ns is None else received_ns
+
+    def _other_clock(self, image: _Image) -> bool:
+        """The image cannot be paired: stamped by another clock than the poses."""
+        return image.other_clock or bool(self.clocks.disagree)
+
     def _heard(self) -> None:
         self._last_input = self._clock()
         self._quiet_seen = False
@@ -434,6 +468,7 @@ class KeyframeBuilder:
             image = self._pending[0]
             newest = self._newest_pose_ns
             ready = newest is not None and newest >= image.stamp_ns and self._depth_ready(image)
+            ready = ready or self._other_clock(image)  # no pose of its clock will come
             overflow = self._pending_bytes > self.config.pending_bytes_max
             if not (ready or stalled or overflow):
                 break
@@ -529,12 +564,17 @@ class KeyframeBuilder:
 
     def _place(self, image: _Image) -> Keyframe | None:
         stamp_ns = image.stamp_ns
-        camera, lost = self._camera_pose(image)
-        if not image.status_lost:  # the status itself says when it recovers
-            self._image_lost = lost
-            self._update_tracking()
-        if lost:
-            self.counts['images_pose_lost'] += 1
+        if self._other_clock(image):
+            # Not a tracking loss: the clocks are reported on their own.
+            camera = None
+            self.counts['images_clock_mismatch'] += 1
+        else:
+            camera, lost = self._camera_pose(image)
+            if not image.status_lost:  # the status itself says when it recovers
+                self._image_lost = lost
+                self._update_tracking()
+            if lost:
+                self.counts['images_pose_lost'] += 1
         try:
             if not self._selector.wants(stamp_ns, camera, image.thumbnail):
                 return None

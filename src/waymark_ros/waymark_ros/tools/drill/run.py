@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from waymark_ros.tools.drill import drills, driving, lessons, reflection, shutdown, tasks
+from waymark_ros.tools.drill import clocks, drills, driving, lessons, reflection, shutdown, tasks
 from waymark_ros.tools.drill.report import DrillResult
 from waymark_ros.tools.drill.stack import Stack
 
@@ -45,6 +45,7 @@ DRILLS: dict[str, Drill] = {
     'kill-task-node-mid-task': lambda s, st, _r: tasks.kill_task_node_mid_task(s, st),
     'kill-navigator-mid-task': lambda s, st, _r: tasks.kill_navigator_mid_task(s, st),
     'kill-memory-mid-lessons': lambda s, st, _r: lessons.kill_memory_mid_lessons(s, st),
+    'clock-offset': lambda s, st, _r: clocks.clock_offset_drill(s, st),
     'kill-reasoner-mid-reflections': (
         lambda s, st, _r: reflection.kill_reasoner_mid_reflections(s, st)
     ),
