@@ -39,8 +39,14 @@ Compose = dict[str, Any]
 Instruction = tuple[str, str]
 
 
-def compose() -> Compose:
-    return yaml.safe_load((DOCKER / 'compose.yaml').read_text())
+COMPOSE_FILES = ('compose.yaml', 'compose.orin.yaml')
+# Milvus and vLLM ask for no password: they listen where this variable says, loopback unless
+# set, so that nobody publishes them on every interface by mistake (docs/deployment.md).
+BIND_ADDRESS = '${WAYMARK_BIND_ADDRESS:-127.0.0.1}'
+
+
+def compose(name: str = 'compose.yaml') -> Compose:
+    return yaml.safe_load((DOCKER / name).read_text())
 
 
 def resolve(value: Any) -> str:
@@ -127,9 +133,10 @@ def published(service: dict[str, Any]) -> set[tuple[str, int, int]]:
     found = set()
     for port in service.get('ports', []):
         if isinstance(port, dict):
-            found.add((port.get('host_ip', ''), int(port['published']), int(port['target'])))
+            address = resolve(port.get('host_ip', ''))
+            found.add((address, int(resolve(port['published'])), int(port['target'])))
         else:
-            *host, container = str(port).split(':')
+            *host, container = resolve(port).split(':')
             address = host[0] if len(host) == 2 else ''
             found.add((address, int(host[-1]) if host else int(container), int(container)))
     return found
@@ -241,6 +248,17 @@ def port_problems(services: dict[str, Any]) -> list[str]:
     return problems
 
 
+def bind_problems(services: dict[str, Any]) -> list[str]:
+    """Published ports not bound to BIND_ADDRESS: on every interface, or a fixed address."""
+    problems = []
+    for name, service in services.items():
+        for port in service.get('ports', []):
+            address = port.get('host_ip', '') if isinstance(port, dict) else str(port)
+            if not str(address).startswith(BIND_ADDRESS):
+                problems.append(f'{name} publishes {port} outside {BIND_ADDRESS}')
+    return problems
+
+
 def volume_problems(config: Compose) -> list[str]:
     declared = set(config.get('volumes') or {})
     problems = []
@@ -298,6 +316,79 @@ def test_services_publish_on_loopback_where_waymark_looks():
         'waymark memory_uri=http://127.0.0.1:19531 is not 127.0.0.1:19530',
         'vllm does not publish 8000 on 127.0.0.1',
     ]
+
+
+@pytest.mark.parametrize('name', COMPOSE_FILES)
+def test_every_published_port_is_bound_to_the_bind_address_loopback_by_default(name):
+    services = compose(name)['services']
+    assert bind_problems(services) == []
+    assert {address for s in services.values() for address, _, _ in published(s)} == {'127.0.0.1'}
+    services['milvus']['ports'] = ['19530:19530', '0.0.0.0:9091:9091']
+    services['vllm']['ports'] = [{'host_ip': '127.0.0.1', 'published': 8000, 'target': 8000}]
+    assert bind_problems(services) == [
+        f'milvus publishes 19530:19530 outside {BIND_ADDRESS}',
+        f'milvus publishes 0.0.0.0:9091:9091 outside {BIND_ADDRESS}',
+        f'vllm publishes {services["vllm"]["ports"][0]} outside {BIND_ADDRESS}',
+    ]
+
+
+@pytest.mark.parametrize('name', COMPOSE_FILES)
+def test_the_nodes_reach_milvus_where_it_is_bound(name):
+    """memory_uri follows the bind address: a set address leaves nothing on loopback."""
+    services = compose(name)['services']
+    words = argv(services['waymark']['command'])
+    arguments = launch_invocations(words)[0][1]
+    raw = next(w for w in services['waymark']['command'] if str(w).startswith('memory_uri:='))
+    assert raw == f'memory_uri:=http://{BIND_ADDRESS}:19530'
+    url = urlparse(arguments['memory_uri'])
+    assert (url.hostname, url.port) in {(a, h) for a, h, _ in published(services['milvus'])}
+
+
+def test_the_orin_compose_is_arm64_throughout():
+    """Each service pinned to linux/arm64 (an amd64-only image fails to pull rather than
+    running emulated); the nodes built from the Jetson Dockerfile, on the host network."""
+    config = compose('compose.orin.yaml')
+    services = config['services']
+    assert {'etcd', 'minio', 'milvus', 'vllm', 'waymark'} <= set(services)
+    assert [name for name, s in services.items() if s.get('platform') != 'linux/arm64'] == []
+    waymark = services['waymark']
+    assert waymark['build']['dockerfile'] == 'docker/Dockerfile.jetson'
+    assert build_problems(waymark) == []
+    base = stages(DOCKER / 'Dockerfile.jetson')[waymark['build']['target']][0]
+    assert re.search(r'-r36\.\d', base), f'{base} is not built for L4T R36 (JetPack 6)'
+    assert re.search(r'-r36\.\d', services['vllm']['image'])  # jetson-containers' vLLM
+    pulled = [resolve(s['image']) for s in services.values() if 'build' not in s]
+    assert [image_problem(image) for image in pulled] == [None] * len(pulled)
+    assert waymark['network_mode'] == 'host' and waymark['runtime'] == 'nvidia'
+    assert services['vllm']['profiles'] == ['llm']  # the LLM may run on a GPU host instead
+    assert volume_problems(config) == []
+    assert (
+        health_problems(
+            {
+                **services,
+                'waymark': {
+                    **waymark,
+                    'depends_on': {
+                        name: {'condition': 'service_healthy'} for name in ('milvus', 'vllm')
+                    },
+                },
+            }
+        )
+        == []
+    )
+    assert waymark['depends_on'] == {'milvus': {'condition': 'service_healthy'}}
+
+
+def test_the_orin_compose_launches_the_orin_preset_with_declared_arguments():
+    services = compose('compose.orin.yaml')['services']
+    [(launch, arguments)] = launch_invocations(argv(services['waymark']['command']))
+    assert launch_problems(launch, arguments) == []
+    assert arguments['models'] == 'orin_nx'
+    vllm = argv(services['vllm']['command'])
+    assert option(vllm, '--served-model-name') == arguments['llm_model']
+    assert {int(option(vllm, '--port') or 0)} == {t for _, _, t in published(services['vllm'])}
+    url = urlparse(arguments['llm_base_url'])
+    assert (url.hostname, url.port) in {(a, h) for a, h, _ in published(services['vllm'])}
 
 
 def test_vllm_listens_on_the_published_port_and_serves_the_agents_model():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import ipaddress
 import json
 import math
 import re
@@ -499,6 +500,10 @@ def check_export(line: GuideLine) -> None:
         assert value in launch_plan.DISCOVERY_RANGES, value
     elif name == 'RMW_IMPLEMENTATION':
         assert value in {'rmw_fastrtps_cpp', 'rmw_cyclonedds_cpp', 'rmw_connextdds'}, value
+    elif name == 'WAYMARK_DDS_INTERFACE':  # config/robot.env puts it in CYCLONEDDS_URI
+        assert re.fullmatch(r'[\w.-]{1,15}', value), f'{value} is no interface name'
+    elif name == 'WAYMARK_BIND_ADDRESS':  # docker compose files: where Milvus and vLLM listen
+        assert ipaddress.ip_address(value).is_private, f'{value}: a private address only'
     elif name == 'CYCLONEDDS_URI':
         interfaces = ET.fromstring(value).findall('./Domain/General/Interfaces/NetworkInterface')
         assert interfaces and all(i.get('name') for i in interfaces), value
@@ -522,6 +527,14 @@ def check_go1_driver(line: GuideLine) -> None:
         assert assignment.split(':=')[0] in go1_driver.PARAMETERS, assignment
 
 
+def check_patch(line: GuideLine) -> None:
+    """`git -C DRIVER apply "$PWD/docker/patches/P"`: a patch of the workspace, the one the
+    Go1 image applies (run from the repository's root)."""
+    patch = line.words[-1].removeprefix('$PWD/')
+    assert (ROOT / patch).is_file(), f'no {patch}'
+    assert f'apply /tmp/patches/{Path(patch).name}' in (ROOT / 'docker/Dockerfile.go1').read_text()
+
+
 def check_twist_mux(line: GuideLine) -> None:
     """`ros2 run twist_mux twist_mux --ros-args --params-file F ...`: F is the workspace's
     and holds a twist_mux section (the mux itself needs a ROS install)."""
@@ -542,7 +555,7 @@ CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
     (r'ros2 (service call|action send_goal) ', check_interface_call),
     (r'ros2 topic pub ', check_topic_pub),
     (r'ros2 param set ', check_param_set),
-    (r'ros2 launch ', check_launch),
+    (r'ros2 launch waymark_ros ', check_launch),
     (r'ros2 lifecycle ', check_lifecycle),
     (r'ros2 run unitree_ros ', check_go1_driver),
     (r'ros2 run twist_mux twist_mux ', check_twist_mux),
@@ -552,13 +565,18 @@ CHECKED: list[tuple[str, Callable[[GuideLine], None]]] = [
     (r'make ', check_make),
     (r'docker compose ', check_compose),
     (r'install/waymark_ros/lib/waymark_ros/', check_node_executable),
-    (r'source scripts/', check_file),
+    (r'source (scripts|config)/', check_file),
+    (r'git -C \S*unitree_ros apply ', check_patch),
     (r'export \w+=', check_export),
 ]
 # Commands that cannot run on this machine: (pattern the line starts with, why).
 NOT_HERE: list[tuple[str, str]] = [
     (r'ros2 bag record ', 'needs the ros2 CLI (a ROS install) and the sensors publishing'),
     (r'ros2 topic (hz|echo) ', "needs the ros2 CLI and the robot's driver publishing"),
+    (
+        r'ros2 launch (livox_ros_driver2|fast_lio) ',
+        "the lidar's driver and the SLAM: a ROS install with them built, and the MID-360",
+    ),
     (r'ros2 run tf2_ros ', 'needs tf2_ros (a ROS install) and, for tf2_echo, the robot'),
     (r'ros2 run teleop_twist_keyboard ', 'needs a ROS install, a keyboard and the robot'),
     (r'(mkdir|cd) .*unitree_ws', "makes the driver's workspace on the robot's computer"),
@@ -663,6 +681,10 @@ def test_an_unclassified_command_says_how_to_classify_it():
         ('python3 -c "import torch; print(torch.__version__"', SyntaxError),
         ('export ROS_DOMAIN_ID=250', AssertionError),
         ('export CYCLONEDDS_URI="<CycloneDDS/>"', AssertionError),
+        ('export WAYMARK_BIND_ADDRESS=0.0.0.0', AssertionError),
+        ('export WAYMARK_DDS_INTERFACE="enp3s0 wlan0"', AssertionError),
+        ('source config/robot.yml', AssertionError),
+        ('git -C src/unitree_ros apply "$PWD/docker/patches/timeout.patch"', AssertionError),
         (
             'ros2 run unitree_ros unitree_driver --ros-args -p odometry_topic_name:=x',
             AssertionError,
