@@ -503,7 +503,8 @@ def check_export(line: GuideLine) -> None:
     elif name == 'WAYMARK_DDS_INTERFACE':  # config/robot.env puts it in CYCLONEDDS_URI
         assert re.fullmatch(r'[\w.-]{1,15}', value), f'{value} is no interface name'
     elif name == 'WAYMARK_BIND_ADDRESS':  # docker compose files: where Milvus and vLLM listen
-        assert ipaddress.ip_address(value).is_private, f'{value}: a private address only'
+        address = ipaddress.ip_address(value)  # 0.0.0.0 counts as private: every interface
+        assert address.is_private and not address.is_unspecified, f'{value}: one private address'
     elif name == 'CYCLONEDDS_URI':
         interfaces = ET.fromstring(value).findall('./Domain/General/Interfaces/NetworkInterface')
         assert interfaces and all(i.get('name') for i in interfaces), value
