@@ -25,6 +25,7 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Bool
 from support.actions import connect, result_of, send
 from support.actions import go_to as target
+from support.fake_tf2_ros import install as install_fake_tf2_ros
 from support.navigation_worlds import START, SimulatedRobot, grid_msg, latched_map, room
 from support.ros_harness import wait_for_subscriber, wait_until
 
@@ -320,3 +321,76 @@ def test_navigator_sends_a_zero_twist_when_stopped_while_driving(ros, launch):
         assert robot.commands[-1] == (0.0, 0.0)
     finally:
         robot.stop()
+
+
+# The optical frame of a depth camera (z forward, x right, y down) in its level body frame.
+OPTICAL_IN_BODY = (-0.5, 0.5, -0.5, 0.5)
+
+
+def to_optical(points: np.ndarray) -> np.ndarray:
+    """Body-frame points (x forward, y left, z up) as the camera's optical frame has them."""
+    return np.column_stack([-points[:, 1], -points[:, 2], points[:, 0]])
+
+
+def test_a_depth_cameras_optical_cloud_is_moved_into_the_body_frame_by_tf(
+    ros, launch, tmp_path, monkeypatch
+):
+    install_fake_tf2_ros(tmp_path, monkeypatch, 'body', 'optical', (0.0, 0.0, 0.0), OPTICAL_IN_BODY)
+    chain = start_chain(
+        ros,
+        launch,
+        **{
+            'local_stop.cloud_topic': '/depth_cloud',
+            'local_stop.frame_id': 'body',
+            'local_stop.cloud_frame_id': 'optical',
+        },
+    )
+    clouds = ros.node.create_publisher(PointCloud2, '/depth_cloud', 10)
+    scene = {'points': FLOOR, 'frame': 'optical'}
+
+    def publish_cloud() -> None:
+        stamp = ros.node.get_clock().now().to_msg()
+        clouds.publish(cloud_msg(to_optical(scene['points']), scene['frame'], stamp))
+
+    chain.timers.append(ros.node.create_timer(CLOUD_PERIOD_S, publish_cloud))
+    chain.command = (0.3, 0.5)
+    chain.wait_velocity(lambda v: v == (0.3, 0.5), 'a bare floor seen by the camera blocks')
+    scene['points'] = np.vstack([FLOOR, BOX])
+    chain.wait_velocity(lambda v: v == (0.0, 0.5), 'the box the camera sees did not stop it')
+    assert chain.state['reasons'] == ['obstacle ahead']
+    scene['points'] = FLOOR
+    chain.wait_velocity(lambda v: v == (0.3, 0.5), 'not driving once the box is gone')
+    scene['frame'] = 'somewhere_else'  # a cloud in a frame TF was not asked for: refused
+    chain.wait_velocity(lambda v: v == (0.0, 0.5), 'a cloud in another frame did not stop it')
+    assert chain.state['reasons'] == ['no fresh cloud']
+
+
+def test_without_the_transform_the_cameras_cloud_keeps_forward_motion_stopped(
+    ros, launch, tmp_path, monkeypatch
+):
+    install_fake_tf2_ros(tmp_path, monkeypatch, 'body', 'optical', (0.0, 0.0, 0.0), OPTICAL_IN_BODY)
+    chain = start_chain(
+        ros,
+        launch,
+        **{
+            'local_stop.cloud_topic': '/depth_cloud',
+            'local_stop.frame_id': 'body',
+            'local_stop.cloud_frame_id': 'no_such_frame',
+            'local_stop.tf_timeout_s': 1.0,
+        },
+    )
+    clouds = ros.node.create_publisher(PointCloud2, '/depth_cloud', 10)
+
+    def publish_cloud() -> None:
+        stamp = ros.node.get_clock().now().to_msg()
+        clouds.publish(cloud_msg(to_optical(FLOOR), 'no_such_frame', stamp))
+
+    chain.timers.append(ros.node.create_timer(CLOUD_PERIOD_S, publish_cloud))
+    chain.command = (0.3, 0.5)
+    chain.wait_velocity(lambda v: v == (0.0, 0.5), 'a cloud it cannot place let it drive')
+    wait_until(
+        lambda: 'no transform body -> no_such_frame' in chain.safety.log_tail(50),
+        30,
+        'the missing transform was not named',
+    )
+    assert chain.state['reasons'] == ['no fresh cloud']

@@ -50,6 +50,16 @@ class LocalStopParameters:
     frame_id: str = setting(
         '', 'The frame the cloud must be in (the body frame); empty: not checked.'
     )
+    cloud_frame_id: str = setting(
+        '',
+        "The frame the cloud comes in when it is not frame_id (a depth camera's optical "
+        'frame): its static transform into frame_id is looked up from TF at start, and clouds '
+        'are refused (forward motion stopped) until it is there; empty: clouds come in '
+        'frame_id.',
+    )
+    tf_timeout_s: float = setting(
+        30.0, 'How long the cloud_frame_id transform is looked for.', low=0.1, high=3600.0
+    )
     reliable: bool = setting(False, 'Subscribe to the cloud reliably (best effort matches all).')
     cloud_timeout_s: float = setting(
         0.5,

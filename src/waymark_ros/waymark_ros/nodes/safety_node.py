@@ -13,7 +13,10 @@ twist_mux's output, which carries teleop's too) and publishes what the base may 
   false arrives; commands from before the release are not resumed;
 - a local stop: with `local_stop.cloud_topic`, a live point cloud in the body frame is
   watched, and points in the box ahead (heights above the floor) zero forward motion
-  until it clears; a cloud that stops coming does the same (fail safe).
+  until it clears; a cloud that stops coming does the same (fail safe). A cloud in a
+  sensor's frame (`local_stop.cloud_frame_id`, a depth camera's optical frame) is moved
+  into the body frame by its static transform from TF (ros.static_frame); clouds in any
+  other frame are refused, and count as missing.
 
 Its state is latched on `safety/state` (JSON: e_stop, reasons, local_stop), on every change
 and at least every `state_period_s`: navigator_node drives only while it comes. Its health
@@ -42,6 +45,7 @@ from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_msgs import points_from_cloud, twist_msg
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
+from waymark_ros.ros.static_frame import StaticFrame
 
 STATE_TOPIC = 'safety/state'
 _LAST_STOP_WAIT_S = 0.5  # on shutdown: how long the last zero twist may wait for the base
@@ -56,6 +60,11 @@ class SafetyNode(Node):
         self._footprint = stop.footprint()
         self._gate = SafetyGate(params.gate_config(), self._now_s())
         self._cloud_errors = 0
+        self._sensor_frame = (
+            StaticFrame(self, stop.frame_id, stop.cloud_frame_id, stop.tf_timeout_s)
+            if stop.cloud_frame_id and stop.cloud_frame_id != stop.frame_id
+            else None
+        )
         self._state: dict | None = None
         self._state_sent_s = -math.inf
         self._output = self.create_publisher(Twist, params.output_topic, qos.commands())
@@ -105,11 +114,15 @@ class SafetyNode(Node):
         self._step()  # at once, not at the next tick
 
     def _on_cloud(self, msg: PointCloud2) -> None:
-        frame = self._params.local_stop.frame_id
+        frame, sensor = self._params.local_stop.frame_id, self._sensor_frame
         try:
-            if frame and msg.header.frame_id != frame:
+            if sensor is not None and msg.header.frame_id == sensor.source:
+                points = sensor.apply(points_from_cloud(msg))
+            elif frame and msg.header.frame_id != frame:
                 raise ValueError(f'cloud in frame {msg.header.frame_id!r}, not {frame!r}')
-            inside = self._footprint.count_inside(points_from_cloud(msg))
+            else:
+                points = points_from_cloud(msg)
+            inside = self._footprint.count_inside(points)
         except ValueError as error:  # no update: the cloud goes stale and stops forward motion
             self._cloud_errors += 1
             self.get_logger().error(f'cloud refused: {error}', throttle_duration_sec=5.0)
