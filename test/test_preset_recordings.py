@@ -49,7 +49,7 @@ def test_a_recording_holds_what_evaluation_and_replay_read(camera, odometry):
     image, pose = capture['image_topic'], capture['pose_topic']
     assert {image, pose} == read_by_evaluation(camera, odometry)  # launch and evaluation agree
     assert navigator['odom_topic'] == pose  # the navigator drives by the poses recorded
-    map_topic = navigator['cloud_topic'] if navigator['map_source'] == 'cloud' else '/map'
+    map_topic = navigator['cloud_topic'] if navigator['map_source'] != 'grid' else '/map'
     infos = [t for t in topics if t.endswith('/camera_info')]
     assert len(infos) == 1 and camera_info_beside(image, infos[0]), topics
     depth = capture.get('depth_topic', '')

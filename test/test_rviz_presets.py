@@ -75,7 +75,7 @@ def test_a_launch_with_two_presets_shows_the_cameras_image_and_the_odometrys_pos
     topics = launch_topics(config, launch_arguments(config, 'realsense_d455', 'point_lio_mid360'))
     assert topics.image_topic == section('realsense_d455', 'capture_node')['image_topic']
     assert topics.pose_topic == section('point_lio_mid360', 'navigator_node')['odom_topic']
-    assert topics.fixed_frame == 'camera_init' and topics.cloud_topic == '/Laser_map'
+    assert topics.fixed_frame == 'camera_init' and topics.cloud_topic == '/cloud_registered'
 
 
 def test_a_launch_writes_the_layout_of_its_own_presets():

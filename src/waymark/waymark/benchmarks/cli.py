@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""`python -m waymark bench {ingest,search,storage,planner,all}`: run benchmarks, print
+"""`python -m waymark bench {ingest,search,storage,planner,scans,all}`: run benchmarks, print
 their tables, write `<out>/<benchmark>.json`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from waymark.benchmarks.common import write_json
 from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
 from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES, SQ8, VECTOR_CODES
 
-BENCHMARKS = ('ingest', 'search', 'storage', 'planner')
+BENCHMARKS = ('ingest', 'search', 'storage', 'planner', 'scans')
 
 
 def check_results(out: Path, chosen: Sequence[str], overwrite: bool) -> None:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
         prog='waymark bench',
         description='Measure ingest rate, search latency and recall, and storage of memory, '
-        'and the navigation planner.',
+        'the navigation planner, and the scan-by-scan map.',
     )
     parser.add_argument('benchmark', choices=[*BENCHMARKS, 'all'])
     parser.add_argument(
@@ -78,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         help='search benchmark, sizes above 100k (indexes timed directly): the vector codes '
         'of the in-process indexes',
     )
+    parser.add_argument(
+        '--sim-minutes',
+        type=float,
+        help='scans benchmark: simulated minutes of 10 Hz scans (default 30; --quick 0.5)',
+    )
     parser.add_argument('--out', type=Path, default=Path('bench_output'))
     parser.add_argument('--quick', action='store_true', help='tiny sizes, for a smoke test')
     add_output_flags(parser, resume=False)
@@ -105,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         load = os.getloadavg()
         kwargs = {}
+        if name == 'scans':
+            kwargs = {'sim_minutes': args.sim_minutes}
         if name == 'search':
             kwargs = {
                 'sizes': args.sizes,

@@ -12,6 +12,7 @@ from waymark.navigation.follower import FollowerParams
 from waymark.navigation.frontiers import ExplorerParams
 from waymark.navigation.goals import MAX_ABS_COORDINATE_M, QUATERNION_NORM_TOLERANCE
 from waymark.navigation.planner import PlannerConfig
+from waymark.navigation.scan_grid import ScanGridConfig
 from waymark.parameters.common import (
     POSE_TYPES,
     InputDiagnosticsParameters,
@@ -24,7 +25,8 @@ from waymark.settings import setting
 # default.
 INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
 BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)
-GRID, CLOUD = 'grid', 'cloud'
+GRID, CLOUD, SCANS = 'grid', 'cloud', 'scans'
+MAP_SOURCES = (GRID, CLOUD, SCANS)
 
 
 FLOOR_PARAMETER, FLOOR_TF = 'parameter', 'tf'
@@ -63,10 +65,99 @@ class CloudParameters:
     tf_timeout_s: float = setting(
         10.0, "Wait this long for the floor frame's transform.", low=0.1, high=600.0
     )
+    max_cloud_points: int = setting(
+        3_000_000,
+        'A cloud message (a map, or a scan) with more points (width x height) is refused '
+        'before its data is read, with a log line, and counted in /diagnostics; the map '
+        'in use stays.',
+        low=1,
+        high=200_000_000,
+    )
 
     def __post_init__(self) -> None:
         if self.h_max <= self.h_min:
             raise ValueError('cloud.h_max must be above cloud.h_min')
+
+
+_SCAN_DEFAULTS = ScanGridConfig()
+
+
+@dataclass(frozen=True)
+class ScanParameters:
+    """map_source scans: a bounded map built scan by scan (waymark.navigation.scan_grid),
+    in cells of cloud.resolution, obstacles in the heights cloud.h_min..cloud.h_max above
+    the floor. Each cell's log-odds gain hit_log_odds when a scan hits it and lose
+    miss_log_odds when a ray passes through it, clamped, so that someone walking by is
+    cleared again within about a second of scans."""
+
+    window_m: float = setting(
+        _SCAN_DEFAULTS.window_m,
+        'Side of the square map around the robot (m); it slides when the robot is more '
+        'than a quarter of it from its centre, and what leaves it is forgotten.',
+        low=1.0,
+        high=250.0,
+    )
+    max_range_m: float = setting(
+        _SCAN_DEFAULTS.max_range_m,
+        'Points farther from the sensor mark nothing; their rays clear up to this range.',
+        low=0.5,
+        high=200.0,
+    )
+    max_points: int = setting(
+        _SCAN_DEFAULTS.max_points,
+        'Points taken from a scan, evenly spread over it (the rest are skipped).',
+        low=1,
+        high=1_000_000,
+    )
+    clearing: bool = setting(True, 'Clear the cells along the rays from the sensor to each point.')
+    hit_log_odds: float = setting(
+        _SCAN_DEFAULTS.hit_log_odds, 'A hit adds this to its cell.', low=0.01, high=10.0
+    )
+    miss_log_odds: float = setting(
+        _SCAN_DEFAULTS.miss_log_odds,
+        'A ray through a cell takes this from it.',
+        low=0.01,
+        high=10.0,
+    )
+    min_log_odds: float = setting(
+        _SCAN_DEFAULTS.min_log_odds, 'Lower clamp of a cell.', low=-20.0, high=-0.01
+    )
+    max_log_odds: float = setting(
+        _SCAN_DEFAULTS.max_log_odds,
+        'Upper clamp of a cell: how long a gone obstacle takes to clear.',
+        low=0.01,
+        high=20.0,
+    )
+    refresh_period_s: float = setting(
+        1.0,
+        'Rebuild the planning grid (inflation, planner graph) at most this often; every '
+        'scan updates the map itself.',
+        low=0.05,
+        high=60.0,
+    )
+    max_pose_gap_s: float = setting(
+        0.2,
+        "A scan is skipped (counted in /diagnostics) unless a pose's stamp is within this "
+        'of its own: the rays start at that pose.',
+        low=0.001,
+        high=10.0,
+    )
+
+    def grid_config(self, cloud: CloudParameters, origin_height_m: float) -> ScanGridConfig:
+        return ScanGridConfig(
+            resolution=cloud.resolution,
+            window_m=self.window_m,
+            max_range_m=self.max_range_m,
+            max_points=self.max_points,
+            h_min=cloud.h_min,
+            h_max=cloud.h_max,
+            origin_height_m=origin_height_m,
+            clearing=self.clearing,
+            hit_log_odds=self.hit_log_odds,
+            miss_log_odds=self.miss_log_odds,
+            min_log_odds=self.min_log_odds,
+            max_log_odds=self.max_log_odds,
+        )
 
 
 @dataclass(frozen=True)
@@ -170,11 +261,24 @@ class NavigatorParameters:
         'Configure and activate at start; false: wait for a lifecycle manager (ros2 '
         'lifecycle set navigator_node configure, then activate).',
     )
-    map_source: str = setting(GRID, 'Map input.', choices=(GRID, CLOUD))
+    map_source: str = setting(
+        GRID,
+        "Map input: 'grid' an OccupancyGrid; 'cloud' a whole point-cloud map, projected "
+        "again at each message; 'scans' registered scans (in map_frame) folded one by one "
+        'into a bounded map (scans.*).',
+        choices=MAP_SOURCES,
+    )
     map_topic: str = setting('/map', 'nav_msgs/OccupancyGrid (map_source grid).')
-    cloud_topic: str = setting('/cloud_map', 'sensor_msgs/PointCloud2 map (map_source cloud).')
-    map_transient_local: bool = setting(True, 'Map publisher is latched (map_server, SLAM).')
+    cloud_topic: str = setting(
+        '/cloud_map',
+        'sensor_msgs/PointCloud2: the map (map_source cloud) or each registered scan '
+        '(map_source scans).',
+    )
+    map_transient_local: bool = setting(
+        True, 'Map publisher is latched (map_server, SLAM); scans are always volatile.'
+    )
     cloud: CloudParameters = field(default_factory=CloudParameters)
+    scans: ScanParameters = field(default_factory=ScanParameters)
     robot_radius_m: float = setting(0.35, 'Obstacles grow by this much.', low=0.0, high=5.0)
     unknown_is_obstacle: bool = setting(True, 'Unknown space also keeps the robot away.')
     planner: PlannerParameters = field(default_factory=PlannerParameters)
@@ -253,6 +357,7 @@ class NavigatorParameters:
         check_tf_frame(self.pose_type, self.tf_pose, self.map_frame)
         self.follower_params()  # their checks across fields
         self.explorer_params()
+        self.scans.grid_config(self.cloud, 0.0)
 
     @property
     def map_input_topic(self) -> str:

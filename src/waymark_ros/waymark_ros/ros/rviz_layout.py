@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from waymark.parameters.capture import CaptureParameters
-from waymark.parameters.navigator import CLOUD, NavigatorParameters
+from waymark.parameters.navigator import GRID, NavigatorParameters
 from waymark_ros.ros.launch_plan import FROM_PRESET, NO_ODOMETRY, expected_parameters
 
 # Each preset as the robot launch takes it (camera, odometry): a camera preset with the
@@ -108,14 +108,14 @@ def render(template: Mapping, topics: LayoutTopics) -> dict:
             display['Class'] = POSE_DISPLAYS[topics.pose_type]
             display['Topic']['Value'] = topics.pose_topic
         elif name == MAP:
-            display['Enabled'] = topics.map_source != CLOUD
+            display['Enabled'] = topics.map_source == GRID
             display['Topic']['Value'] = topics.map_topic
             display['Topic']['Durability Policy'] = durability
             displays.append(display)
             display = {
                 'Class': 'rviz_default_plugins/PointCloud2',
                 'Name': MAP_CLOUD,
-                'Enabled': topics.map_source == CLOUD,
+                'Enabled': topics.map_source != GRID,  # a map cloud or the scans
                 'Topic': {
                     'Value': topics.cloud_topic,
                     'Durability Policy': durability,
