@@ -9,7 +9,16 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from waymark_ros.tools.drill import clocks, drills, driving, lessons, reflection, shutdown, tasks
+from waymark_ros.tools.drill import (
+    clocks,
+    drills,
+    driving,
+    lessons,
+    maps,
+    reflection,
+    shutdown,
+    tasks,
+)
 from waymark_ros.tools.drill.report import DrillResult
 from waymark_ros.tools.drill.stack import Stack
 
@@ -46,6 +55,7 @@ DRILLS: dict[str, Drill] = {
     'kill-navigator-mid-task': lambda s, st, _r: tasks.kill_navigator_mid_task(s, st),
     'kill-memory-mid-lessons': lambda s, st, _r: lessons.kill_memory_mid_lessons(s, st),
     'clock-offset': lambda s, st, _r: clocks.clock_offset_drill(s, st),
+    'huge-map': lambda s, st, _r: maps.huge_map_drill(s, st),
     'kill-reasoner-mid-reflections': (
         lambda s, st, _r: reflection.kill_reasoner_mid_reflections(s, st)
     ),
