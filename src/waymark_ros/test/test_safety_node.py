@@ -332,27 +332,28 @@ def to_optical(points: np.ndarray) -> np.ndarray:
     return np.column_stack([-points[:, 1], -points[:, 2], points[:, 0]])
 
 
-def test_a_depth_cameras_optical_cloud_is_moved_into_the_body_frame_by_tf(
-    ros, launch, tmp_path, monkeypatch
-):
+def depth_chain(ros, launch, tmp_path, monkeypatch, scene: dict, **stop) -> Chain:
+    """The chain with a depth camera's cloud of scene['points'] (body frame) published in
+    its optical frame, stamped scene['frame'], and TF knowing body <- optical only."""
     install_fake_tf2_ros(tmp_path, monkeypatch, 'body', 'optical', (0.0, 0.0, 0.0), OPTICAL_IN_BODY)
-    chain = start_chain(
-        ros,
-        launch,
-        **{
-            'local_stop.cloud_topic': '/depth_cloud',
-            'local_stop.frame_id': 'body',
-            'local_stop.cloud_frame_id': 'optical',
-        },
-    )
+    local_stop = {'cloud_topic': '/depth_cloud', 'frame_id': 'body', 'cloud_frame_id': 'optical'}
+    parameters = {f'local_stop.{name}': value for name, value in (local_stop | stop).items()}
+    chain = start_chain(ros, launch, **parameters)
     clouds = ros.node.create_publisher(PointCloud2, '/depth_cloud', 10)
-    scene = {'points': FLOOR, 'frame': 'optical'}
 
     def publish_cloud() -> None:
         stamp = ros.node.get_clock().now().to_msg()
         clouds.publish(cloud_msg(to_optical(scene['points']), scene['frame'], stamp))
 
     chain.timers.append(ros.node.create_timer(CLOUD_PERIOD_S, publish_cloud))
+    return chain
+
+
+def test_a_depth_cameras_optical_cloud_is_moved_into_the_body_frame_by_tf(
+    ros, launch, tmp_path, monkeypatch
+):
+    scene = {'points': FLOOR, 'frame': 'optical'}
+    chain = depth_chain(ros, launch, tmp_path, monkeypatch, scene)
     chain.command = (0.3, 0.5)
     chain.wait_velocity(lambda v: v == (0.3, 0.5), 'a bare floor seen by the camera blocks')
     scene['points'] = np.vstack([FLOOR, BOX])
@@ -368,24 +369,16 @@ def test_a_depth_cameras_optical_cloud_is_moved_into_the_body_frame_by_tf(
 def test_without_the_transform_the_cameras_cloud_keeps_forward_motion_stopped(
     ros, launch, tmp_path, monkeypatch
 ):
-    install_fake_tf2_ros(tmp_path, monkeypatch, 'body', 'optical', (0.0, 0.0, 0.0), OPTICAL_IN_BODY)
-    chain = start_chain(
+    scene = {'points': FLOOR, 'frame': 'no_such_frame'}
+    chain = depth_chain(
         ros,
         launch,
-        **{
-            'local_stop.cloud_topic': '/depth_cloud',
-            'local_stop.frame_id': 'body',
-            'local_stop.cloud_frame_id': 'no_such_frame',
-            'local_stop.tf_timeout_s': 1.0,
-        },
+        tmp_path,
+        monkeypatch,
+        scene,
+        cloud_frame_id='no_such_frame',
+        tf_timeout_s=1.0,
     )
-    clouds = ros.node.create_publisher(PointCloud2, '/depth_cloud', 10)
-
-    def publish_cloud() -> None:
-        stamp = ros.node.get_clock().now().to_msg()
-        clouds.publish(cloud_msg(to_optical(FLOOR), 'no_such_frame', stamp))
-
-    chain.timers.append(ros.node.create_timer(CLOUD_PERIOD_S, publish_cloud))
     chain.command = (0.3, 0.5)
     chain.wait_velocity(lambda v: v == (0.0, 0.5), 'a cloud it cannot place let it drive')
     wait_until(

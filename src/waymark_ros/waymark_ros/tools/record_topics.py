@@ -27,6 +27,7 @@ from pathlib import Path
 from waymark.frames import read_mounts
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_ros.ros.launch_plan import NO_ODOMETRY, expected_parameters, preset
+from waymark_ros.ros.rviz_layout import launch_arguments
 
 FRAMES = ('/tf', '/tf_static')
 # livox_ros_driver2's topics with multi_topic 0 (src/lddc.cpp), what FAST-LIO and
@@ -46,23 +47,9 @@ def default_config() -> Path:
     return Path(get_package_share_directory('waymark_ros')) / 'config'
 
 
-def arguments_for(config: Path, camera: str, odometry: str) -> dict[str, str]:
-    return {
-        'camera': camera,
-        'odometry': odometry,
-        'models': 'workstation',
-        'params_file': str(config / 'robot.yaml'),
-        'memory_uri': '',
-        'llm_base_url': '',
-        'llm_model': '',
-        'image_model': 'preset',
-        'backend': 'internal',
-    }
-
-
 def read_topics(config: Path, camera: str, odometry: str) -> list[str]:
     """What replay and evaluation read with these presets (capture and navigator inputs)."""
-    nodes = expected_parameters(config, arguments_for(config, camera, odometry), False)
+    nodes = expected_parameters(config, launch_arguments(config, camera, odometry), False)
     capture, navigator = nodes['capture_node'], nodes['navigator_node']
     topics = [capture['image_topic']]
     info = capture.get('camera_info_topic', 'auto')
