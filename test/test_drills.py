@@ -75,3 +75,11 @@ def test_a_task_cut_short_by_kill_9_is_recorded_interrupted_and_the_next_one_run
 
 def test_a_reasoner_killed_with_reflections_waiting_loses_no_acknowledged_outcome(tmp_path):
     drill('kill-reasoner-mid-reflections', tmp_path)
+
+
+def test_a_clock_offset_is_named_within_seconds_and_misplaces_no_keyframe(tmp_path):
+    drill('clock-offset', tmp_path)
+
+
+def test_a_map_message_of_50_million_points_is_refused_and_the_navigator_drives_on(tmp_path):
+    drill('huge-map', tmp_path)

@@ -62,7 +62,7 @@ def read_topics(config: Path, camera: str, odometry: str) -> list[str]:
     map_source = navigator.get('map_source', defaults.map_source)
     grid = navigator.get('map_topic', defaults.map_topic)
     topics.append(
-        navigator.get('cloud_topic', defaults.cloud_topic) if map_source == 'cloud' else grid
+        navigator.get('cloud_topic', defaults.cloud_topic) if map_source != 'grid' else grid
     )
     return list(dict.fromkeys(str(t) for t in topics))
 

@@ -38,9 +38,11 @@ STATUS = 'navigator_node: map'
 
 def hall_cloud(stamp) -> PointCloud2:
     """The hall as a LIO map holds it: its floor, and its walls 0.2-0.6 m up."""
-    xs, ys = np.meshgrid(np.arange(0.0, HALL_M[0], 0.05), np.arange(0.0, HALL_M[1], 0.05))
+    # Two points a cell (the navigator's 0.05 m): no floor cell is left unseen (unknown).
+    step = 0.025
+    xs, ys = np.meshgrid(np.arange(0.0, HALL_M[0], step), np.arange(0.0, HALL_M[1], step))
     floor = np.column_stack([xs.ravel(), ys.ravel(), np.zeros(xs.size)])
-    edge = (xs == 0.0) | (ys == 0.0) | (xs >= HALL_M[0] - 0.05) | (ys >= HALL_M[1] - 0.05)
+    edge = (xs < 0.1) | (ys < 0.1) | (xs > HALL_M[0] - 0.1) | (ys > HALL_M[1] - 0.1)
     walls = np.column_stack([xs[edge], ys[edge], np.full(int(edge.sum()), 0.4)])
     return cloud_msg(np.vstack([floor, walls]), 'map', stamp)
 
