@@ -140,7 +140,8 @@ def test_the_driver_walks_at_waymarks_commands_and_keeps_its_odometry_apart():
         )
         read = {plan['capture_node']['pose_topic'], plan['navigator_node']['odom_topic']}
         assert not read & ({f'/{topic}' for topic in topics} | set(topics))
-    assert parameters['odom_child_frame_id'] == 'base_link'
+    # base_link hangs below the SLAM's body frame in the description: not the driver's
+    assert parameters['odom_child_frame_id'] not in {'base_link', 'body', 'aft_mapped'}
     assert parameters['use_obstacle_avoidance'] is False
 
 
@@ -226,6 +227,18 @@ def test_base_go1_starts_the_driver_in_the_namespace_wired_to_the_stack(tmp_path
     # The same DDS domain and reach as the nodes.
     assert driver['env'] == stack['navigator_node']['env']
     assert driver['env']['ROS_DOMAIN_ID'] == '42'
+    # On the robot the camera extrinsic comes from TF, below the SLAM's body frame.
+    capture = stack['capture_node']['parameters']
+    assert capture['extrinsic_source'] == 'tf'
+    assert (capture['base_frame'], capture['camera_frame']) == ('body', 'zed_left_camera_frame')
+
+
+def test_without_a_base_or_a_slam_the_extrinsic_stays_the_presets():
+    given = {'base': base_plan.GO1, 'odometry': 'fast_lio_mid360'}
+    assert launch_plan.robot_extrinsic(given) == {'extrinsic_source': 'tf'}
+    assert launch_plan.robot_extrinsic(given | {'base': base_plan.NO_BASE}) == {}
+    assert launch_plan.robot_extrinsic(given | {'odometry': launch_plan.NO_ODOMETRY}) == {}
+    assert launch_plan.robot_extrinsic({'odometry': 'fast_lio_mid360'}) == {}  # replay
 
 
 def test_base_go1_without_twist_mux_is_refused_before_any_node_starts(tmp_path):

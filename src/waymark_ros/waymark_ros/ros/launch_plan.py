@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from waymark_ros.ros.base_plan import base_safety_file
+from waymark_ros.ros.base_plan import NO_BASE, base_safety_file
 
 # safety_node stands between navigator_node (cmd_vel_nav) and the base (cmd_vel); task_node
 # runs tasks over reasoner_node's Ask and navigator_node's GoTo.
@@ -108,7 +108,7 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
     if arguments['image_model'] != FROM_PRESET:
         memory['image_model'] = arguments['image_model']
     overrides: dict[str, dict] = {
-        'capture_node': {},
+        'capture_node': robot_extrinsic(arguments),
         'memory_node': memory,
         'reasoner_node': reasoner,
         'navigator_node': {'backend': arguments['backend']},
@@ -118,6 +118,16 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
     for parameters in overrides.values():
         parameters['use_sim_time'] = use_sim_time
     return overrides
+
+
+def robot_extrinsic(arguments: Mapping[str, str]) -> dict[str, object]:
+    """On the robot (a base and a SLAM preset), capture_node reads the camera extrinsic from
+    TF, where the robot description (launch_frames) puts the camera below the SLAM's body
+    frame; replays and evaluations, with no live TF, keep the presets' numbers."""
+    on_robot = arguments.get('base', NO_BASE) != NO_BASE
+    if on_robot and arguments['odometry'] != NO_ODOMETRY:
+        return {'extrinsic_source': 'tf'}
+    return {}
 
 
 def expected_parameters(
