@@ -201,3 +201,18 @@ def test_clocks_that_agree_change_nothing():
     keyframes = drive(capture(), streams(20.0, pose_hz=200.0, jitter_s=0.02, seed=7))
     assert keyframes and all(k.pose_valid for k, _ in keyframes)
     assert misplaced(keyframes) == []
+
+
+def test_an_image_that_waited_in_a_loaded_process_keeps_its_pose_but_a_clock_step_does_not():
+    check = ClockCheck(ClockCheckConfig())
+    measure(check, streams(3.0))  # both steady, the clocks agree
+    last_ns = T0 + 3 * S
+    # One image waited 0.9 s in the queue before it was taken: late, not another clock.
+    assert not check.add_image(last_ns, last_ns + round(0.93 * S))
+    # The pose clock stepped 30 s: the next pose is from another clock at once.
+    assert check.add_pose(last_ns - 30 * S, last_ns + 20 * MS)
+
+
+def test_a_step_threshold_below_the_offset_limit_is_refused():
+    with pytest.raises(ValueError, match=r'clock\.step_s'):
+        ClockCheckConfig(max_offset_s=1.0, step_s=0.5)

@@ -25,6 +25,7 @@ CORE_RANKS = {
     'memory': 1,
     'navigation': 1,
     'transforms': 1,
+    'frames': 1,  # the robot description from the presets' mounts
     'safety': 1,
     'sim': 1,
     'localisation': 1,

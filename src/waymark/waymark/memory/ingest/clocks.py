@@ -20,10 +20,13 @@ jumps; a stream counts as *steady* only when its recent lateness spreads (10th t
 percentile) by at most `max_offset_s`, and the check decides only on steady streams. It
 holds its last verdict while it cannot decide.
 
-Single messages are checked too: an image whose lateness is more than `max_offset_s`
-from the steady pose stream's (or a pose from the steady image stream's) is from the
-other clock, at once, before the medians move: a clock that steps mid-run never pairs
-one image with a pose from the wrong moment.
+Single messages are checked too: an image whose lateness is more than `step_s` from the
+steady pose stream's (or a pose from the steady image stream's) is from the other clock,
+at once, before the medians move: a clock that steps by seconds mid-run never pairs one
+image with a pose from the wrong moment. `step_s` is well above `max_offset_s` because a
+single message's lateness also holds how long it waited in this process's queue: on a
+loaded machine one image can wait half a second without any clock being wrong, and
+flagging it would strip it of its pose. Smaller offsets are decided on the medians.
 
 Memory is bounded: each stream keeps at most `max_samples` samples, of the last
 `window_s` of arrival time.
@@ -51,6 +54,14 @@ class ClockCheckConfig:
         low=0.0,
         high=3600.0,
     )
+    step_s: float = setting(
+        5.0,
+        'A single image or pose this far (s) from the other steady stream is from another '
+        'clock at once (a clock that stepped); smaller offsets are decided on the medians, '
+        'as a single message can wait in a loaded process for a while.',
+        low=0.01,
+        high=3600.0,
+    )
     window_s: float = setting(
         2.0, 'Arrival time over which each stream is measured.', low=0.1, high=600.0
     )
@@ -66,6 +77,10 @@ class ClockCheckConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.step_s < self.max_offset_s:
+            raise ValueError(
+                f'clock.step_s ({self.step_s}) must be >= clock.max_offset_s ({self.max_offset_s})'
+            )
         if self.max_samples < self.min_samples:
             raise ValueError(
                 f'clock.max_samples ({self.max_samples}) must be >= clock.min_samples '
@@ -119,7 +134,6 @@ class ClockCheck:
         self._images = _Stream(config.max_samples)
         self._poses = _Stream(config.max_samples)
         self._newest_ns: int | None = None
-        self._max_ns = round(config.max_offset_s * NS_PER_S)
         self.offset_s: float | None = None
         self.largest_offset_s: float | None = None  # the largest in size so far
         self.disagree: bool | None = None
@@ -168,9 +182,7 @@ class ClockCheck:
         reference = self._steady(other)
         if reference is None:
             return False
-        return abs((received_ns - stamp_ns) / NS_PER_S - reference.median_s) > (
-            self.config.max_offset_s
-        )
+        return abs((received_ns - stamp_ns) / NS_PER_S - reference.median_s) > self.config.step_s
 
     def _steady(self, stream: _Stream) -> Lateness | None:
         summary = stream.summary()
