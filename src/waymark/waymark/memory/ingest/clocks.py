@@ -20,13 +20,16 @@ jumps; a stream counts as *steady* only when its recent lateness spreads (10th t
 percentile) by at most `max_offset_s`, and the check decides only on steady streams. It
 holds its last verdict while it cannot decide.
 
-Single messages are checked too: an image whose lateness is more than `step_s` from the
-steady pose stream's (or a pose from the steady image stream's) is from the other clock,
-at once, before the medians move: a clock that steps by seconds mid-run never pairs one
-image with a pose from the wrong moment. `step_s` is well above `max_offset_s` because a
-single message's lateness also holds how long it waited in this process's queue: on a
-loaded machine one image can wait half a second without any clock being wrong, and
-flagging it would strip it of its pose. Smaller offsets are decided on the medians.
+Single messages are checked too, once the clocks were found to agree: an image whose
+lateness is more than `step_s` from the steady pose stream's (or a pose from the steady
+image stream's) is from the other clock, at once, before the medians move: a clock that
+steps by seconds mid-run never pairs one image with a pose from the wrong moment.
+`step_s` is well above `max_offset_s` because a single message's lateness also holds how
+long it waited in this process's queue: on a loaded machine one image can wait half a
+second without any clock being wrong, and flagging it would strip it of its pose.
+Smaller offsets are decided on the medians. A bag replayed faster than recorded never looks
+steady, so nothing is decided and nothing is flagged there: a replay is measured from its
+recorded arrival times instead (evaluation).
 
 Memory is bounded: each stream keeps at most `max_samples` samples, of the last
 `window_s` of arrival time.
@@ -179,8 +182,8 @@ class ClockCheck:
         own.add(received_ns, stamp_ns)
         if own is self._images:  # decided at the image rate: poses may come at 500 Hz
             self._decide()
-        reference = self._steady(other)
-        if reference is None:
+        reference = self._steady(other) if self.disagree is False else None
+        if reference is None:  # a step needs clocks found to agree first
             return False
         return abs((received_ns - stamp_ns) / NS_PER_S - reference.median_s) > self.config.step_s
 
