@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 from nav_msgs.msg import OccupancyGrid, Odometry
-from std_msgs.msg import Bool, String
+from std_msgs.msg import Bool
 
 from waymark.parameters.safety import SafetyParameters
 from waymark_ros.ros import qos
@@ -124,21 +124,6 @@ def start_driving(stack: Stack, driver: dict) -> Odometer:
     return odometer
 
 
-def safety_back(stack: Stack, timeout_s: float = 60.0) -> None:
-    """Until a restarted safety_node's state comes: wait_ready sees only its process, and
-    the navigator refuses goals until the state comes (a slow start on a loaded machine)."""
-    heard: list[int] = []
-    since = time.monotonic_ns()
-    subscription = stack.node.create_subscription(
-        String, 'safety/state', lambda _msg: heard.append(time.monotonic_ns()), qos.latched()
-    )
-    try:
-        wait_until(lambda: any(ns > since for ns in heard[1:]), timeout_s, "safety_node's state")
-    finally:
-        stack.node.destroy_subscription(subscription)
-    time.sleep(MATCH_SETTLE_S)  # the navigator hears it too
-
-
 def drive_far(stack: Stack, odometer: Odometer, settings: Settings, timeout_s: float) -> Goal:
     """The long goal, once the base moves at `drive_speed_mps`."""
     running = Goal(stack, *FAR, timeout_s)
@@ -238,7 +223,6 @@ def kill_safety_driving(stack: Stack, settings: Settings) -> DrillResult:
     result.note(f'the goal driven at the kill: {outcome} ({message})')
     stack.start('safety_node')
     stack.wait_ready('safety_node')
-    safety_back(stack)
     probe_short_goal(result, stack, odometer, 'after the restart')
     finish(stack, result)
     return result
@@ -258,8 +242,8 @@ def kill_all_driving(stack: Stack, settings: Settings) -> DrillResult:
     result.note(f'killed {", ".join(sorted(waymark))}; the driver stopped the base')
     for name in waymark:
         stack.start(name)
+    stack.wait_ready('safety_node')
     stack.wait_ready('navigator_node')
-    safety_back(stack)
     probe_short_goal(result, stack, odometer, 'after the restart')
     finish(stack, result)
     return result

@@ -43,7 +43,13 @@ STATUSES = {
     GoalStatus.STATUS_ABORTED: 'aborted',
     GoalStatus.STATUS_CANCELED: 'canceled',
 }
-STATS = {'capture_node': 'capture/stats', 'memory_node': 'memory/stats'}
+# Latched JSON each node publishes once it works; a start is ready when it came. safety_node's
+# state is also what navigator_node waits for before it drives.
+STATS = {
+    'capture_node': 'capture/stats',
+    'memory_node': 'memory/stats',
+    'safety_node': 'safety/state',
+}
 # The DDS topic that carries each node's requests (service or action goal). A killed
 # server's endpoints stay in the graph until its lease runs out (about 20 s), so a node is
 # back only when a reader appears on it that was not there before the restart.
