@@ -18,10 +18,11 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 
+from support.actions import connect
 from support.actions import go_to as target
 from support.unicycle import Unicycle
 from waymark.geometry import quaternion_from_yaw
@@ -249,3 +250,21 @@ class Nav2Stub:
         self.executor.shutdown()
         self.node.destroy_node()
         self._thread.join(timeout=5.0)
+
+
+def start_navigator(ros, launch, **parameters):
+    """navigator_node as the navigation tests run it (a slow, tolerant follower over a
+    0.3 m robot), and a connected GoTo client: (its NodeProcess, the client)."""
+    node = launch(
+        'navigator_node',
+        reliable_input=True,
+        goal_timeout_s=90.0,
+        robot_radius_m=0.3,
+        snap_radius_m=0.5,
+        **{'follower.max_linear': 0.8, 'follower.max_linear_accel': 1.0},
+        **parameters,
+    )
+    with ros.paused() as ros_node:
+        client = ActionClient(ros_node, GoTo, 'go_to')
+    connect(client)
+    return node, client

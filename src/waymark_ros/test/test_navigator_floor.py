@@ -12,11 +12,10 @@ import itertools
 import numpy as np
 import pytest
 from nav_msgs.msg import Path
-from rclpy.action import ActionClient
 from support import fake_tf2_ros
-from support.actions import connect, result_of, send
 from support.actions import go_to as target
-from support.navigation_worlds import START, SimulatedRobot, latched_map
+from support.actions import result_of, send
+from support.navigation_worlds import START, SimulatedRobot, latched_map, start_navigator
 from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
@@ -59,20 +58,7 @@ def drive_past_the_box(ros, launch, robot, **parameters):
     cloud = low_box_cloud(ros)
     latched_map(ros, cloud, topic='/cloud_map', msg_type=type(cloud))
     plans = ros.collect(Path, 'plan', qos.latched())
-    node = launch(
-        'navigator_node',
-        map_source='cloud',
-        align_yaw=False,
-        reliable_input=True,
-        goal_timeout_s=90.0,
-        robot_radius_m=0.3,
-        snap_radius_m=0.5,
-        **{'follower.max_linear': 0.8, 'follower.max_linear_accel': 1.0},
-        **parameters,
-    )
-    with ros.paused() as ros_node:
-        client = ActionClient(ros_node, GoTo, 'go_to')
-    connect(client)
+    node, client = start_navigator(ros, launch, map_source='cloud', align_yaw=False, **parameters)
     wait_until(lambda: robot.odom.get_subscription_count() > 0, 30, 'no pose subscriber')
     result = result_of(send(client, target(*GOAL)), timeout=120)
     assert result.outcome == GoTo.Result.OUTCOME_REACHED, result.message

@@ -10,12 +10,17 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
-from rclpy.action import ActionClient
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
-from support.actions import connect, result_of, send
 from support.actions import go_to as target
-from support.navigation_worlds import BEHIND_WALL, START, SimulatedRobot, latched_map
+from support.actions import result_of, send
+from support.navigation_worlds import (
+    BEHIND_WALL,
+    START,
+    SimulatedRobot,
+    latched_map,
+    start_navigator,
+)
 from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
@@ -25,22 +30,6 @@ from waymark_ros.ros.navigation_msgs import cloud_msg
 pytestmark = pytest.mark.dds
 
 HUGE_POINTS = 50_000_000
-
-
-def start_navigator(ros, launch, **parameters):
-    node = launch(
-        'navigator_node',
-        reliable_input=True,
-        goal_timeout_s=90.0,
-        robot_radius_m=0.3,
-        snap_radius_m=0.5,
-        **{'follower.max_linear': 0.8, 'follower.max_linear_accel': 1.0},
-        **parameters,
-    )
-    with ros.paused() as ros_node:
-        client = ActionClient(ros_node, GoTo, 'go_to')
-    connect(client)
-    return node, client
 
 
 def map_status(diagnostics: list) -> DiagnosticStatus | None:
