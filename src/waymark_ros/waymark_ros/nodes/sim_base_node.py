@@ -61,6 +61,7 @@ from std_srvs.srv import Trigger
 from waymark.geometry import quaternion_from_yaw
 from waymark.navigation.grid import GridGeometry
 from waymark.parameters.sim_base import SIM, UNITREE_ROS, SimBaseParameters
+from waymark.sim.driver import UNITREE_RESET_WINDOW_NS, zeroes_on_check
 from waymark.sim.kinematics import Motion, Pose2D, drive, integrate_arc
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp
@@ -81,7 +82,6 @@ _RELIABLE_LATEST = QoSProfile(
 _STATS_PERIOD_S = 0.5
 _MAX_STEP_PERIODS = 5  # a stalled process (debugger, loaded machine) must not teleport it
 _SAMPLES_PER_CELL = 4  # collision samples along the path, per map cell
-_RESET_WINDOW_NS = 2_000_000  # unitree_ros zeroes only 400-402 ms after the last command
 _LAST_ODOMETRY_WAIT_S = 0.5  # on shutdown, for the odometry that shows the base at rest
 _HELD = 2**62  # ns: a command kept until another one comes
 
@@ -186,13 +186,11 @@ class SimBaseNode(Node):
             return
         now = self._now_ns()
         silent_ns = now - self._command_ns
-        if silent_ns < self._timeout_ns:
-            return
-        if self._model == UNITREE_ROS and (
-            self._miss_reset_window or silent_ns > self._timeout_ns + _RESET_WINDOW_NS
-        ):
-            return  # the window passed unseen: the last command stays
-        self._stop(now)
+        if self._model == UNITREE_ROS and self._miss_reset_window:
+            return  # the window passes unseen: the last command stays
+        window_ns = UNITREE_RESET_WINDOW_NS if self._model == UNITREE_ROS else None
+        if zeroes_on_check(silent_ns, self._timeout_ns, window_ns):
+            self._stop(now)
 
     def _stop(self, now_ns: int) -> None:
         """Zero the command from now_ns on, as the driver's walk_w_vel(0, 0, 0)."""

@@ -80,11 +80,9 @@ class Goal:
 
     def __init__(self, stack: Stack, x: float, y: float, timeout_s: float) -> None:
         self.answer: tuple[str, str] = ('unanswered', 'no answer yet')
-        self._thread = threading.Thread(
-            target=lambda: setattr(self, 'answer', stack.go_to(goal(x, y), timeout_s)),
-            daemon=True,
+        self._thread = stack.in_background(
+            lambda: setattr(self, 'answer', stack.go_to(goal(x, y), timeout_s))
         )
-        self._thread.start()
 
     def wait(self, timeout_s: float) -> tuple[str, str]:
         self._thread.join(timeout_s)

@@ -106,6 +106,8 @@ class Stack:
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         self.executor.add_node(self.node)
         self._stopping = threading.Event()
+        self._closing = threading.Event()  # ends the waits of requests still in flight
+        self._background: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self.stats: dict[str, dict] = {}
@@ -217,9 +219,8 @@ class Stack:
         for _ in range(MAX_GOAL_SENDS):
             sent = client.send_goal_async(goal)
             resend_at = min(deadline, time.monotonic() + GOAL_RESEND_S)
-            while not sent.done() and time.monotonic() < resend_at:
-                time.sleep(0.05)
-            if sent.done() or time.monotonic() >= deadline:
+            done = self._wait(sent, resend_at)
+            if done or self._closing.is_set() or time.monotonic() >= deadline:
                 break
         if not sent.done():
             return 'unanswered', f'the goal, sent {MAX_GOAL_SENDS} times, was not answered'
@@ -227,9 +228,9 @@ class Stack:
         if not handle.accepted:
             return 'rejected', 'goal rejected without a result'
         result = handle.get_result_async()
-        while not result.done() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not result.done():
+        if not self._wait(result, deadline):
+            if self._closing.is_set():
+                return 'unanswered', 'the drill ended before a result came'
             handle.cancel_goal_async()
             return 'unanswered', f'no result within {timeout_s:.0f} s'
         answer = result.result()
@@ -248,19 +249,29 @@ class Stack:
         time.sleep(MATCH_SETTLE_S)
         deadline = time.monotonic() + timeout_s
         sent = client.send_goal_async(goal, lambda msg: on_feedback(msg.feedback))
-        while not sent.done() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not sent.done():
+        if not self._wait(sent, deadline):
             return 'unanswered', None
         handle = sent.result()
         if not handle.accepted:
             return 'rejected', None
         result = handle.get_result_async()
-        while not result.done() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not result.done():
+        if not self._wait(result, deadline):
             return 'unanswered', None
         return 'ended', result.result().result
+
+    def _wait(self, future, deadline: float) -> bool:
+        """Whether `future` is done by the monotonic `deadline`; False at once on close."""
+        while not future.done() and time.monotonic() < deadline and not self._closing.is_set():
+            time.sleep(0.05)
+        return future.done()
+
+    def in_background(self, target: Callable[[], None]) -> threading.Thread:
+        """Run `target` (a request the drill does not wait on) in a thread that close()
+        ends before it destroys the clients the request uses."""
+        thread = threading.Thread(target=target, daemon=True)
+        self._background.append(thread)
+        thread.start()
+        return thread
 
     def _spin(self) -> None:
         """Spin until shutdown, riding out an entity the drill destroyed (a publisher it is
@@ -277,6 +288,9 @@ class Stack:
                 return
 
     def close(self) -> None:
+        self._closing.set()
+        for thread in self._background:
+            thread.join()  # each returns within one poll of _wait
         for node in reversed(list(self.nodes.values())):
             stop_node(node, timeout_s=20.0)
         self._stopping.set()
