@@ -12,6 +12,7 @@ import pytest
 from waymark.tasks.ledger import (
     INDEX_FILE,
     LedgerLimits,
+    LedgerLockedError,
     LedgerReader,
     TaskLedger,
     UnknownTaskError,
@@ -99,6 +100,17 @@ def test_a_runner_killed_mid_task_leaves_a_task_that_the_next_start_records_as_i
     assert ledger.open_task(next_id).sequence == 2
 
 
+def test_a_second_runner_on_a_live_ledger_is_refused_and_closes_nothing(tmp_path):
+    first = TaskLedger(tmp_path)
+    task_id = first.begin(MUG)
+    with pytest.raises(LedgerLockedError, match=f'pid {os.getpid()}'):
+        TaskLedger(tmp_path)
+    assert [task.task_id for task in first.open_tasks()] == [task_id]  # still running
+    _close(first, task_id)
+    del first  # the owner is gone: the next runner may write
+    assert TaskLedger(tmp_path).record(task_id).status is LedgerStatus.CLAIMED
+
+
 def test_a_runner_killed_by_sigkill_after_begin_loses_no_task(tmp_path):
     script = textwrap.dedent(
         f"""
@@ -162,6 +174,7 @@ def test_a_close_cut_short_after_the_record_is_finished_at_the_next_start(tmp_pa
         record = TaskRecord.for_task(ledger.open_task(task_id), LATER, Claim.INCOMPLETE)
         (tmp_path / 'records' / f'{task_id}.json').write_text(record.to_json())
     (tmp_path / 'open' / f'{cut_before_index}.json').unlink()
+    ledger = ledger.reader()  # the runner that was cut short is gone
     report = TaskLedger(tmp_path).recover_interrupted()
     assert report.stopped == ()
     assert set(report.completed) == {cut_before_marker_removal, cut_before_index}

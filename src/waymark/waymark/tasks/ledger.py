@@ -15,12 +15,16 @@ written whole (temporary file, fsync, rename, fsync of the directory), so a cras
 either the old state or the new one plus a temporary file that is ignored.
 
 Only the runner writes, through `TaskLedger`; everyone else (the agent, a service, the
-command line) gets a `LedgerReader`, which has no method that writes.
+command line) gets a `LedgerReader`, which has no method that writes. A `TaskLedger` holds an
+advisory lock on `writer.lock` for as long as it lives: a second runner on the same folder
+would close the first one's running task as interrupted at its start, so it is refused
+instead. The kernel drops the lock when the process dies, however it dies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -29,6 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TextIO
 
 from waymark.durable import fsync_directory, is_temporary, replace_atomically
 from waymark.tasks.handover import SanitizedHandover, sanitize_handover
@@ -49,9 +54,14 @@ _INDEXED_ID = re.compile(r'- (t\d{6,}-[0-9a-f]{8}) \|')
 _OPEN = 'open'
 _RECORDS = 'records'
 INDEX_FILE = 'ledger.md'
+WRITER_LOCK = 'writer.lock'
 _INDEX_GOAL_CHARS = 60
 _INDEX_PLACES = 3
 _INDEX_PLACE_CHARS = 32
+
+
+class LedgerLockedError(RuntimeError):
+    """Another live process already writes this ledger."""
 
 
 class UnknownTaskError(LookupError):
@@ -214,6 +224,7 @@ class TaskLedger(LedgerReader):
         self._lock = threading.Lock()
         for folder in (_OPEN, _RECORDS):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
+        self._writer_lock = _take_writer_lock(self.root / WRITER_LOCK)  # held while alive
 
     def reader(self) -> LedgerReader:
         """A read-only view of this ledger for the agent, a service or the command line."""
@@ -379,3 +390,22 @@ def _abbreviated(text: str, max_chars: int) -> str:
 def _order(task_id: str) -> int:
     match = TASK_ID.fullmatch(task_id)
     return int(match.group(1)) if match else 0
+
+
+def _take_writer_lock(path: Path) -> TextIO:
+    """The open lock file, held exclusively until it is closed or the process ends."""
+    lock = path.open('a+')
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or 'unknown'
+        lock.close()
+        raise LedgerLockedError(
+            f'task ledger {path.parent} is written by another process (pid {holder}): run '
+            'one task runner per data_dir, or give this one its own data_dir'
+        ) from None
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
