@@ -19,7 +19,7 @@ from rclpy.node import Node
 
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, wait
+from waymark_ros.nodes.navigator.backend import Backend, CheckedGoal, Host, Outcome, wait
 
 
 class Nav2Backend(Backend):

@@ -28,8 +28,8 @@ from sensor_msgs.msg import CompressedImage
 from waymark.geometry import Pose
 from waymark.tasks.attempts import BodyPose, BodySignals, DriveOutcome
 from waymark.tasks.stop_views import HEADING_BUCKETS, StopView, latest_per_bucket
-from waymark_ros.tasks.drive import GoToDrive
-from waymark_ros.tasks.pose_track import PoseTrack
+from waymark_ros.nodes.task.drive import GoToDrive
+from waymark_ros.nodes.task.pose_track import PoseTrack
 
 _POLL_S = 0.05  # how often a stop view looks for a new frame
 

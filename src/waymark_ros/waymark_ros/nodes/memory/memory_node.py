@@ -60,15 +60,22 @@ from waymark_interfaces.srv import (
     StorePlace,
     ThinMemory,
 )
-from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import keyframe_from_msg
-from waymark_ros.ros.lesson_requests import (
+from waymark_ros.nodes.memory.lesson_requests import (
     answer_add,
     answer_calibrate,
     answer_export,
     answer_get_lessons,
 )
-from waymark_ros.ros.memory_markers import hit_markers, memory_markers
+from waymark_ros.nodes.memory.memory_markers import hit_markers, memory_markers
+from waymark_ros.nodes.memory.memory_status import (
+    diagnostic,
+    memory_stats,
+    startup_report,
+    storage_stats,
+)
+from waymark_ros.nodes.memory.place_requests import answer_store_place
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import keyframe_from_msg
 from waymark_ros.ros.memory_requests import (
     SearchLimits,
     answer_delete_session,
@@ -76,14 +83,7 @@ from waymark_ros.ros.memory_requests import (
     answer_search,
     answer_thin_memory,
 )
-from waymark_ros.ros.memory_status import (
-    diagnostic,
-    memory_stats,
-    startup_report,
-    storage_stats,
-)
 from waymark_ros.ros.params import declare_settings
-from waymark_ros.ros.place_requests import answer_store_place
 from waymark_ros.ros.spin import run_node
 
 SUCCESS, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE

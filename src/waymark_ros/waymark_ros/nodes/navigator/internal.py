@@ -23,7 +23,7 @@ from waymark.navigation.follower import FollowerStatus, PathFollower
 from waymark.navigation.planner import PlanError
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.backend import Backend, CheckedGoal, Host, Outcome, RefusedError
+from waymark_ros.nodes.navigator.backend import Backend, CheckedGoal, Host, Outcome, RefusedError
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import twist_msg
 

@@ -15,8 +15,8 @@ from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from waymark_ros.navigation.registry import BACKENDS
-from waymark_ros.ros.base_plan import (
+from waymark.parameters.navigator import BACKENDS
+from waymark_ros.launch_support.base_plan import (
     BASES,
     FROM_FILE,
     GO1,
@@ -27,7 +27,7 @@ from waymark_ros.ros.base_plan import (
     base_mux,
     require_installed,
 )
-from waymark_ros.ros.launch_plan import (
+from waymark_ros.launch_support.launch_plan import (
     DEFAULT_DISCOVERY_RANGE,
     DEFAULT_DOMAIN_ID,
     DISCOVERY_RANGES,
@@ -41,7 +41,7 @@ from waymark_ros.ros.launch_plan import (
     parameter_files,
     sim_time,
 )
-from waymark_ros.ros.rviz_layout import write_launch_layout
+from waymark_ros.launch_support.rviz_layout import write_launch_layout
 
 ARGUMENTS = (
     'namespace',

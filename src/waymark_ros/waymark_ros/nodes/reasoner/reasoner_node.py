@@ -28,12 +28,12 @@ A position answer carries two places: the target (where the thing itself is, wit
 Both are in the map frame; a target from another session or map epoch than its goal is
 not sent, and the response's message says so. With `free_space.map_topic` the node keeps
 the latest occupancy grid, inflated by `free_space.robot_radius_m`, as `free_space`, so
-that goals can be placed on free cells (ros/free_space.py); without it goals stay at the
+that goals can be placed on free cells (free_space.py); without it goals stay at the
 viewpoint. Markers of the answer (target, goal, evidence) go on `answer/markers`.
 
 A goal is sent to navigator_node (GoTo on `navigation.action`) only when the request asks
 to navigate and the answer has one; the answer does not wait for the robot to get there,
-and how the drive ended is published on `navigation/outcome` (see navigation_client.py).
+and how the drive ended is published on `navigation/outcome` (see ros/navigation_client.py).
 Its map epoch is given in the response message and in the trace; whether a pose of that
 epoch can be reached is the navigator's call, and nothing goes to a planner around it.
 """
@@ -65,25 +65,25 @@ from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Feedback, Query, ReflectOnTask
-from waymark_ros.ros import qos
-from waymark_ros.ros.answer_markers import answer_markers
-from waymark_ros.ros.answers import (
+from waymark_ros.nodes.reasoner.answer_markers import answer_markers
+from waymark_ros.nodes.reasoner.answers import (
     Reply,
     answer_message,
     answer_status,
     answer_to_msg,
     step_feedback,
 )
-from waymark_ros.ros.feedback import FeedbackDesk
-from waymark_ros.ros.free_space import FreeSpace
+from waymark_ros.nodes.reasoner.feedback import FeedbackDesk
+from waymark_ros.nodes.reasoner.free_space import FreeSpace
+from waymark_ros.nodes.reasoner.lesson_client import LessonClient
+from waymark_ros.nodes.reasoner.reflector import Reflector
+from waymark_ros.ros import qos
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
-from waymark_ros.ros.lesson_client import LessonClient
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
-from waymark_ros.ros.reflector import Reflector
 from waymark_ros.ros.spin import run_node
 
 # The executor has a thread for each running and each waiting question and

@@ -2,7 +2,7 @@
 """What the navigator drives by: the newest robot pose, map and map epoch, from their
 topics (or the pose from TF). A map becomes a traversability grid (inflated by
 robot_radius_m) and a planner as it comes (map_source scans: every
-scans.refresh_period_s at most, see waymark_ros.navigation.scan_input); poses and maps in
+scans.refresh_period_s at most, see waymark_ros.nodes.navigator.scan_input); poses and maps in
 another frame than map_frame are ignored, with a warning. A point-cloud map's heights are
 measured from the floor, origin_height_m below the map frame's origin. A cloud with more
 than cloud.max_cloud_points points is refused from its header alone, before its data is
@@ -28,8 +28,8 @@ from waymark.navigation.epochs import MapEpoch, parse_epoch
 from waymark.navigation.grid import OccupancyMap, inflate, project_point_cloud
 from waymark.navigation.planner import GridPlanner
 from waymark.parameters.navigator import GRID, SCANS, NavigatorParameters
-from waymark_ros.navigation.backend import MapState, RobotPose
-from waymark_ros.navigation.scan_input import ScanInput
+from waymark_ros.nodes.navigator.backend import MapState, RobotPose
+from waymark_ros.nodes.navigator.scan_input import ScanInput
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, pose_from_msg, stamp_to_ns
 from waymark_ros.ros.input_monitor import InputMonitor

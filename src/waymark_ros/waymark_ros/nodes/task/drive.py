@@ -17,8 +17,8 @@ from rclpy.node import Node
 from waymark.geometry import Pose
 from waymark.tasks.attempts import DriveOutcome, DriveResult
 from waymark_interfaces.action import GoTo
+from waymark_ros.nodes.task.action_call import ActionWaits, call_action
 from waymark_ros.ros.conversions import pose_stamped
-from waymark_ros.tasks.action_call import ActionWaits, call_action
 
 _OUTCOMES = {
     GoTo.Result.OUTCOME_REACHED: DriveOutcome.REACHED,

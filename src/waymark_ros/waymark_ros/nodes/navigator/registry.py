@@ -6,10 +6,10 @@ waymark.parameters.navigator.BACKENDS (the parameter's choices)."""
 from __future__ import annotations
 
 from waymark.parameters.navigator import GOAL_TOPIC, INTERNAL, NAV2
-from waymark_ros.navigation.backend import Backend
-from waymark_ros.navigation.goal_topic import GoalTopicBackend
-from waymark_ros.navigation.internal import InternalBackend
-from waymark_ros.navigation.nav2 import Nav2Backend
+from waymark_ros.nodes.navigator.backend import Backend
+from waymark_ros.nodes.navigator.goal_topic import GoalTopicBackend
+from waymark_ros.nodes.navigator.internal import InternalBackend
+from waymark_ros.nodes.navigator.nav2 import Nav2Backend
 
 BACKENDS: dict[str, type[Backend]] = {
     INTERNAL: InternalBackend,

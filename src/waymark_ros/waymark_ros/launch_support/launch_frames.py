@@ -23,8 +23,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
 from waymark.frames import BASE_LINK, description, joints, read_mounts, root_of, urdf
-from waymark_ros.ros.base_plan import GO1, GO1_NODE
-from waymark_ros.ros.launch_plan import NO_ODOMETRY, dds_environment, preset
+from waymark_ros.launch_support.base_plan import GO1, GO1_NODE
+from waymark_ros.launch_support.launch_plan import NO_ODOMETRY, dds_environment, preset
 
 PACKAGE = 'robot_state_publisher'
 READ = (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from waymark_ros.ros.base_plan import NO_BASE, base_safety_file
+from waymark_ros.launch_support.base_plan import NO_BASE, base_safety_file
 
 # safety_node stands between navigator_node (cmd_vel_nav) and the base (cmd_vel); task_node
 # runs tasks over reasoner_node's Ask and navigator_node's GoTo.

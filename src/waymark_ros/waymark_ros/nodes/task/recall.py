@@ -18,8 +18,8 @@ from rclpy.node import Node
 from waymark.tasks.attempts import MAX_DESCRIPTION_CHARS, Candidate, RecallQuery, RecallResult
 from waymark.tasks.records import GoalModality
 from waymark_interfaces.action import Ask
+from waymark_ros.nodes.task.action_call import ActionCallError, ActionWaits, call_action
 from waymark_ros.ros.conversions import pose_from_msg
-from waymark_ros.tasks.action_call import ActionCallError, ActionWaits, call_action
 
 _MAX_LISTED = 20  # excluded entries and positions named in one question
 _MAX_LESSONS = 20  # lesson ids kept from one answer

@@ -2,7 +2,7 @@
 """navigator_node: drives the robot to GoTo targets, and only where the map allows.
 
 The map comes from an OccupancyGrid topic or from the SLAM point-cloud map projected to 2D
-within a band of heights above the floor (waymark_ros.navigation.floor places the floor).
+within a band of heights above the floor (waymark_ros.nodes.navigator.floor places the floor).
 It is inflated by the robot's radius. Every target is checked against it before anything
 moves, whichever backend drives: a target outside the map, non-finite,
 beyond `max_abs_coordinate_m`, with an orientation that is not a unit quaternion within
@@ -11,12 +11,12 @@ beyond `max_abs_coordinate_m`, with an orientation that is not a unit quaternion
 space is moved to the nearest reachable cell. A target remembered in another map epoch
 than the current one (capture_node's, on `map_epoch_topic`) ends OUTCOME_STALE_EPOCH.
 
-Backends (`backend`, one module each under waymark_ros.navigation): `internal` plans with
+Backends (`backend`, one module each in this room): `internal` plans with
 A* and follows the path on `cmd_vel`; `goal_topic` publishes the checked target on
 `goal_pose` for a planner listening there; `nav2` sends it to Nav2's NavigateToPose.
 
 The `explore` action drives, with the same backend, to frontier after frontier (see
-waymark_ros.navigation.explore). One goal runs at a time, GoTo or Explore: a new one
+waymark_ros.nodes.navigator.explore). One goal runs at a time, GoTo or Explore: a new one
 preempts the one before, which ends FAILED, as in Nav2. The pose topic must be in the map
 frame (a LIO SLAM odometry is).
 
@@ -50,7 +50,7 @@ from waymark.navigation.epochs import MapEpoch, stale_reason
 from waymark.navigation.goals import check_goal, goal_orientation
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import Explore, GoTo
-from waymark_ros.navigation.backend import (
+from waymark_ros.nodes.navigator.backend import (
     Backend,
     CheckedGoal,
     MapState,
@@ -59,12 +59,12 @@ from waymark_ros.navigation.backend import (
     RobotPose,
     StaleEpochError,
 )
-from waymark_ros.navigation.display import Display
-from waymark_ros.navigation.explore import ExploreRunner
-from waymark_ros.navigation.floor import map_origin_height
-from waymark_ros.navigation.inputs import Inputs
-from waymark_ros.navigation.registry import BACKENDS
-from waymark_ros.navigation.safety_watch import SafetyWatch
+from waymark_ros.nodes.navigator.display import Display
+from waymark_ros.nodes.navigator.explore import ExploreRunner
+from waymark_ros.nodes.navigator.floor import map_origin_height
+from waymark_ros.nodes.navigator.inputs import Inputs
+from waymark_ros.nodes.navigator.registry import BACKENDS
+from waymark_ros.nodes.navigator.safety_watch import SafetyWatch
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_client import OUTCOMES

@@ -27,7 +27,7 @@ from sensor_msgs.msg import PointCloud2
 from waymark.navigation.grid import OccupancyMap
 from waymark.navigation.scan_grid import ScanGrid
 from waymark.parameters.navigator import NavigatorParameters
-from waymark_ros.navigation.backend import RobotPose
+from waymark_ros.nodes.navigator.backend import RobotPose
 from waymark_ros.ros.conversions import NS_PER_S, stamp_to_ns
 from waymark_ros.ros.navigation_msgs import points_from_cloud
 

@@ -30,7 +30,7 @@ from waymark.navigation.grid import TraversabilityGrid, inflate
 from waymark.navigation.planner import GridPlanner
 from waymark.parameters.navigator import NavigatorParameters
 from waymark_interfaces.action import Explore, GoTo
-from waymark_ros.navigation.backend import MapState, Outcome, RefusedError, RobotPose
+from waymark_ros.nodes.navigator.backend import MapState, Outcome, RefusedError, RobotPose
 
 _ENDS = {
     FinishReason.NO_FRONTIERS: Explore.Result.OUTCOME_COMPLETE,

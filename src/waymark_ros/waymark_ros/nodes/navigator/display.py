@@ -10,7 +10,7 @@ from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
 from waymark.navigation.frontiers import Frontier
-from waymark_ros.navigation.backend import CheckedGoal
+from waymark_ros.nodes.navigator.backend import CheckedGoal
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import navigation_markers, path_msg
 

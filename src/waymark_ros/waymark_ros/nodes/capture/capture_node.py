@@ -62,8 +62,8 @@ from waymark.memory.storage.image_codec import (
 from waymark.parameters.capture import CaptureParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
+from waymark_ros.nodes.capture.clock_report import ClockReport
 from waymark_ros.ros import qos
-from waymark_ros.ros.clock_report import ClockReport
 from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.params import declare_settings

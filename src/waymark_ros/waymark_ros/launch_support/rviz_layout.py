@@ -22,7 +22,7 @@ import yaml
 
 from waymark.parameters.capture import CaptureParameters
 from waymark.parameters.navigator import GRID, NavigatorParameters
-from waymark_ros.ros.launch_plan import FROM_PRESET, NO_ODOMETRY, expected_parameters
+from waymark_ros.launch_support.launch_plan import FROM_PRESET, NO_ODOMETRY, expected_parameters
 
 # Each preset as the robot launch takes it (camera, odometry): a camera preset with the
 # pose source it names (the ZED's own tracking; FAST-LIO for the RealSense, which has

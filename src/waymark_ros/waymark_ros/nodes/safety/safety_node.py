@@ -40,12 +40,12 @@ from std_msgs.msg import Bool, String
 
 from waymark.parameters.safety import SafetyParameters
 from waymark.safety.gate import E_STOP, NO_CLOUD, OBSTACLE, SafetyGate
+from waymark_ros.nodes.safety.static_frame import StaticFrame
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S
 from waymark_ros.ros.navigation_msgs import points_from_cloud, twist_msg
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
-from waymark_ros.ros.static_frame import StaticFrame
 
 STATE_TOPIC = 'safety/state'
 _LAST_STOP_WAIT_S = 0.5  # on shutdown: how long the last zero twist may wait for the base

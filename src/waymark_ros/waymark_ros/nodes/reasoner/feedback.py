@@ -30,9 +30,9 @@ from waymark.lessons.reflection_queue import ReflectionJob
 from waymark.lessons.rewards import feedback_reward, task_reward
 from waymark.tasks.records import RecordFormatError, TaskRecord
 from waymark_interfaces.srv import Feedback, GetTask, ReflectOnTask
+from waymark_ros.nodes.reasoner.reflector import Reflector
 from waymark_ros.ros import qos
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
-from waymark_ros.ros.reflector import Reflector
 from waymark_ros.ros.service_call import call_within
 
 MAX_LESSON_IDS = 64

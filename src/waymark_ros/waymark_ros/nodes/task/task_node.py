@@ -45,13 +45,13 @@ from waymark.tasks.runner import BudgetLeft, Feedback, TaskRunner
 from waymark.tasks.stop_views import StopView
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
-from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import pose_stamped
-from waymark_ros.ros.lesson_calibration import LessonCalibrator
-from waymark_ros.ros.params import declare_settings
-from waymark_ros.ros.pose_input import subscribe_pose
-from waymark_ros.ros.spin import run_node
-from waymark_ros.ros.task_msgs import (
+from waymark_ros.nodes.task.action_call import ActionWaits
+from waymark_ros.nodes.task.body import RosBody
+from waymark_ros.nodes.task.drive import GoToDrive
+from waymark_ros.nodes.task.place_memory import PlaceMemory
+from waymark_ros.nodes.task.pose_track import PoseTrack
+from waymark_ros.nodes.task.recall import AskRecall
+from waymark_ros.nodes.task.task_msgs import (
     get_task_missing,
     get_task_response,
     list_tasks_failed,
@@ -61,13 +61,13 @@ from waymark_ros.ros.task_msgs import (
     run_task_result,
     task_request,
 )
-from waymark_ros.ros.task_reflection import TaskReflection
-from waymark_ros.tasks.action_call import ActionWaits
-from waymark_ros.tasks.body import RosBody
-from waymark_ros.tasks.drive import GoToDrive
-from waymark_ros.tasks.place_memory import PlaceMemory
-from waymark_ros.tasks.pose_track import PoseTrack
-from waymark_ros.tasks.recall import AskRecall
+from waymark_ros.nodes.task.task_reflection import TaskReflection
+from waymark_ros.ros import qos
+from waymark_ros.ros.conversions import pose_stamped
+from waymark_ros.ros.lesson_calibration import LessonCalibrator
+from waymark_ros.ros.params import declare_settings
+from waymark_ros.ros.pose_input import subscribe_pose
+from waymark_ros.ros.spin import run_node
 
 # A running task, services and inputs each need a thread; two spare for the action
 # clients' answers the task waits on and a refused second goal.
