@@ -10,6 +10,9 @@
   the rest stays in the journal and is ingested at the next activation.
 - cleanup, shutdown: close the database, so every write is durable.
 
+The lesson bank (lesson_desk.py) opens in the same database at configure, closes with it,
+and its services answer while memory is active.
+
 While not active, keyframes are neither acknowledged nor kept: the sender (capture_node's
 outbox) keeps every unacknowledged keyframe and sends it again, so none is lost. Services
 answer success=false, "memory_node is not active"; the status topics are silent.
@@ -37,35 +40,23 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from waymark.lessons.service import LessonService, TaskEmbedder, open_lessons
-from waymark.lessons.store import LessonStoreError
 from waymark.memory.entries import PLACE, SEGMENT, Hit
 from waymark.memory.factory import load_models, open_memory
 from waymark.memory.ingest.admission import RefusedError, shown
 from waymark.memory.ingest.journal import KeyframeJournal
 from waymark.memory.ingest.worker import IngestWorker
 from waymark.memory.service import MemoryService
-from waymark.memory.views.text import TEXT_VIEW
 from waymark.parameters.memory import MB, MemoryParameters
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import (
-    AddLesson,
-    CalibrateLessons,
     DeleteSession,
-    ExportLessons,
-    GetLessons,
     ListSessions,
     SearchMemory,
     StorePlace,
     ThinMemory,
 )
-from waymark_ros.nodes.memory.lesson_requests import (
-    answer_add,
-    answer_calibrate,
-    answer_export,
-    answer_get_lessons,
-)
+from waymark_ros.nodes.memory.lesson_desk import LessonDesk
 from waymark_ros.nodes.memory.memory_markers import hit_markers, memory_markers
 from waymark_ros.nodes.memory.memory_status import (
     diagnostic,
@@ -95,8 +86,6 @@ class MemoryNode(LifecycleNode):
         super().__init__('memory_node')
         self.counts: Counter[str] = Counter()
         self._memory: MemoryService | None = None
-        self._lessons: LessonService | None = None
-        self._lessons_problem = ''  # why a bank asked for did not open
         self._worker: IngestWorker | None = None
         self._active = False
         self._gate = threading.Lock()  # a keyframe's arrival vs. (de)activation
@@ -109,6 +98,7 @@ class MemoryNode(LifecycleNode):
         self._last_hits: tuple[list[Hit], str] | None = None
         self._storage: dict[str, int] = {}  # disk use by part, measured now and then
         self._storage_due = 0.0
+        self._lessons = LessonDesk(self, self.counts, self._refused_inactive)
         params = declare_settings(self, MemoryParameters, on_change=self._on_parameters)
         self._on_parameters(params)
         self._keyframe_rules = params.keyframe_rules()
@@ -131,10 +121,6 @@ class MemoryNode(LifecycleNode):
         self.create_service(DeleteSession, 'delete_session', self._on_delete_session)
         self.create_service(ThinMemory, 'thin_memory', self._on_thin_memory)
         self.create_service(StorePlace, 'store_place', self._on_store_place)
-        self.create_service(GetLessons, 'lessons/get', self._on_get_lessons)
-        self.create_service(CalibrateLessons, 'lessons/calibrate', self._on_calibrate_lessons)
-        self.create_service(AddLesson, 'lessons/add', self._on_add_lesson)
-        self.create_service(ExportLessons, 'lessons/export', self._on_export_lessons)
         latched = qos.latched()
         self._stats_publisher = self.create_lifecycle_publisher(String, 'memory/stats', latched)
         self._diagnostics = self.create_lifecycle_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -149,8 +135,7 @@ class MemoryNode(LifecycleNode):
         """Live parameters: request limits and waits, from the next request or wait on."""
         self.params = params
         self._limits = SearchLimits(params.search_rules(), params.default_top_k, params.max_top_k)
-        if self._lessons is not None:
-            self._lessons.bank.params = params.lessons.retrieval()
+        self._lessons.use(params)
         if self._worker is not None:
             self._worker.put_timeout_s = params.ingest_wait_s
             self._worker.retry_max_s = params.store_retry_max_s
@@ -167,7 +152,7 @@ class MemoryNode(LifecycleNode):
             )
             segments = self._memory.segments
             recaptioning = segments.caption_missing() if segments is not None else 0
-            self._lessons = self._open_lessons(models)
+            self._lessons.open(params, self._memory.store.uri, models)
         except Exception as error:
             self._release()
             return self._failed('configure', error)
@@ -185,38 +170,6 @@ class MemoryNode(LifecycleNode):
             on_stored=self._on_stored,
         )
         return SUCCESS
-
-    def _open_lessons(self, models) -> LessonService | None:
-        """The lesson bank in memory's database, its tasks embedded by memory's text model.
-        A bank that cannot open is reported and left off: memory serves without it."""
-        config = self.params.lessons
-        self._lessons_problem = ''
-        if not config.enabled:
-            return None
-        text = next((view for view in models if view.name == TEXT_VIEW), None)
-        if text is None:  # a memory without text: a choice, not a fault
-            self.get_logger().warning('lesson bank off: it embeds tasks with text_model, off here')
-            return None
-        snapshot = Path(config.snapshot).expanduser() if config.snapshot else None
-        try:
-            model = text.embedder
-            embedder = TaskEmbedder(model.name, model.dim, model.embed_texts)
-            lessons = open_lessons(
-                self._memory.store.uri,
-                self.params.collection_prefix,
-                embedder,
-                config.bank_mode,
-                config.retrieval(),
-                config.limits(),
-                snapshot,
-            )
-        except (ValueError, LessonStoreError) as error:  # SnapshotError is a ValueError
-            self._lessons_problem = ' '.join(str(error).split())
-            self.get_logger().error(f'lesson bank off: {self._lessons_problem}')
-            return None
-        seeded = f', {lessons.imported} from {snapshot.name}' if lessons.imported else ''
-        self.get_logger().info(f'lesson bank ({config.mode}): {len(lessons.bank)} cards{seeded}')
-        return lessons
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
@@ -289,9 +242,7 @@ class MemoryNode(LifecycleNode):
     def _release(self) -> None:
         """Close the open segments, stop captioning, close the database."""
         memory, self._memory, self._worker = self._memory, None, None
-        lessons, self._lessons = self._lessons, None
-        if lessons is not None:
-            lessons.close()
+        self._lessons.close()
         if memory is None:
             return
         try:
@@ -387,26 +338,6 @@ class MemoryNode(LifecycleNode):
             self._markers_dirty = True
         return response
 
-    def _on_get_lessons(self, request, response: GetLessons.Response):
-        return self._answer_lessons(answer_get_lessons, request, response)
-
-    def _on_calibrate_lessons(self, request, response: CalibrateLessons.Response):
-        return self._answer_lessons(answer_calibrate, request, response)
-
-    def _on_add_lesson(self, request, response: AddLesson.Response):
-        return self._answer_lessons(answer_add, request, response)
-
-    def _on_export_lessons(self, request, response: ExportLessons.Response):
-        return self._answer_lessons(answer_export, request, response)
-
-    def _answer_lessons(self, answer, request, response):
-        """One lesson service's answer; a change to the bank is logged."""
-        if self._refused_inactive(response):
-            return response
-        if answer(self._lessons, request, response, self.counts, self._lessons_problem):
-            self.get_logger().info(response.message)
-        return response
-
     # Status --------------------------------------------------------------------------
     def _publish_status(self) -> None:
         with self._status_lock:
@@ -429,10 +360,9 @@ class MemoryNode(LifecycleNode):
         if time.monotonic() >= self._storage_due:
             self._storage = self._memory.storage()
             self._storage_due = time.monotonic() + retention.check_period_s
-        stats = memory_stats(self.counts, self._memory, self._worker, self._lessons)
+        stats = memory_stats(self.counts, self._memory, self._worker, self._lessons.bank)
         stats.update(storage_stats(self._storage, stats, retention.policy().budget_bytes))
-        if self._lessons_problem:
-            stats['lessons_mode'], stats['lessons_error'] = 'off', self._lessons_problem
+        self._lessons.report(stats)
         self._stats_publisher.publish(String(data=json.dumps(stats, sort_keys=True)))
         stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(diagnostic(stats, self._worker, stamp, self.get_name()))
