@@ -40,26 +40,20 @@ epoch can be reached is the navigator's call, and nothing goes to a planner arou
 
 from __future__ import annotations
 
-import math
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
-from geometry_msgs.msg import Pose as PoseMsg
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, Admission
 from waymark.agent.agent import Agent, AgentAnswer, AgentQuestion, StepEvent
 from waymark.agent.llm import ChatClient
 from waymark.agent.verifier import Verifier
-from waymark.geometry import yaw_from_quaternion
-from waymark.lessons.reflection_queue import ReflectionQueue
 from waymark.memory.storage.image_store import ImageStoreReader
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
@@ -76,14 +70,14 @@ from waymark_ros.nodes.reasoner.answers import (
 from waymark_ros.nodes.reasoner.feedback import FeedbackDesk
 from waymark_ros.nodes.reasoner.free_space import FreeSpace
 from waymark_ros.nodes.reasoner.lesson_client import LessonClient
-from waymark_ros.nodes.reasoner.reflector import Reflector
+from waymark_ros.nodes.reasoner.reflector import reflector_for
+from waymark_ros.nodes.reasoner.robot_pose import RobotPose
 from waymark_ros.ros import qos
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
 from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
-from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node
 
 # The executor has a thread for each running and each waiting question and
@@ -140,7 +134,6 @@ class ReasonerNode(Node):
         max_concurrent, queue_length = params.max_concurrent_questions, params.question_queue_length
         self._admission = Admission(max_concurrent, queue_length)
         self.executor_threads = max_concurrent + queue_length + EXECUTOR_SPARE_THREADS
-        self._robot_pose: tuple[float, float, float, float] | None = None
 
         navigation = params.navigation
         self._navigation = NavigationClient(
@@ -154,20 +147,9 @@ class ReasonerNode(Node):
         self._marker_publisher = self.create_publisher(MarkerArray, 'answer/markers', qos.latched())
         diagnostics = params.diagnostics
         self._monitor = InputMonitor(self, diagnostics.input_timeout_s, diagnostics.repeat_s)
-        self._pose_seen = lambda: None
+        self._robot_pose: RobotPose | None = None
         if params.robot.enabled:
-            poses = subscribe_pose(
-                self,
-                params.robot.pose_type,
-                params.robot.odom_topic,
-                self._on_pose,
-                qos.state_input(reliable=False, depth=5),
-                callback_group=MutuallyExclusiveCallbackGroup(),
-                tf=params.robot.tf_pose,
-            )
-            self._pose_seen = self._monitor.watch(
-                'pose', poses.source, detail=lambda: poses.last_error
-            )
+            self._robot_pose = RobotPose(self, params.robot, params.map_frame, self._monitor)
             self._monitor.start()
         questions = ReentrantCallbackGroup()
         requests = qos.requests(params.request_history_depth)
@@ -186,7 +168,7 @@ class ReasonerNode(Node):
             cancel_service_qos_profile=requests,
         )
         lessons = params.lessons
-        self._reflector = self._reflector_for(lessons, chat)
+        self._reflector = reflector_for(self, lessons, chat)
         self._feedback = FeedbackDesk(
             self,
             lambda: self._agent.traces,
@@ -220,28 +202,6 @@ class ReasonerNode(Node):
             f'{free.map_topic or "no map"}; lessons '
             f'{"from memory_node" if self._lessons else "off"}; reflection '
             f'{f"queued in {self._reflector.queue.directory}" if self._reflector else "off"}'
-        )
-
-    def _reflector_for(self, lessons, chat: ChatClient | None) -> Reflector | None:
-        if not lessons.reflect:
-            return None
-        if chat is None:
-            self.get_logger().warning('lessons.reflect is on but there is no LLM: reflection off')
-            return None
-        queue = ReflectionQueue(
-            Path(lessons.reflect_dir).expanduser(),
-            lessons.reflect_max_pending,
-            lessons.reflect_max_attempts,
-            lessons.reflect_retry_s,
-        )
-        return Reflector(
-            self,
-            chat,
-            queue,
-            lessons.add_service,
-            lessons.timeout_s,
-            lessons.reflect_timeout_s,
-            lessons.reflect_max_tokens,
         )
 
     def destroy_node(self) -> None:
@@ -339,7 +299,7 @@ class ReasonerNode(Node):
                 now_ns=self.get_clock().now().nanoseconds,
                 sessions=tuple(request.sessions),
                 image=photo,
-                robot_pose=self._robot_pose,
+                robot_pose=self._robot_pose.planar if self._robot_pose else None,
             )
             result = self._agent.ask(asked, on_step, cancelled, deadline)
             return self._publish(question, result, request)
@@ -380,19 +340,6 @@ class ReasonerNode(Node):
             return self._memory.count(sessions or None, self._agent.config.level) == 0
         except (ValueError, RuntimeError):
             return False
-
-    def _on_pose(self, header: Header, pose: PoseMsg, _covariance) -> None:
-        self._pose_seen()
-        if header.frame_id and header.frame_id != self._map_frame:
-            self.get_logger().warning(
-                f'robot pose ignored: in {header.frame_id!r}, not {self._map_frame!r}',
-                throttle_duration_sec=60.0,
-            )
-            return
-        p, q = pose.position, pose.orientation
-        planar = (p.x, p.y, p.z, yaw_from_quaternion((q.x, q.y, q.z, q.w)))
-        if all(map(math.isfinite, planar)):
-            self._robot_pose = planar
 
 
 def main(args=None) -> None:

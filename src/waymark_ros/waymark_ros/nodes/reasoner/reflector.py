@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -24,6 +25,7 @@ from waymark.lessons.leakage import LeakContext
 from waymark.lessons.reflect import Pending, reflect
 from waymark.lessons.reflection import Rejected
 from waymark.lessons.reflection_queue import ReflectionJob, ReflectionQueue
+from waymark.parameters.reasoner import LessonsParameters
 from waymark_interfaces.srv import AddLesson
 from waymark_ros.ros import qos
 from waymark_ros.ros.service_call import call_within
@@ -135,3 +137,30 @@ class Reflector:
 
     def _publish(self) -> None:
         self._publisher.publish(String(data=json.dumps(self.queue.stats(), sort_keys=True)))
+
+
+def reflector_for(
+    node: Node, lessons: LessonsParameters, chat: ChatClient | None
+) -> Reflector | None:
+    """The reflector `lessons.reflect` asks for, its queue opened; None when reflection is
+    off, or on without a model to reflect with (said in the log)."""
+    if not lessons.reflect:
+        return None
+    if chat is None:
+        node.get_logger().warning('lessons.reflect is on but there is no LLM: reflection off')
+        return None
+    queue = ReflectionQueue(
+        Path(lessons.reflect_dir).expanduser(),
+        lessons.reflect_max_pending,
+        lessons.reflect_max_attempts,
+        lessons.reflect_retry_s,
+    )
+    return Reflector(
+        node,
+        chat,
+        queue,
+        lessons.add_service,
+        lessons.timeout_s,
+        lessons.reflect_timeout_s,
+        lessons.reflect_max_tokens,
+    )
