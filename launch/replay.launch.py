@@ -22,7 +22,7 @@ from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from waymark_ros.ros.launching import stack_arguments, stack_nodes
+from waymark_ros.launch_support.launching import stack_arguments, stack_nodes
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
 CONFIG = SHARE / 'config'

@@ -19,8 +19,13 @@ from pathlib import Path
 from launch import LaunchDescription
 from launch.actions import OpaqueFunction
 
-from waymark_ros.ros.launch_frames import frame_nodes
-from waymark_ros.ros.launching import base_arguments, base_nodes, stack_arguments, stack_nodes
+from waymark_ros.launch_support.launch_frames import frame_nodes
+from waymark_ros.launch_support.launching import (
+    base_arguments,
+    base_nodes,
+    stack_arguments,
+    stack_nodes,
+)
 
 SHARE = Path(__file__).resolve().parent.parent  # the source tree or share/waymark_ros
 CONFIG = SHARE / 'config'

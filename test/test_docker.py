@@ -593,7 +593,7 @@ def go1_command(service: dict[str, Any]) -> list[str]:
 
 
 def go1_problems(config: Compose) -> list[str]:
-    from waymark_ros.ros import base_plan
+    from waymark_ros.launch_support import base_plan
 
     service = config['services'].get('go1')
     if service is None:
@@ -621,7 +621,7 @@ def go1_problems(config: Compose) -> list[str]:
 
 
 def test_go1_runs_the_driver_with_the_workspaces_parameters_only_with_its_profile():
-    from waymark_ros.ros import base_plan
+    from waymark_ros.launch_support import base_plan
 
     config = compose()
     assert go1_problems(config) == []

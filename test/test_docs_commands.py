@@ -407,7 +407,9 @@ LIFECYCLE_TRANSITIONS = {'configure', 'activate', 'deactivate', 'cleanup', 'shut
 def check_lifecycle(line: GuideLine) -> None:
     """`ros2 lifecycle get|set NODE [TRANSITION]`: a lifecycle node, a standard transition."""
     verb, node, *transition = line.words[2:]
-    source = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'nodes' / f'{node.strip("/")}.py'
+    name = node.strip('/')
+    room = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'nodes' / name.removesuffix('_node')
+    source = room / f'{name}.py'
     assert source.is_file() and 'LifecycleNode' in source.read_text(), f'{node}: no lifecycle'
     assert verb in ('get', 'set') and len(transition) == (verb == 'set')
     assert set(transition) <= LIFECYCLE_TRANSITIONS, transition
@@ -491,7 +493,7 @@ def check_file(line: GuideLine) -> None:
 
 def check_export(line: GuideLine) -> None:
     """`export NAME=VALUE` of the DDS settings: a value ROS 2 takes."""
-    from waymark_ros.ros import launch_plan
+    from waymark_ros.launch_support import launch_plan
 
     name, _, value = line.words[1].partition('=')
     if name == 'ROS_DOMAIN_ID':
@@ -515,7 +517,7 @@ def check_export(line: GuideLine) -> None:
 def check_go1_driver(line: GuideLine) -> None:
     """`ros2 run unitree_ros unitree_driver --ros-args ...`: the workspace's parameter file
     for that node, parameters the driver declares (it cannot run without the robot)."""
-    from waymark_ros.ros import base_plan
+    from waymark_ros.launch_support import base_plan
 
     assert line.words[2:4] == (base_plan.GO1_PACKAGE, base_plan.GO1_EXECUTABLE)
     _, values = option_values(line.words[4:], {'--params-file', '-p'})

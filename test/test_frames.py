@@ -14,8 +14,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from waymark import frames
-from waymark_ros.ros.launch_plan import NO_ODOMETRY, expected_parameters
-from waymark_ros.ros.rviz_layout import PRESET_LAUNCHES, launch_arguments
+from waymark_ros.launch_support.launch_plan import NO_ODOMETRY, expected_parameters
+from waymark_ros.launch_support.rviz_layout import PRESET_LAUNCHES, launch_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config'

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from support import go1_driver
 
-from waymark_ros.ros import base_plan, launch_plan
+from waymark_ros.launch_support import base_plan, launch_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config'

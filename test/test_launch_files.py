@@ -1,12 +1,13 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The launch files, checked where ROS 2 `launch` is not installed: read, never run.
 
-Each launch file and waymark_ros/ros/launching.py is parsed with `ast`; every argument used is
-declared, every executable is installed by setup.py, every file named exists, argument
-defaults and choices name real presets and backends, and setup.py installs all of it where
-the launch files look. What the launches start (files, per-node parameters) is worked out
-by launch_plan.py, which runs here: its parameters must be ones the nodes declare.
-test_launch_testing.py runs the launch files themselves where `launch` is installed.
+Each launch file and waymark_ros/launch_support/launching.py is parsed with `ast`; every
+argument used is declared, every executable is installed by setup.py, every file named
+exists, argument defaults and choices name real presets and backends, and setup.py installs
+all of it where the launch files look. What the launches start (files, per-node
+parameters) is worked out by launch_plan.py, which runs here: its parameters must be ones
+the nodes declare. test_launch_testing.py runs the launch files themselves where `launch`
+is installed.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from waymark_ros.ros import launch_plan
+from waymark_ros.launch_support import launch_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH = ROOT / 'launch'
 CONFIG = ROOT / 'config'
-LAUNCHING = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'ros' / 'launching.py'
+LAUNCHING = ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'launch_support' / 'launching.py'
 SETUP = ROOT / 'src' / 'waymark_ros' / 'setup.py'
 EXTERNAL_EXECUTABLES = {'rviz2'}  # from other packages, installed with ROS
 LAUNCH_FILES = ('robot.launch.py', 'replay.launch.py', 'demo.launch.py')
@@ -169,7 +170,7 @@ def test_the_robot_and_replay_launches_take_the_arguments_the_issue_asks_for():
 
 
 def test_defaults_and_choices_name_real_presets_and_backends():
-    from waymark_ros.navigation.registry import BACKENDS
+    from waymark_ros.nodes.navigator.registry import BACKENDS
 
     source = declared_of('robot.launch.py')
     assert (CONFIG / 'sensors' / f'{default(source, "camera")}.yaml').is_file()

@@ -17,8 +17,8 @@ import pytest
 
 from waymark.evaluation.sensors import camera_info_beside, preset_path, read_presets
 from waymark.parameters.capture import CaptureParameters
-from waymark_ros.ros.launch_plan import NO_ODOMETRY, expected_parameters
-from waymark_ros.ros.rviz_layout import PRESET_LAUNCHES, launch_arguments
+from waymark_ros.launch_support.launch_plan import NO_ODOMETRY, expected_parameters
+from waymark_ros.launch_support.rviz_layout import PRESET_LAUNCHES, launch_arguments
 from waymark_ros.tools import record_topics as tool
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from waymark_ros.ros.rviz_layout import (
+from waymark_ros.launch_support.rviz_layout import (
     CAMERA,
     MAP_CLOUD,
     POSE_DISPLAYS,

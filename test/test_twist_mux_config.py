@@ -11,7 +11,7 @@ from test_config import flatten
 
 from waymark.parameters.safety import SafetyParameters
 from waymark.settings import settings
-from waymark_ros.ros import base_plan
+from waymark_ros.launch_support import base_plan
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

@@ -24,7 +24,8 @@ from std_msgs.msg import String
 
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
-from waymark_ros.ros import launch_plan, qos
+from waymark_ros.launch_support import launch_plan
+from waymark_ros.ros import qos
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ROOT / 'launch' / 'replay.launch.py'

@@ -29,8 +29,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from rclpy.parameter import parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 
-from waymark_ros.navigation.registry import GOAL_TOPIC, INTERNAL, NAV2
-from waymark_ros.ros import launch_plan
+from waymark_ros.launch_support import launch_plan
+from waymark_ros.nodes.navigator.registry import GOAL_TOPIC, INTERNAL, NAV2
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOT = ROOT / 'launch' / 'robot.launch.py'

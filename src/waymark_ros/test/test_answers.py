@@ -16,8 +16,8 @@ from waymark.memory.entries import FrameRecord, Hit
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
 from waymark_ros.client import AskResult, Target
-from waymark_ros.ros.answer_markers import answer_markers
-from waymark_ros.ros.answers import (
+from waymark_ros.nodes.reasoner.answer_markers import answer_markers
+from waymark_ros.nodes.reasoner.answers import (
     FEEDBACK_ARGUMENT_CHARS,
     MAX_SIGMA_M,
     MAX_STAMP_NS,

@@ -20,7 +20,8 @@ from std_msgs.msg import Bool
 from support.ros_harness import wait_until
 from support.twist_mux import TwistMuxStandIn
 
-from waymark_ros.ros import base_plan, qos
+from waymark_ros.launch_support import base_plan
+from waymark_ros.ros import qos
 
 pytestmark = pytest.mark.dds
 

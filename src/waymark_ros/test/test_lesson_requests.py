@@ -13,7 +13,7 @@ import pytest
 from waymark.lessons.bank import BankMode, LessonBank, empty_snapshot
 from waymark.lessons.service import LessonService, TaskEmbedder
 from waymark_interfaces.srv import AddLesson, CalibrateLessons, ExportLessons, GetLessons
-from waymark_ros.ros.lesson_requests import (
+from waymark_ros.nodes.memory.lesson_requests import (
     LESSONS_OFF,
     answer_add,
     answer_calibrate,

@@ -11,7 +11,7 @@ from builtin_interfaces.msg import Time
 from visualization_msgs.msg import Marker
 
 from waymark.memory.entries import PLACE, SEGMENT, FrameRecord, Hit
-from waymark_ros.ros.memory_markers import hit_markers, memory_markers
+from waymark_ros.nodes.memory.memory_markers import hit_markers, memory_markers
 
 STAMP = Time(sec=12, nanosec=5)
 

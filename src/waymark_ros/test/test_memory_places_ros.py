@@ -16,8 +16,8 @@ from waymark.memory.places import name_and_room
 from waymark.tasks.stop_views import StopView
 from waymark_interfaces.msg import MemoryHit
 from waymark_interfaces.srv import SearchMemory, StorePlace
+from waymark_ros.nodes.task.place_memory import PlaceMemory
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
-from waymark_ros.tasks.place_memory import PlaceMemory
 
 T0 = 1_750_000_000 * 10**9
 

@@ -39,7 +39,7 @@ from support.ros_harness import wait_until
 
 from waymark.parameters.navigator import BACKENDS as BACKEND_CHOICES
 from waymark_interfaces.action import GoTo
-from waymark_ros.navigation.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
+from waymark_ros.nodes.navigator.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
 from waymark_ros.ros import qos
 
 pytestmark = pytest.mark.dds

@@ -43,9 +43,9 @@ from waymark.memory.entries import SEGMENT, FrameRecord, Hit
 from waymark_interfaces.action import Ask, GoTo
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
-from waymark_ros.nodes.reasoner_node import ReasonerNode
+from waymark_ros.nodes.reasoner.answer_markers import answer_markers
+from waymark_ros.nodes.reasoner.reasoner_node import ReasonerNode
 from waymark_ros.ros import qos
-from waymark_ros.ros.answer_markers import answer_markers
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
 from waymark_ros.tools.processes import start_node, stop_node
 

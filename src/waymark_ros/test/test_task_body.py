@@ -14,8 +14,8 @@ from std_msgs.msg import Header
 
 from waymark.tasks.coverage import CoverageParams
 from waymark.tasks.stop_views import heading_bucket
-from waymark_ros.tasks.body import RosBody
-from waymark_ros.tasks.pose_track import PoseTrack, PoseUnavailableError
+from waymark_ros.nodes.task.body import RosBody
+from waymark_ros.nodes.task.pose_track import PoseTrack, PoseUnavailableError
 
 
 def at(track: PoseTrack, x: float, y: float, yaw: float = 0.0) -> None:

@@ -26,7 +26,7 @@ from waymark.tasks.records import GoalModality, StopPose, TaskGoal, TaskRecord
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.msg import TaskSummary
 from waymark_interfaces.srv import GetTask
-from waymark_ros.ros import task_msgs
+from waymark_ros.nodes.task import task_msgs
 
 RESULT = RunTask.Result
 ENUMS = [

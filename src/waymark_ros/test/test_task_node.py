@@ -30,8 +30,8 @@ from waymark.tasks.records import GoalModality, TaskGoal
 from waymark_interfaces.action import Ask, GoTo, RunTask
 from waymark_interfaces.msg import MemoryHit, TaskSummary
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
+from waymark_ros.nodes.task.recall import question_text
 from waymark_ros.ros import qos
-from waymark_ros.tasks.recall import question_text
 
 pytestmark = pytest.mark.dds
 

@@ -21,7 +21,7 @@ from waymark.parameters.common import (
 )
 from waymark.settings import setting
 
-# The backends (waymark_ros.navigation.registry has one class for each); the first is the
+# The backends (waymark_ros.nodes.navigator.registry has one class for each); the first is the
 # default.
 INTERNAL, NAV2, GOAL_TOPIC = 'internal', 'nav2', 'goal_topic'
 BACKENDS = (INTERNAL, NAV2, GOAL_TOPIC)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from waymark.frames import read_mounts
 from waymark.parameters.navigator import NavigatorParameters
-from waymark_ros.ros.launch_plan import NO_ODOMETRY, expected_parameters, preset
-from waymark_ros.ros.rviz_layout import launch_arguments
+from waymark_ros.launch_support.launch_plan import NO_ODOMETRY, expected_parameters, preset
+from waymark_ros.launch_support.rviz_layout import launch_arguments
 
 FRAMES = ('/tf', '/tf_static')
 # livox_ros_driver2's topics with multi_topic 0 (src/lddc.cpp), what FAST-LIO and

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from waymark_ros.ros.rviz_layout import (
+from waymark_ros.launch_support.rviz_layout import (
     PRESET_LAUNCHES,
     launch_arguments,
     launch_topics,

@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw, ImageFont
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.msg import TaskSummary
 from waymark_interfaces.srv import GetTask
-from waymark_ros.ros.task_msgs import status_from_constant, termination_from_constant
+from waymark_ros.nodes.task.task_msgs import status_from_constant, termination_from_constant
 from waymark_ros.tools.drill.drills import (
     T0,
     Settings,

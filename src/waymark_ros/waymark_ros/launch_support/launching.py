@@ -1,0 +1,256 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""What the robot and replay launch files share: the stack's arguments and its nodes.
+
+Imported only by launch files: it needs ROS 2 `launch` and `launch_ros`. Which files and
+parameters each node gets is worked out in launch_plan.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch.actions import DeclareLaunchArgument, GroupAction, Shutdown
+from launch.conditions import IfCondition
+from launch.launch_context import LaunchContext
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration
+from launch_ros.actions import Node, PushRosNamespace
+
+from waymark.parameters.navigator import BACKENDS
+from waymark_ros.launch_support.base_plan import (
+    BASES,
+    FROM_FILE,
+    GO1,
+    GO1_PARAMS,
+    GO1_SAFETY_PARAMS,
+    NO_BASE,
+    base_driver,
+    base_mux,
+    require_installed,
+)
+from waymark_ros.launch_support.launch_plan import (
+    DEFAULT_DISCOVERY_RANGE,
+    DEFAULT_DOMAIN_ID,
+    DISCOVERY_RANGES,
+    FROM_PRESET,
+    MODEL_PRESETS,
+    NO_ODOMETRY,
+    NODES,
+    REQUIRED,
+    dds_environment,
+    node_overrides,
+    parameter_files,
+    sim_time,
+)
+from waymark_ros.launch_support.rviz_layout import write_launch_layout
+
+ARGUMENTS = (
+    'namespace',
+    'camera',
+    'odometry',
+    'models',
+    'memory_uri',
+    'llm_base_url',
+    'llm_model',
+    'image_model',
+    'backend',
+    'params_file',
+    'ros_domain_id',
+    'discovery_range',
+    'use_sim_time',
+)
+# Read by the stack too (safety_node's file on the Go1); a launch without a base has neither.
+BASE_DEFAULTS = {'base': NO_BASE, 'go1_safety_params_file': ''}
+
+
+def stack_arguments(params_file: Path, use_sim_time: bool) -> list[DeclareLaunchArgument]:
+    """The arguments of a launch that starts the stack; `params_file` is its own file,
+    `use_sim_time` its default clock."""
+    return [
+        DeclareLaunchArgument('namespace', default_value='', description='namespace of the nodes'),
+        DeclareLaunchArgument(
+            'camera',
+            default_value='zed2i',
+            description='camera preset: config/sensors/<camera>.yaml',
+        ),
+        DeclareLaunchArgument(
+            'odometry',
+            default_value='fast_lio_mid360',
+            description=f'pose preset: config/sensors/<odometry>.yaml; {NO_ODOMETRY}: the camera',
+        ),
+        DeclareLaunchArgument(
+            'models',
+            default_value='workstation',
+            choices=list(MODEL_PRESETS),
+            description='model preset: config/models/<models>.yaml',
+        ),
+        DeclareLaunchArgument(
+            'memory_uri',
+            default_value='',
+            description='Milvus server URI; empty: the embedded Milvus Lite file',
+        ),
+        DeclareLaunchArgument(
+            'llm_base_url',
+            default_value='',
+            description='OpenAI-compatible server (vLLM) for agent, verifier and captions; '
+            'empty: embedder-only answers, no captions',
+        ),
+        DeclareLaunchArgument(
+            'llm_model', default_value='', description="served model id; empty: the preset's"
+        ),
+        DeclareLaunchArgument(
+            'image_model',
+            default_value=FROM_PRESET,
+            description=f'image embedder (Hugging Face id or directory); {FROM_PRESET}: the '
+            "models preset's; empty: no image view",
+        ),
+        DeclareLaunchArgument(
+            'backend',
+            default_value='internal',
+            choices=list(BACKENDS),
+            description='who drives: the built-in planner, Nav2, or goal_pose',
+        ),
+        DeclareLaunchArgument(
+            'params_file', default_value=str(params_file), description='parameter file, last'
+        ),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
+        ),
+        DeclareLaunchArgument(
+            'ros_domain_id',
+            default_value=EnvironmentVariable('ROS_DOMAIN_ID', default_value=DEFAULT_DOMAIN_ID),
+            description=f'DDS domain of the nodes; default: ROS_DOMAIN_ID, else '
+            f'{DEFAULT_DOMAIN_ID}',
+        ),
+        DeclareLaunchArgument(
+            'discovery_range',
+            default_value=EnvironmentVariable(
+                'ROS_AUTOMATIC_DISCOVERY_RANGE', default_value=DEFAULT_DISCOVERY_RANGE
+            ),
+            description=f'how far the nodes look for peers ({", ".join(DISCOVERY_RANGES)}); '
+            f'default: ROS_AUTOMATIC_DISCOVERY_RANGE, else {DEFAULT_DISCOVERY_RANGE}',
+        ),
+        DeclareLaunchArgument(
+            'use_sim_time',
+            default_value=str(use_sim_time).lower(),
+            choices=['true', 'false'],
+            description='every node (and RViz) on /clock: true for a bag played with --clock, '
+            'false for the robot',
+        ),
+        DeclareLaunchArgument(
+            'stop_timeout_s',
+            default_value='90',
+            description='on shutdown, how long a node may take after SIGINT before it gets '
+            "SIGTERM; longer than memory_node's shutdown_wait_s (it ingests what is queued)",
+        ),
+    ]
+
+
+# The arguments base_nodes reads: the base's own and those it shares with the stack.
+BASE_ARGUMENTS = (
+    'namespace',
+    'base',
+    'go1_robot_ip',
+    'go1_params_file',
+    'ros_domain_id',
+    'discovery_range',
+)
+# What stops the launch when a base node exits: the command path to the robot is broken.
+BASE_EXIT = 'exited: the command path to the base is broken'
+
+
+def base_arguments(config: Path) -> list[DeclareLaunchArgument]:
+    """The arguments that choose the robot base's driver; `config` holds its parameters."""
+    return [
+        DeclareLaunchArgument(
+            'base',
+            default_value=NO_BASE,
+            choices=list(BASES),
+            description=f'robot base driver to start beside the nodes: {NO_BASE} (the '
+            f'default: nothing that moves a robot), or {GO1} (the unitree_ros driver)',
+        ),
+        DeclareLaunchArgument(
+            'go1_robot_ip',
+            default_value=FROM_FILE,
+            description="with base:=go1, the Go1's address (192.168.12.1 on its Wi-Fi); "
+            "empty: go1_params_file's (Ethernet, 192.168.123.161)",
+        ),
+        DeclareLaunchArgument(
+            'go1_params_file',
+            default_value=str(config / GO1_PARAMS),
+            description="with base:=go1, the driver's parameter file (topics, frames)",
+        ),
+        DeclareLaunchArgument(
+            'go1_safety_params_file',
+            default_value=str(config / GO1_SAFETY_PARAMS),
+            description="with base:=go1, safety_node's file after the presets: its input "
+            "from twist_mux and the hard speed cap (a first walk's 0.2 m/s)",
+        ),
+    ]
+
+
+def base_nodes(context: LaunchContext, config: Path) -> list:
+    """The base's driver and twist_mux in `namespace`, or nothing; for an OpaqueFunction.
+    Refuses, before any node starts, when a package the `base` argument asks for is not
+    installed. Either one's exit ends the launch."""
+    arguments = {name: LaunchConfiguration(name).perform(context) for name in BASE_ARGUMENTS}
+    driver, mux = base_driver(arguments), base_mux(arguments, config)
+    if driver is None or mux is None:
+        return []
+    nodes = []
+    for part in (driver, mux):
+        require_installed(part)
+        nodes.append(
+            Node(
+                package=part.package,
+                executable=part.executable,
+                name=part.name,
+                parameters=[str(part.parameter_file), part.overrides],
+                remappings=list(part.remappings),
+                output='screen',
+                emulate_tty=True,
+                additional_env=dds_environment(arguments),
+                on_exit=Shutdown(reason=f'{part.name} {BASE_EXIT}'),
+            )
+        )
+    return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes])]
+
+
+def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list:
+    """The stack's nodes (in `namespace`) and RViz, with `rviz_config` rewritten for the
+    launch's presets (rviz_layout); for an OpaqueFunction."""
+    arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    arguments |= {
+        name: LaunchConfiguration(name, default=default).perform(context)
+        for name, default in BASE_DEFAULTS.items()
+    }
+    use_sim_time = sim_time(arguments)
+    files = [str(path) for path in parameter_files(config, arguments)]
+    overrides = node_overrides(arguments, use_sim_time)
+    stop_timeout_s = LaunchConfiguration('stop_timeout_s').perform(context)
+    dds = dds_environment(arguments)
+    nodes = [
+        Node(
+            package='waymark_ros',
+            executable=name,
+            name=name,
+            parameters=[*files, overrides[name]],
+            output='screen',
+            emulate_tty=True,
+            # performed now: at shutdown, a scoped include's arguments are gone
+            sigterm_timeout=stop_timeout_s,
+            additional_env=dds,
+            on_exit=Shutdown(reason=REQUIRED[name]) if name in REQUIRED else None,
+        )
+        for name in NODES
+    ]
+    if LaunchConfiguration('rviz').perform(context) == 'true':
+        rviz_config = write_launch_layout(config, arguments, rviz_config)
+    rviz = Node(
+        package='rviz2',
+        executable='rviz2',
+        arguments=['-d', str(rviz_config)],
+        parameters=[{'use_sim_time': use_sim_time}],
+        additional_env=dds,
+        condition=IfCondition(LaunchConfiguration('rviz')),
+    )
+    return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]
