@@ -249,6 +249,7 @@ class Results:
     def __init__(self) -> None:
         self.done: dict[str, dict[str, str]] = {}
         self.errors: dict[str, Exception] = {}
+        self.error_at: dict[str, float] = {}  # monotonic seconds
         self.event = threading.Event()
 
     def on_done(self, key: str, captions: dict[str, str]) -> None:
@@ -256,6 +257,7 @@ class Results:
         self.event.set()
 
     def on_error(self, key: str, error: Exception) -> None:
+        self.error_at[key] = time.monotonic()
         self.errors[key] = error
         self.event.set()
 
@@ -320,9 +322,10 @@ def test_the_worker_reports_an_unreachable_server_and_backs_off():
         assert worker.submit(CaptionJob(f'walk/s{i}', GRID, CENTER))
     wait_for(lambda: 'walk/s0' in results.errors)
     assert isinstance(results.errors['walk/s0'], CaptionUnavailableError)
-    time.sleep(0.15)
-    assert len(results.errors) == 1  # paused, not spinning through the queue
     wait_for(lambda: len(results.errors) == 2)
+    # Paused, not spinning through the queue: the pause begins after the first error is
+    # delivered (on the worker's thread), so the next comes backoff_s later at the least.
+    assert results.error_at['walk/s1'] - results.error_at['walk/s0'] >= 0.3
     assert worker.stop(timeout_s=5.0) == 3
     assert worker.counts['backoffs'] >= 1 and not results.done
 

@@ -36,7 +36,7 @@ def test_jobs_run_concurrently_up_to_the_worker_count():
         with lock:
             running += 1
             peak = max(peak, running)
-        release.wait(2.0)
+        release.wait(30.0)  # bounded: a failed test ends
         with lock:
             running -= 1
         return job
@@ -47,7 +47,9 @@ def test_jobs_run_concurrently_up_to_the_worker_count():
     assert pool.full
     with pytest.raises(RuntimeError):
         pool.submit(3)
-    time.sleep(0.1)
+    deadline = time.monotonic() + 10.0  # until both run at once, or they never will
+    while peak < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     release.set()
     assert [pool.take(), pool.take()] == [(1, 1), (2, 2)]
     assert peak == 2

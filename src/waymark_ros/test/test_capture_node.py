@@ -42,6 +42,20 @@ def odometry(stamp_ns: int, x: float, y: float = 0.0, yaw: float = 0.0, frame='m
     return msg
 
 
+def wait_all_placed(stats: dict, keyframes: list, images: int) -> None:
+    """Until capture_node's stats show all `images` received and none pending, and every
+    keyframe they count has arrived: no later keyframe can come from these images."""
+    wait_until(
+        lambda: (
+            stats.get('images_received') == images
+            and stats.get('images_pending') == 0
+            and stats.get('keyframes_published') == len(keyframes)
+        ),
+        20,
+        f'{images} images not all placed, or their keyframes not all received',
+    )
+
+
 def assert_identity(pose) -> None:
     p, q = pose.position, pose.orientation
     assert (p.x, p.y, p.z, q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
@@ -117,9 +131,7 @@ def test_keyframe_policy_skips_frames_that_add_nothing(capture):
         images.publish(jpeg_image(T0 + (i * 100 + 10) * MS))
     # Travel: images every 0.1 m, a keyframe every 4th (>= 0.35 m) over 2.9 m: 8.
     # Turning in place to 0.9 rad: one more at 30 degrees.
-    wait_until(lambda: len(keyframes) >= 9, 10, 'expected at least 9 keyframes')
-    wait_until(lambda: stats.get('images_received') == 40, 10, 'images not all received')
-    time.sleep(1.0)
+    wait_all_placed(stats, keyframes, 40)
     positions = [k.pose.pose.position.x for k in keyframes]
     assert len(keyframes) == 9
     assert [k.index for k in keyframes] == list(range(9))
@@ -441,9 +453,7 @@ def test_image_change_keeps_a_new_view_while_standing_still(ros, launch):
         odom.publish(odometry(T0 + i * 100 * MS, x=0.0))
     for i, data in enumerate([left, left, left, right, right]):
         images.publish(jpeg_image(T0 + (i * 200 + 10) * MS, data))
-    wait_until(lambda: stats.get('images_received') == 5, 10, 'images not all received')
-    wait_until(lambda: len(keyframes) == 2, 10, 'expected 2 keyframes')
-    time.sleep(0.5)
+    wait_all_placed(stats, keyframes, 5)
     assert [since_t0_ms(k) for k in keyframes] == [10, 610]
     wait_until(lambda: stats.get('keyframes_by_image_change') == 1, 5, 'criterion not counted')
 
@@ -512,8 +522,7 @@ def test_the_keyframe_policy_changes_while_running_and_bad_changes_are_refused(r
         odom.publish(odometry(T0 + i * 100 * MS, x=0.1 * i))
     for i in range(30):  # an image every 0.1 m: with 0.35 m, 8 keyframes; with 0.95 m, 3
         images.publish(jpeg_image(T0 + (i * 100 + 10) * MS))
-    wait_until(lambda: stats.get('images_received') == 30, 10, 'images not all received')
-    time.sleep(1.0)
+    wait_all_placed(stats, keyframes, 30)
     positions = [k.pose.pose.position.x for k in keyframes]
     assert positions == pytest.approx([0.01 + 0.25 + i for i in range(3)])
 
@@ -546,7 +555,7 @@ def camera_info(fx: float) -> CameraInfo:
 
 
 def test_keyframes_carry_the_camera_info_and_the_depth_grid_of_their_image(ros, launch):
-    launch(
+    node = launch(
         'capture_node',
         reliable_input=True,
         depth_topic='/camera/depth/image_raw',
@@ -571,7 +580,7 @@ def test_keyframes_carry_the_camera_info_and_the_depth_grid_of_their_image(ros, 
     infos.publish(camera_info(0.0))  # an uncalibrated driver's: ignored
     wait_until(lambda: stats.get('camera_info_invalid') == 1, 10, 'zero K not counted')
     infos.publish(camera_info(40.0))
-    time.sleep(0.5)
+    wait_until(lambda: 'camera intrinsics 64x48 fx 40.0' in node.log_tail(200), 10, 'K not taken')
     for i in range(11):
         odom.publish(odometry(T0 + i * 100 * MS, x=0.1 * i))
     depths.publish(depth_mm(T0 + 200 * MS, 2500))

@@ -10,6 +10,7 @@ import time
 import pytest
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.duration import Duration
 from support.database import assert_database_unlocked
 from support.ros_harness import wait_for_subscriber, wait_until
 from support.signs import SIGNS, T0, keyframe, search
@@ -73,7 +74,11 @@ def test_a_managed_memory_node_serves_only_while_active_and_loses_nothing(ros, l
     acknowledged = len(acks)
     for msg in later:  # neither acknowledged nor kept: the sender keeps them
         publisher.publish(msg)
-    time.sleep(3.0)
+    assert publisher.wait_for_all_acked(Duration(seconds=30)), 'keyframes not delivered'
+    # Delivered to its reader; its stats are silent while inactive, so nothing says when
+    # its callback has dropped them: hold a moment (keyframes_ignored_inactive, read once
+    # it is active again, proves they were dropped while inactive).
+    time.sleep(1.0)
     assert len(acks) == acknowledged
 
     change(ros, Transition.TRANSITION_ACTIVATE)

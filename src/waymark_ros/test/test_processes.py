@@ -21,7 +21,7 @@ node = start_node('navigator_node', Path(sys.argv[1]))
 print(node.process.pid, flush=True)
 if sys.argv[2] == 'at-once':
     os._exit(0)  # gone before the node has started
-time.sleep(600)
+time.sleep(600)  # the parent lives on until the test kills it
 """
 
 
@@ -40,7 +40,12 @@ def test_a_node_stops_when_the_process_that_started_it_is_killed(tmp_path):
         [sys.executable, '-c', PARENT, str(tmp_path), 'later'], stdout=subprocess.PIPE, text=True
     )
     node_pid = int(parent.stdout.readline())
-    time.sleep(3.0)  # let the node come up
+    # Up and spinning (it asked to die with its parent before it built the node).
+    log = tmp_path / 'navigator_node.log'
+    deadline = time.monotonic() + 60
+    while 'active: goals are driven' not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert 'active: goals are driven' in log.read_text(), 'the node did not come up'
     assert alive(node_pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)

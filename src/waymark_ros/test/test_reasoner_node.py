@@ -23,9 +23,11 @@ import numpy as np
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from PIL import Image as PILImage
+from rcl_interfaces.msg import Log
 from rclpy.action import ActionClient, ActionServer
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
@@ -183,13 +185,23 @@ def test_query_searches_then_answers_with_the_cited_keyframe(
     markers = ros.collect(MarkerArray, 'answer/markers', qos.latched())
     answers = ros.collect(Answer, 'answer', qos.latched())
     odometry = ros.node.create_publisher(Odometry, 'odom', 10)
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics', 10)
     robot = Odometry()
     robot.header.frame_id = 'map'
     robot.pose.pose.position.x, robot.pose.pose.position.y = 1.5, -2.0
     robot.pose.pose.orientation.w = 1.0
     ros.node.create_timer(0.05, lambda: odometry.publish(robot))
     wait_until(lambda: odometry.get_subscription_count() > 0, 30, 'reasoner not on odom')
-    time.sleep(0.5)
+    # Its pose input says OK once a pose came, and the pose is kept in the same callback.
+    wait_until(
+        lambda: any(
+            status.name.endswith(': pose input') and status.level == DiagnosticStatus.OK
+            for array in diagnostics
+            for status in array.status
+        ),
+        30,
+        'the reasoner has no pose',
+    )
 
     response = query(ros, 'Where did I see the bakery?', navigate=True)
 
@@ -325,7 +337,7 @@ def test_ask_reports_each_step_and_cancel_stops_the_loop(
     assert stopped.status == GoalStatus.STATUS_CANCELED
     assert not stopped.result.success and 'cancelled after 1 step' in stopped.result.message
     assert stopped.result.answer.kind == Answer.KIND_NONE
-    time.sleep(0.5)
+    # The result is sent when the loop has returned: no step can follow it.
     assert len(server.requests) == 4 and server.remaining == 1  # no step after the cancel
     assert [f.tool for f in cancelled] == ['retrieve_from_text']
     assert read_trace(tmp_path, stopped.result.answer.trace_id)['cancelled'] is True
@@ -479,7 +491,11 @@ def test_an_ask_goal_cancelled_in_the_queue_is_answered_cancelled_at_once(
     wait_until(second.done, 30, 'second goal not answered')
     handle = second.result()
     assert handle.accepted
-    time.sleep(0.5)  # in the queue now: the only loop waits for the model
+    # Executing: its callback has gone on to wait in the queue, as the only loop waits for
+    # the model.
+    wait_until(
+        lambda: handle.status == GoalStatus.STATUS_EXECUTING, 10, 'second goal not executing'
+    )
     cancel = handle.cancel_goal_async()
     wait_until(cancel.done, 10, 'cancel not answered')
     result = handle.get_result_async()
@@ -575,8 +591,7 @@ def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch,
     quiet = query(ros, 'where is the library?', navigate=False)
     assert quiet.success, quiet.message
     assert quiet.answer.goal.pose.position.x == pytest.approx(2.0 * SIGNS.index('LIBRARY'))
-    time.sleep(0.5)
-    assert outcomes == []  # navigate=false: nothing sent
+    assert 'navigator' not in quiet.message  # navigate=false: nothing sent
 
     response = query(ros, 'Where did I see the bakery?', navigate=True)
     assert response.success, response.message
@@ -590,7 +605,10 @@ def test_without_an_llm_the_embedder_answers_and_publishes_the_goal(ros, launch,
     # No navigator is running: the answer says so, and the outcome records it.
     assert response.message.endswith('; navigator not available on go_to_nobody: goal not sent')
     wait_until(lambda: outcomes, 10, 'no navigation outcome')
-    assert json.loads(outcomes[-1].data)['outcome'] == 'not_sent'
+    # One writer's records come in order: the first query, had it sent a goal, would have
+    # its record here, before this one.
+    [record] = [json.loads(msg.data) for msg in outcomes]
+    assert (record['outcome'], record['question']) == ('not_sent', 'Where did I see the bakery?')
 
     other = query(ros, 'where is the bakery?', sessions=['another-day'])
     assert not other.success and 'memory is empty' in other.message
@@ -827,6 +845,11 @@ def test_free_space_is_the_latched_map_inflated_by_the_robot(ros, reasoner_in_pr
     assert not free.is_free(1.5, 0.65)  # within the robot's radius of unknown space
     assert not free.is_free(-1.0, 2.0) and not free.is_free(math.nan, 2.0)  # off the map
     elsewhere = OccupancyGrid(header=Header(frame_id='odom'), info=grid.info, data=[0] * 1600)
+    logged = ros.collect(Log, '/rosout', 100)
     publisher.publish(elsewhere)
-    time.sleep(1.0)
+    wait_until(
+        lambda: any("in frame 'odom', not 'map': ignored" in m.msg for m in logged),
+        30,
+        'the odom map was not looked at',
+    )
     assert not free.is_free(1.5, 0.2)  # the odom map was refused; the map is kept

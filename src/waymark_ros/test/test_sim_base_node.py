@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from support.parameters import assert_refused, get_parameter, set_parameters
 from support.ros_harness import wait_for_subscriber, wait_until
@@ -35,6 +36,7 @@ class Base:
     stats: dict
     commands: object  # the test's cmd_vel publisher
     process: object = None  # sim_base_node's NodeProcess
+    reports: list = field(default_factory=list)  # sim_base/stats, every 0.5 s of its timer
 
     def pose(self) -> tuple[float, float, float]:
         return pose_of(self.odometry[-1])
@@ -61,10 +63,26 @@ class Base:
 
         wait_until(stopped, timeout_s, 'base did not stop')
 
+    def after(self, seconds: float) -> None:
+        """Until odometry stamped `seconds` after the last one now has come: time that has
+        passed for the node (its own clock), however slowly a loaded machine runs it."""
+        until = stamp_s(self.odometry[-1]) + seconds
+        wait_until(lambda: stamp_s(self.odometry[-1]) >= until, 30 + seconds, 'no odometry')
+
+    def after_reports(self, count: int) -> None:
+        """Until `count` more stats reports have come: for a base that publishes no
+        odometry while idle, at least (count - 1) x 0.5 s of its timers have run."""
+        until = len(self.reports) + count
+        wait_until(lambda: len(self.reports) >= until, 30, 'no stats from sim_base_node')
+
 
 def pose_of(msg: Odometry) -> tuple[float, float, float]:
     p, o = msg.pose.pose.position, msg.pose.pose.orientation
     return p.x, p.y, yaw_from_quaternion((o.x, o.y, o.z, o.w))
+
+
+def stamp_s(msg: Odometry) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
 
 def velocity_of(msg: Odometry) -> tuple[float, float]:
@@ -74,11 +92,12 @@ def velocity_of(msg: Odometry) -> tuple[float, float]:
 def start_base(ros, launch, **parameters) -> Base:
     odometry = ros.collect(Odometry, '/odom')
     stats = ros.latest_json('sim_base/stats')
+    reports = ros.collect(String, 'sim_base/stats', qos.latched())
     process = launch('sim_base_node', **parameters)
     commands = ros.node.create_publisher(Twist, 'cmd_vel', 10)
     wait_until(lambda: 'collisions' in stats, 30, 'no stats from sim_base_node')
     wait_for_subscriber(commands, 'cmd_vel subscriber')  # a single command must not be lost
-    base = Base(odometry, stats, commands, process)
+    base = Base(odometry, stats, commands, process, reports)
     if parameters.get('publish_while_idle', True):
         wait_until(lambda: len(odometry) > 2, 10, 'no odometry')
     return base
@@ -120,7 +139,7 @@ def test_stops_when_commands_stop_coming(ros, launch):
     x, y, _ = base.pose()
     # Driven at 1 m/s for the timeout; less only when the test machine stalls the node.
     assert 0.4 < x <= 0.5 + 1e-6 and y == pytest.approx(0.0, abs=1e-9)
-    time.sleep(1.0)
+    base.after(1.0)  # the behaviour under test: a second of silence on the node's clock
     assert base.pose()[0] == x  # and it stays stopped
 
 
@@ -157,13 +176,13 @@ def test_non_finite_commands_are_ignored_and_do_not_keep_it_moving(ros, launch):
 
 def test_publishes_only_while_moving_when_asked(ros, launch):
     base = start_base(ros, launch, publish_while_idle=False)
-    time.sleep(0.5)
+    base.after_reports(3)  # a second of its timers standing still
     assert len(base.odometry) <= 1  # at most the start pose, published once
     base.hold(0.5, 0.0, 0.4)
     base.send(0.0, 0.0)
     wait_until(lambda: base.odometry and velocity_of(base.odometry[-1]) == (0.0, 0.0), 5, 'no stop')
     count = len(base.odometry)
-    time.sleep(0.5)
+    base.after_reports(3)  # a second of its timers standing still
     assert len(base.odometry) == count and count > 5
 
 
@@ -243,14 +262,12 @@ def test_speed_limits_change_while_running_and_bad_changes_are_refused(ros, laun
 
 
 def moving_for(base: Base, seconds: float) -> bool:
-    """True when every odometry message of the next `seconds` shows the base moving."""
+    """True when every odometry message of the next `seconds` of the node's clock (its
+    stamps) shows the base moving."""
     count = len(base.odometry)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if velocity_of(base.odometry[-1]) == (0.0, 0.0):
-            return False
-        time.sleep(0.05)
-    return len(base.odometry) > count
+    base.after(seconds)
+    later = base.odometry[count:]
+    return bool(later) and all(velocity_of(m) != (0.0, 0.0) for m in later)
 
 
 def test_unitree_ros_keeps_the_last_command_when_its_zeroing_window_is_missed(ros, launch):

@@ -46,6 +46,7 @@ class StandIns:
         self.go_to_mode = 'reach'  # reach | refuse | hold
         self.go_to_goals = 0
         self.pose = (0.0, 0.0, 0.0, 1.0, 0.0)  # x, y, qz, qw, unused
+        self.sent = {'pose': 0, 'frame': 0}  # how many of each were published
         self._lock = threading.Lock()
         node = ros.node
         group = ReentrantCallbackGroup()
@@ -105,7 +106,13 @@ class StandIns:
         with self._lock:
             q = target.orientation
             self.pose = (target.position.x, target.position.y, q.z, q.w, 0.0)
-        time.sleep(0.3)  # a frame taken after the turn
+            turned = dict(self.sent)
+        # Reached once a pose and a frame were sent after the turn.
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and any(
+            self.sent[kind] <= turned[kind] for kind in turned
+        ):
+            time.sleep(0.05)
         handle.succeed()
         result.outcome = GoTo.Result.OUTCOME_REACHED
         return result
@@ -118,9 +125,13 @@ class StandIns:
         msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
         msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = qz, qw
         self.odom.publish(msg)
+        with self._lock:
+            self.sent['pose'] += 1
 
     def _publish_image(self) -> None:
         self.camera.publish(CompressedImage(format='jpeg', data=self.image))
+        with self._lock:
+            self.sent['frame'] += 1
 
 
 @pytest.fixture
