@@ -54,7 +54,7 @@ class LoadReport:
 class LevelSnapshots:
     """The saved tables and indexes of a store's levels, and the journal of writes since:
     each write is noted before it goes to Milvus, and every `every` ids noted the whole
-    set is saved again."""
+    set is saved again. Kept only where the backend mirrors every view in VectorIndexes."""
 
     def __init__(self, directory: Path, levels: Mapping[str, Level], every: int) -> None:
         self.saved = SnapshotDir(directory)

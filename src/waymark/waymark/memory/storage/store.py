@@ -17,7 +17,8 @@ With `search_backend='milvus'` the vector searches go to Milvus instead (ServerV
 memory_node then holds no vectors, opens without reading them, and sees what other writers
 to the same server stored. With 'auto' Milvus answers too, but the sessions this process
 is writing, up to `hot_rows` rows, are also searched in process (HybridViewIndex). Records
-(time, pose, text) stay mirrored in process either way (view_index says which is which).
+(time, pose, text) stay mirrored in process either way. view_index resolves the choice once
+and makes each view's index; recovery fills and saves what is held in process.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from waymark.memory.storage.scan import READ_BATCH
 
 
 def locked(method: Callable) -> Callable:
-    """Run a reading method under the store's local lock (see __init__)."""
+    """Run a reading method under the store's local lock (see MemoryStore.__init__)."""
 
     @functools.wraps(method)
     def under_lock(self: StoreReads, *args, **kwargs):

@@ -38,6 +38,10 @@ writer at a time; searches hold a state lock, which writers take for the steps t
 what searches read (adding to the graph: about 1 ms per 384-d row). A rebuild or a save runs
 outside the state lock, so searches keep answering from the old graph meanwhile; writes
 wait for it (a rebuild of 1M 384-d rows took about 11 minutes on 2 cores).
+
+This module chooses and runs the searches and holds the locks; the rows and their
+bookkeeping are index_state's, training and rebuilds index_training's, the saved file
+index_file's, the fp32 vectors on disk row_vectors's, and the scans vector_kernels's.
 """
 
 from __future__ import annotations

@@ -53,7 +53,11 @@ class ViewIndex(Protocol):
         ...
 
     def upsert(
-        self, ids: Sequence[str], sessions: Sequence[str], indices: Sequence[int], vectors
+        self,
+        ids: Sequence[str],
+        sessions: Sequence[str],
+        indices: Sequence[int],
+        vectors: np.ndarray,
     ) -> None: ...
 
     def remove(self, ids: Iterable[str]) -> int: ...
