@@ -9,7 +9,8 @@ import pytest
 
 from waymark.memory.entries import FrameRecord
 from waymark.memory.storage.hybrid_index import HybridViewIndex
-from waymark.memory.storage.store import AUTO, MemoryStore
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.view_index import AUTO
 
 VIEWS = {'image': 8}
 T0 = 1_750_000_000 * 10**9

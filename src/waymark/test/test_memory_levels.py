@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from waymark.memory.entries import FRAME, PLACE, SEGMENT, FrameRecord
-from waymark.memory.storage.store import MemoryStore, ViewRow
+from waymark.memory.storage.milvus_rows import ViewRow
+from waymark.memory.storage.store import MemoryStore
 
 T0 = 1_700_000_000 * 10**9
 S = 10**9

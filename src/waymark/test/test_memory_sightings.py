@@ -21,13 +21,10 @@ from waymark.memory.entries import (
     TextBox,
 )
 from waymark.memory.storage import sighting_codec
-from waymark.memory.storage.store import (
-    SIGHTING_FIELD,
-    SIGHTING_MAX_BYTES,
-    MemoryStore,
-    _record_row,
-    _records_fields,
-)
+from waymark.memory.storage.milvus_rows import record_row as _record_row
+from waymark.memory.storage.schema import SIGHTING_FIELD, SIGHTING_MAX_BYTES
+from waymark.memory.storage.schema import records_fields as _records_fields
+from waymark.memory.storage.store import MemoryStore
 
 T0 = 1_700_000_000 * 10**9
 CAMERA = CameraModel.from_hfov(640, 480, 90.0)

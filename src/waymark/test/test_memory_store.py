@@ -20,17 +20,12 @@ import pytest
 
 import waymark
 from waymark.memory.entries import FrameRecord
+from waymark.memory.storage.errors import MemoryStoreLockedError, MemoryStoreSchemaError
+from waymark.memory.storage.index_params import SCANN, IndexParams
+from waymark.memory.storage.schema import TEXT_MAX_BYTES
 from waymark.memory.storage.session_owners import SessionOwnedError
-from waymark.memory.storage.store import (
-    AUTO,
-    IN_MILVUS,
-    IN_PROCESS,
-    TEXT_MAX_BYTES,
-    MemoryStore,
-    MemoryStoreLockedError,
-    MemoryStoreSchemaError,
-)
-from waymark.memory.storage.vector_index import SCANN, IndexParams
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.view_index import AUTO, IN_MILVUS, IN_PROCESS
 
 VIEWS = {'image': 4, 'text': 3}
 T0 = 1_700_000_000 * 10**9  # a UTC stamp in ns

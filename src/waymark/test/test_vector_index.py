@@ -12,16 +12,10 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from waymark.memory.storage import shared_work, vector_index
+from waymark.memory.storage import shared_work, vector_index, vector_kernels
+from waymark.memory.storage.index_params import FP32, PQ4, SQ8, VECTOR_CODES, IndexParams
 from waymark.memory.storage.session_codes import SessionCodes
-from waymark.memory.storage.vector_index import (
-    FP32,
-    PQ4,
-    SQ8,
-    VECTOR_CODES,
-    IndexParams,
-    VectorIndex,
-)
+from waymark.memory.storage.vector_index import VectorIndex
 
 DIM = 384
 ROWS = 20_000
@@ -512,8 +506,8 @@ def small_graphs(monkeypatch):
 
 @pytest.mark.parametrize('layout', ['runs', 'scattered'])
 def test_a_long_exact_scan_shared_among_threads_finds_what_one_thread_finds(layout, monkeypatch):
-    monkeypatch.setattr(vector_index, '_SPLIT_FROM_ROWS', 4096)
-    monkeypatch.setattr(vector_index, '_SCAN_CHUNK', 2048)
+    monkeypatch.setattr(vector_kernels, '_SPLIT_FROM_ROWS', 4096)
+    monkeypatch.setattr(vector_kernels, '_SCAN_CHUNK', 2048)
     rows, dim = 30_000, 16
     rng = np.random.default_rng(7)
     data = _unit(rng.standard_normal((rows, dim)))
@@ -534,7 +528,7 @@ def test_a_long_exact_scan_shared_among_threads_finds_what_one_thread_finds(layo
         shares.append(len(jobs))
         return shared_work.run_shared(jobs, helpers)
 
-    with mock.patch.object(vector_index, 'run_shared', side_effect=counted):
+    with mock.patch.object(vector_kernels, 'run_shared', side_effect=counted):
         for query in _queries(data, 10, seed=8):
             for session in SESSIONS[:2]:
                 one = indexes[1].search(query, 10, sessions=[session])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from waymark.benchmarks.common import write_json
 from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
-from waymark.memory.storage.vector_index import HNSW, SERVER_INDEXES, SQ8, VECTOR_CODES
+from waymark.memory.storage.index_params import HNSW, SERVER_INDEXES, SQ8, VECTOR_CODES
 
 BENCHMARKS = ('ingest', 'search', 'storage', 'planner', 'scans')
 

@@ -52,15 +52,11 @@ from waymark.benchmarks.common import (
 from waymark.memory.entries import FrameRecord
 from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
+from waymark.memory.storage.index_params import HNSW, SERVER_INDEXES, SQ8, IndexParams
 from waymark.memory.storage.record_table import RecordTable
-from waymark.memory.storage.store import IN_MILVUS, MemoryStore
-from waymark.memory.storage.vector_index import (
-    HNSW,
-    SERVER_INDEXES,
-    SQ8,
-    IndexParams,
-    VectorIndex,
-)
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.vector_index import VectorIndex
+from waymark.memory.storage.view_index import IN_MILVUS
 
 DIMS = {'text': 384, 'image': 1152}
 SIZES = (10_000, 100_000, 1_000_000)

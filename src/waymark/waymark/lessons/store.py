@@ -16,13 +16,10 @@ from pymilvus import DataType, MilvusClient, MilvusException
 
 from waymark.lessons.cards import MAX_ID_CHARS, LessonCard, card_body, card_from_body
 from waymark.lessons.trust import Visits
+from waymark.memory.storage.connection import connect
+from waymark.memory.storage.errors import MemoryStoreError
 from waymark.memory.storage.scan import scan_collection
-from waymark.memory.storage.store import (
-    FieldSpec,
-    MemoryStoreError,
-    connect,
-    ensure_collection,
-)
+from waymark.memory.storage.schema import FieldSpec, ensure_collection
 
 # A card's JSON: the three texts (1000 + 400 + 400 characters, up to 4 bytes each), its
 # provenance and its 8 ASCII outcome keys (up to 128 each) fit when the texts are mostly

@@ -22,9 +22,11 @@ from waymark.memory.service import MemoryService
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
+from waymark.memory.storage.index_params import IndexParams
+from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY
 from waymark.memory.storage.session_owners import check_robot_id
-from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, MemoryStore
-from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.storage.store import MemoryStore
+from waymark.memory.storage.view_index import IN_PROCESS
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
 from waymark.memory.views.registry import VIEWS
 from waymark.memory.views.text import TextView, caption_views

@@ -15,8 +15,9 @@ from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.retention import RetentionPolicy
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.image_codec import ImageLimits
-from waymark.memory.storage.store import DEFAULT_SNAPSHOT_EVERY, IN_PROCESS, SEARCH_BACKENDS
-from waymark.memory.storage.vector_index import IndexParams
+from waymark.memory.storage.index_params import IndexParams
+from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY
+from waymark.memory.storage.view_index import IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.views.captioner import CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
 from waymark.parameters.common import comma_list

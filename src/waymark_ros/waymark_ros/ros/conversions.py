@@ -30,7 +30,7 @@ from waymark.memory.ingest.admission import (
 )
 from waymark.memory.places import name_and_room, place_entry_id, place_text
 from waymark.memory.storage import sighting_codec
-from waymark.memory.storage.store import SIGHTING_MAX_BYTES
+from waymark.memory.storage.schema import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 

@@ -32,7 +32,8 @@ from waymark.memory.ingest.segments import (
 )
 from waymark.memory.storage.image_codec import decode_image, encode_jpeg
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
-from waymark.memory.storage.store import MemoryStore, ViewRow
+from waymark.memory.storage.milvus_rows import ViewRow
+from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionJob, CaptionWorker
 from waymark.memory.views.view import View
 

@@ -20,8 +20,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pymilvus import MilvusClient
 
+from waymark.memory.storage.index_params import HNSW, SCANN, IndexParams
 from waymark.memory.storage.scan import scan_collection
-from waymark.memory.storage.vector_index import HNSW, SCANN, IndexParams, checked_query
+from waymark.memory.storage.vector_kernels import checked_query
 
 # `id in [...]` lists are sent in batches of this many ids.
 _ID_BATCH = 1024
