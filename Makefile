@@ -20,9 +20,10 @@ demo: bootstrap
 
 # Two workers by default (TEST_WORKERS=0: one process): the DDS tests spend most of their
 # time waiting on nodes, so two share a 2-core machine well. A file's tests stay together.
+# The 20 slowest tests are listed at the end, so a test that grows slow shows in CI's log.
 TEST_WORKERS ?= 2
 test: bootstrap
-	$(ENV) && python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(ENV) && python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 # Only the launch tests (robot, replay, demo through launch_testing; part of `make test`).
 # Without a ROS 2 install they use ../shared/vendor/ros2 when it is there.
