@@ -8,7 +8,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: bootstrap build demo test test-launch test-llm eval-llm eval-lessons llm-tier suite bench lint format clean
+.PHONY: bootstrap build demo test test-packages test-launch test-llm eval-llm eval-lessons llm-tier suite bench lint format clean
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -20,9 +20,19 @@ demo: bootstrap
 
 # Two workers by default (TEST_WORKERS=0: one process): the DDS tests spend most of their
 # time waiting on nodes, so two share a 2-core machine well. A file's tests stay together.
+# The 20 slowest tests are listed at the end, so a test that grows slow shows in CI's log.
 TEST_WORKERS ?= 2
 test: bootstrap
-	$(ENV) && python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(ENV) && python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 $(PYTEST_ARGS)
+
+# Each package's own tests, run by colcon as a ROS workspace runs them (PACKAGES=waymark for
+# the core alone); their fixtures come from the waymark_testing package's pytest plugin.
+# colcon test-result fails the target when a test failed.
+PACKAGES ?= waymark waymark_ros
+test-packages: bootstrap
+	$(ENV) && colcon --log-base build/log test --base-paths src --build-base build \
+	  --install-base install --packages-select $(PACKAGES) --event-handlers console_direct+ \
+	  && colcon test-result --test-result-base build --verbose
 
 # Only the launch tests (robot, replay, demo through launch_testing; part of `make test`).
 # Without a ROS 2 install they use ../shared/vendor/ros2 when it is there.

@@ -11,7 +11,7 @@ so the suite's own output is never written.
     python scripts/evaluate_agent.py --worlds small-0 small-1 [--out eval_output/agent]
 
 With `--verifier`, the agent rows verify each answer once with a scripted VLM stand-in
-(test/support/scripted_vlm.py) that sees in each stored picture what the world's ground
+(waymark_testing.scripted_vlm) that sees in each stored picture what the world's ground
 truth says is visible there; their rows are labelled `scripted-vlm`.
 
 With `--real`, the model is a real one instead (see test/support/local_llm.py: the server
@@ -38,9 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'test'))
 
 from support.local_llm import real_model  # noqa: E402
-from support.scripted_llm import ScriptedLLMServer  # noqa: E402
-from support.scripted_planner import planner_server  # noqa: E402
-from support.scripted_vlm import ground_truth_words, verifier_policy  # noqa: E402
 
 from waymark.agent.agent import AgentConfig  # noqa: E402
 from waymark.agent.bintrack import BinTrackParams  # noqa: E402
@@ -52,6 +49,9 @@ from waymark.evaluation.harness import EvaluationConfig, open_memory, run, suite
 from waymark.evaluation.metrics import THRESHOLDS_M, evaluate  # noqa: E402
 from waymark.evaluation.questions import Category, load_questions  # noqa: E402
 from waymark.evaluation.report import write_json_atomically  # noqa: E402
+from waymark_testing.scripted_llm import ScriptedLLMServer  # noqa: E402
+from waymark_testing.scripted_planner import planner_server  # noqa: E402
+from waymark_testing.scripted_vlm import ground_truth_words, verifier_policy  # noqa: E402
 
 LABEL = 'scripted'
 VERIFIED_LABEL = 'scripted-vlm'

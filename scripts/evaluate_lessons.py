@@ -32,8 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'test'))
 
 from support.local_llm import real_model  # noqa: E402
-from support.scripted_lessons import ReflectingPlanner  # noqa: E402
-from support.scripted_llm import ScriptedLLMServer  # noqa: E402
 
 from waymark.agent.llm import LLMConfig  # noqa: E402
 from waymark.cli import UsageError  # noqa: E402
@@ -51,6 +49,8 @@ from waymark.evaluation.report import write_json_atomically  # noqa: E402
 from waymark.lessons.acquire import accuracy_by_trust  # noqa: E402
 from waymark.lessons.retrieval import RetrievalParams  # noqa: E402
 from waymark.memory.views.embedders import SentenceEmbedder  # noqa: E402
+from waymark_testing.scripted_lessons import ReflectingPlanner  # noqa: E402
+from waymark_testing.scripted_llm import ScriptedLLMServer  # noqa: E402
 
 
 def open_world(suite: Path, out: Path):

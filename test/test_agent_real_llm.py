@@ -15,12 +15,12 @@ import math
 import time
 
 import pytest
-from support.agent_memory import NOW, build_memory, image_loader
 from support.local_llm import real_model, unavailable_reason
 
 from waymark.agent.agent import Agent, AgentAnswer, AgentConfig, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
+from waymark_testing.agent_memory import NOW, build_memory, image_loader
 
 pytestmark = [
     pytest.mark.real_llm,

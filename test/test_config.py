@@ -13,10 +13,10 @@ import pytest
 import yaml
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
-from support.ros_harness import wait_until
 
 from waymark.settings import settings
 from waymark_ros.tools.parameters_doc import NODES
+from waymark_testing.ros_harness import wait_until
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'
 

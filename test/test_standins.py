@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import standins
+
+from waymark_testing import standins
 
 ROOT = Path(__file__).resolve().parents[1]
 STANDINS = {'nav2_msgs', 'tf2_msgs'}

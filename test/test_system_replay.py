@@ -15,7 +15,6 @@ import pytest
 import rclpy
 from nav_msgs.msg import OccupancyGrid
 from std_msgs.msg import String
-from support.ros_harness import wait_until
 
 from waymark.geometry import Pose
 from waymark.sim.bag import write_bag
@@ -27,6 +26,7 @@ from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
 from waymark_ros.tools.replay import replay
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -10,8 +10,7 @@ import pytest
 
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
 
-# test/support is on sys.path through the workspace's root conftest.py.
-from support.tiny_models import build_tiny_siglip
+from waymark_testing.tiny_models import build_tiny_siglip
 
 
 @pytest.fixture(scope='session')

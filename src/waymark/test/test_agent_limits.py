@@ -8,10 +8,10 @@ import re
 import cv2
 import numpy as np
 import pytest
-from support.images import png_bomb
 
 from waymark.agent.limits import InputLimits
 from waymark.memory.storage.image_codec import ImageLimits
+from waymark_testing.images import png_bomb
 
 LIMITS = InputLimits(question_chars=20, sessions=2, photo=ImageLimits(100_000, 1_000_000))
 

@@ -9,15 +9,6 @@ import socket
 import time
 
 import pytest
-from support.scripted_llm import (
-    ScriptedLLMServer,
-    delay,
-    http_error,
-    malformed_body,
-    text,
-    tool_call,
-    tool_calls,
-)
 
 from waymark.agent.llm import (
     ChatClient,
@@ -25,6 +16,15 @@ from waymark.agent.llm import (
     LLMError,
     LLMUnavailableError,
     image_part,
+)
+from waymark_testing.scripted_llm import (
+    ScriptedLLMServer,
+    delay,
+    http_error,
+    malformed_body,
+    text,
+    tool_call,
+    tool_calls,
 )
 
 MESSAGES = [{'role': 'user', 'content': 'Where did I leave the red mug?'}]

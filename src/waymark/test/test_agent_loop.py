@@ -17,26 +17,6 @@ import socket
 import time
 
 import pytest
-from support.agent_memory import (
-    NOW,
-    ROUTE_EPOCH,
-    T0,
-    answer_with_first_hit,
-    build_memory,
-    image_loader,
-    scripted,
-    shown_hits,
-    tool_results,
-)
-from support.scripted_llm import (
-    ScriptedLLMServer,
-    delay,
-    http_error,
-    malformed_body,
-    text,
-    tool_call,
-    tool_calls,
-)
 
 from waymark.agent import prompts
 from waymark.agent.agent import (
@@ -50,6 +30,26 @@ from waymark.agent.evidence import NS_PER_S
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.agent.trace import TraceWriter
+from waymark_testing.agent_memory import (
+    NOW,
+    ROUTE_EPOCH,
+    T0,
+    answer_with_first_hit,
+    build_memory,
+    image_loader,
+    scripted,
+    shown_hits,
+    tool_results,
+)
+from waymark_testing.scripted_llm import (
+    ScriptedLLMServer,
+    delay,
+    http_error,
+    malformed_body,
+    text,
+    tool_call,
+    tool_calls,
+)
 
 SEARCH_TOOLS = [
     'retrieve_from_text',

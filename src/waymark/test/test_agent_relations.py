@@ -7,8 +7,6 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from support.agent_memory import WordEmbedder
-from support.scripted_planner import planner_server
 
 from waymark.agent.agent import Agent, AgentConfig, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
@@ -31,6 +29,8 @@ from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
 from waymark.memory.views.text import TextView
 from waymark.memory.views.view import level_dims
+from waymark_testing.agent_memory import WordEmbedder
+from waymark_testing.scripted_planner import planner_server
 
 S = 1_000_000_000
 T0 = 1_760_000_000 * S

@@ -10,7 +10,15 @@ import json
 import socket
 
 import pytest
-from support.agent_memory import (
+
+from waymark.agent.agent import Agent, AgentQuestion, Goal
+from waymark.agent.bintrack import BinTrackParams
+from waymark.agent.llm import ChatClient, LLMConfig, LLMUnavailableError
+from waymark.agent.route import RouteSearch
+from waymark.agent.trace import TraceWriter
+from waymark.agent.verifier import Verifier, VerifierConfig
+from waymark.memory.entries import SEGMENT
+from waymark_testing.agent_memory import (
     BAKERY_SEGMENT,
     COFFEE_SEGMENT,
     NOW,
@@ -28,16 +36,8 @@ from support.agent_memory import (
     tool_results,
     words_in_picture,
 )
-from support.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
-from support.scripted_vlm import verification_targets
-
-from waymark.agent.agent import Agent, AgentQuestion, Goal
-from waymark.agent.bintrack import BinTrackParams
-from waymark.agent.llm import ChatClient, LLMConfig, LLMUnavailableError
-from waymark.agent.route import RouteSearch
-from waymark.agent.trace import TraceWriter
-from waymark.agent.verifier import Verifier, VerifierConfig
-from waymark.memory.entries import SEGMENT
+from waymark_testing.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
+from waymark_testing.scripted_vlm import verification_targets
 
 OFFICE = (0.5, 0.0)  # where the walk starts, outbound
 STATION = (29.0, 0.0)  # where it turns back

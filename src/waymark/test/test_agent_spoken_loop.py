@@ -5,7 +5,10 @@ reading words against the session's start, and every time shown in the session's
 from __future__ import annotations
 
 import pytest
-from support.agent_memory import (
+
+from waymark.agent.agent import Agent, AgentConfig, AgentQuestion
+from waymark.agent.llm import ChatClient, LLMConfig
+from waymark_testing.agent_memory import (
     NOW,
     PLAZA,
     PLAZA_T0,
@@ -16,10 +19,7 @@ from support.agent_memory import (
     scripted,
     tool_results,
 )
-from support.scripted_llm import ScriptedLLMServer, tool_call
-
-from waymark.agent.agent import Agent, AgentConfig, AgentQuestion
-from waymark.agent.llm import ChatClient, LLMConfig
+from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
 
 BERLIN = 'Europe/Berlin'  # UTC+2 in June
 

@@ -13,20 +13,6 @@ import json
 import time
 
 import pytest
-from support.agent_memory import (
-    NOW,
-    ROUTE_EPOCH,
-    T0,
-    SignReader,
-    WordEmbedder,
-    build_memory,
-    image_loader,
-    scripted,
-    shown_hits,
-    sign_jpeg,
-    tool_results,
-)
-from support.scripted_llm import ScriptedLLMServer, delay, tool_call
 
 from waymark.agent import prompts
 from waymark.agent.agent import Agent, AgentConfig, AgentQuestion, Goal
@@ -42,6 +28,20 @@ from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
 from waymark.memory.views.text import TextView
 from waymark.memory.views.view import level_dims
+from waymark_testing.agent_memory import (
+    NOW,
+    ROUTE_EPOCH,
+    T0,
+    SignReader,
+    WordEmbedder,
+    build_memory,
+    image_loader,
+    scripted,
+    shown_hits,
+    sign_jpeg,
+    tool_results,
+)
+from waymark_testing.scripted_llm import ScriptedLLMServer, delay, tool_call
 
 BAKERY = 'route/37'  # the only frame showing the bakery, at x=18.5 y=0
 HOSTILE = (

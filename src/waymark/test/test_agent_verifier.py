@@ -10,10 +10,10 @@ import socket
 import cv2
 import numpy as np
 import pytest
-from support.scripted_llm import ScriptedLLMServer, http_error, text
 
 from waymark.agent.llm import ChatClient, LLMConfig, LLMError, LLMUnavailableError
 from waymark.agent.verifier import Verdict, Verifier, VerifierConfig, parse_answer
+from waymark_testing.scripted_llm import ScriptedLLMServer, http_error, text
 
 
 def jpeg(shade: int) -> bytes:

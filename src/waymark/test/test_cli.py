@@ -205,7 +205,7 @@ def test_world_refuses_bad_arguments(case, inputs, tmp_path, capsys):
 CAPTIONER_CASES = {
     'model without a server': (['--captioner-model', 'm'], '--captioner-model needs'),
     'negative wait': (['--caption-wait', '-1'], '--caption-wait must be at least 0'),
-    'zero timeout': (['--captioner-timeout', '0'], '--captioner-timeout must be more than 0'),
+    'zero timeout': (['--captioner-timeout', '0'], '--captioner-timeout: 0.0 must be in [1, 3600]'),
     'no segments to caption': (
         ['--captioner-url', 'http://127.0.0.1:9/v1', '--segment-window', '0'],
         '--captioner-url needs segments',

@@ -15,9 +15,6 @@ from datetime import UTC, datetime
 import cv2
 import numpy as np
 import pytest
-from support.scripted_llm import ScriptedLLMServer
-from support.scripted_planner import ScriptedPlanner, parse_hits, plan, planner_server
-from support.scripted_vlm import verification_targets, verifier_policy
 
 from waymark.agent.agent import AgentConfig
 from waymark.agent.evidence import describe_hits
@@ -44,6 +41,9 @@ from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
 from waymark.memory.views.text import TextView
 from waymark.memory.views.view import level_dims
+from waymark_testing.scripted_llm import ScriptedLLMServer
+from waymark_testing.scripted_planner import ScriptedPlanner, parse_hits, plan, planner_server
+from waymark_testing.scripted_vlm import verification_targets, verifier_policy
 
 T0 = 1_750_000_000 * 10**9
 HALF_SECOND = 5 * 10**8

@@ -15,7 +15,6 @@ import math
 
 import pytest
 from PIL import Image
-from support.scripted_llm import ScriptedLLMServer, text
 
 from waymark.evaluation.harness import (
     MEMORY_FORMAT,
@@ -31,6 +30,7 @@ from waymark.memory.entries import SEGMENT, CameraModel
 from waymark.memory.views.captioner import CAPTION_VIEWS
 from waymark.sim.bag import DEPTH_TOPIC, write_bag
 from waymark.sim.world import build_demo_world
+from waymark_testing.scripted_llm import ScriptedLLMServer, text
 
 ROWS = (
     'embedder-only',

@@ -6,9 +6,6 @@ The planner reads no lesson, so these tests check the loop's bookkeeping, not ga
 from __future__ import annotations
 
 import pytest
-from support.agent_memory import HALF_SECOND, T0, build_memory, plaza_pose, route_pose
-from support.scripted_lessons import ReflectingPlanner
-from support.scripted_llm import ScriptedLLMServer
 
 from waymark.agent.llm import LLMConfig
 from waymark.evaluation.agent_answerer import AgentAnswerer
@@ -24,6 +21,9 @@ from waymark.evaluation.metrics import Prediction
 from waymark.evaluation.questions import Question
 from waymark.lessons.prompt import HEADER
 from waymark.lessons.splits import split_by_category
+from waymark_testing.agent_memory import HALF_SECOND, T0, build_memory, plaza_pose, route_pose
+from waymark_testing.scripted_lessons import ReflectingPlanner
+from waymark_testing.scripted_llm import ScriptedLLMServer
 
 PLACES = {
     'office': route_pose(1),

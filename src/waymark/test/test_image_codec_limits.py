@@ -8,7 +8,6 @@ import resource
 import cv2
 import numpy as np
 import pytest
-from support.images import png_bomb
 
 from waymark.memory.storage.image_codec import (
     ImageDecodeError,
@@ -17,6 +16,7 @@ from waymark.memory.storage.image_codec import (
     check_image_limits,
     decode_image,
 )
+from waymark_testing.images import png_bomb
 
 
 def test_small_images_pass_with_their_size():

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from support.agent_memory import NOW, answer_with_first_hit, build_memory, image_loader, scripted
-from support.scripted_llm import ScriptedLLMServer, tool_call
 
 from waymark.agent.agent import Agent, AgentQuestion, LessonsGiven
 from waymark.agent.llm import ChatClient, LLMConfig
@@ -14,6 +12,14 @@ from waymark.lessons.cards import LessonCard, Provenance, Snapshot
 from waymark.lessons.prompt import HEADER, lesson_source
 from waymark.lessons.retrieval import RetrievalParams
 from waymark.lessons.trust import TrustPrior
+from waymark_testing.agent_memory import (
+    NOW,
+    answer_with_first_hit,
+    build_memory,
+    image_loader,
+    scripted,
+)
+from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
 
 LESSON = 'When a shop is asked for, search for its sign text before its goods.'
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from support.scripted_llm import ScriptedLLMServer, http_error, text
-
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.lessons.leakage import LeakContext
 from waymark.lessons.reflect import Pending, ReflectionInput, names_shown, record_of, reflect
 from waymark.lessons.reflection import Reflection, Rejected, RejectReason
+from waymark_testing.scripted_llm import ScriptedLLMServer, http_error, text
 
 ITEM = ReflectionInput(
     task='where did I last see the ladder?',

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from support.sightings import POSES, SIGN, seeing
 
 from waymark.localisation.bearing import best_box, text_score
 from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOINT
@@ -15,6 +14,7 @@ from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.standoff import standoff_goal
 from waymark.memory.entries import DepthSamples, FrameRecord, Sighting
+from waymark_testing.sightings import POSES, SIGN, seeing
 
 
 def test_text_match_is_tolerant_of_case_punctuation_and_slips():

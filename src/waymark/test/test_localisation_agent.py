@@ -7,15 +7,15 @@ from __future__ import annotations
 import math
 
 import pytest
-from support.agent_memory import NOW, answer_with_first_hit, scripted
-from support.scripted_llm import ScriptedLLMServer, tool_call
-from support.sightings import POSES, SIGN, seeing
 
 from waymark.agent.agent import Agent, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.localisation.estimate import TRIANGULATED
 from waymark.memory.entries import Hit
+from waymark_testing.agent_memory import NOW, answer_with_first_hit, scripted
+from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
+from waymark_testing.sightings import POSES, SIGN, seeing
 
 QUESTION = 'Where is the pharmacy?'
 

@@ -15,7 +15,6 @@ import time
 
 import cv2
 import pytest
-from support.agent_memory import WordEmbedder
 
 from waymark.evaluation.answerers import EmbedderOnlyAnswerer
 from waymark.evaluation.metrics import evaluate
@@ -32,6 +31,7 @@ from waymark.sim.generate import generate_world
 from waymark.sim.render import render
 from waymark.sim.trajectory import plan_tour
 from waymark.sim.visibility import sees
+from waymark_testing.agent_memory import WordEmbedder
 
 SEED = 0
 WIDTH, HEIGHT, HFOV_DEG = 480, 360, 90.0

@@ -11,7 +11,6 @@ import cv2
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
-from support.images import png_bomb
 
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
@@ -33,6 +32,7 @@ from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
+from waymark_testing.images import png_bomb
 
 T0 = 1_750_000_000 * 10**9
 UNIT = (0.0, 0.0, 0.0, 1.0)

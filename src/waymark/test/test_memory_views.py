@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.tiny_models import build_tiny_siglip
 
 from waymark.memory.views.embedders import EmbedderLoadError, ImageTextEmbedder
 from waymark.memory.views.ocr import TextLine, TextReader, joined, text_boxes
+from waymark_testing.tiny_models import build_tiny_siglip
 
 
 def test_reader_reads_a_large_sign(text_reader, draw_sign):

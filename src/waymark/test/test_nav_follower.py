@@ -5,7 +5,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from support.unicycle import Unicycle
 
 from waymark.navigation.follower import (
     STOP,
@@ -15,6 +14,7 @@ from waymark.navigation.follower import (
     PathFollower,
     wrap_angle,
 )
+from waymark_testing.unicycle import Unicycle
 
 DT = 0.05
 PARAMS = FollowerParams()

@@ -10,7 +10,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.evaluation.suite import case_name, family_table, recording_options
 from waymark.sim.bag import GENERATED_CAMERA_RATE_HZ
@@ -18,6 +17,7 @@ from waymark.sim.generate import FAMILIES, generate_world
 from waymark.sim.landmarks import landmarks
 from waymark.sim.shapes import SHAPES, sensor_shape
 from waymark.sim.trajectory import plan_tour
+from waymark_testing.worlds import distance_to_walls, reachable_rooms
 
 NEW = [f for f in FAMILIES if f != 'rooms']
 

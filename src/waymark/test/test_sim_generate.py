@@ -9,7 +9,6 @@ from collections import Counter
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
-from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.geometry import Pose
 from waymark.sim.generate import SIZES, generate_world
@@ -18,6 +17,7 @@ from waymark.sim.objects import SceneObject
 from waymark.sim.render import render
 from waymark.sim.trajectory import plan_tour
 from waymark.sim.world import occupancy_grid
+from waymark_testing.worlds import distance_to_walls, reachable_rooms
 
 CASES = [(size, seed) for size in SIZES for seed in (0, 1)]
 CAMERA_Z = 0.45

@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 from rapidocr_onnxruntime import RapidOCR
-from support.worlds import distance_to_walls, reachable_rooms
 
 from waymark.geometry import Pose
 from waymark.sim.render import render, render_with_depth
 from waymark.sim.trajectory import START_NS, plan_tour, scripted_tour
 from waymark.sim.world import SIGN_STANDOFF, build_demo_world
+from waymark_testing.worlds import distance_to_walls, reachable_rooms
 
 SEEDS = (0, 1, 2, 7)
 CAMERA_Z = 0.45

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.scripted_llm import ScriptedLLMServer, text
 
 from waymark.__main__ import main as waymark_main
 from waymark.agent.llm import ChatClient, LLMConfig
@@ -22,6 +21,7 @@ from waymark.tasks.house_notes import (
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import Claim, JudgeVerdict, TerminationReason, VerdictKind
 from waymark.tasks.records import GoalModality, TaskGoal, TaskRecord
+from waymark_testing.scripted_llm import ScriptedLLMServer, text
 
 LATER = 2**62
 

@@ -1,15 +1,20 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """What the offline commands share: a bad argument is one line on stderr and exit
-status 2 (not a traceback, not a page of usage), and an output is never silently
-overwritten or mixed into a folder that holds something else."""
+status 2 (not a traceback, not a page of usage), an output is never silently
+overwritten or mixed into a folder that holds something else, and an option that sets
+what a node's parameter sets takes its default, range and help from that setting."""
 
 from __future__ import annotations
 
 import argparse
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # `python -m waymark --help` imports this module alone
+    from waymark.settings import SettingInfo
 
 USAGE_EXIT = 2  # argparse's exit status for bad arguments; every command uses it
 
@@ -76,3 +81,68 @@ def check_positive(name: str, value: float | None, zero_ok: bool = False) -> Non
     if not (value >= 0 if zero_ok else value > 0):  # NaN fails too
         bound = 'at least 0' if zero_ok else 'more than 0'
         raise UsageError(f'{name} must be {bound}, not {value:g}')
+
+
+def add_setting_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    config_type: type,
+    options: Mapping[str, str],
+) -> None:
+    """An option for each chosen setting of `config_type` ({setting name: option}): its
+    default and help are the setting's, and a value outside its range or choices is
+    refused as a bad argument, as the node refuses the parameter."""
+    from waymark.settings import settings
+
+    known = {info.name: info for info in settings(config_type)}
+    for name, option in options.items():
+        info = known.get(name)
+        if info is None:
+            raise KeyError(f'{config_type.__name__} has no setting {name!r}')
+        parser.add_argument(option, **_option(info))
+
+
+def settings_from_options(config_type: type, args: argparse.Namespace, options: Mapping[str, str]):
+    """A `config_type` holding the values of the options `add_setting_options` added."""
+    from waymark.settings import build
+
+    values = {name: getattr(args, _dest(option)) for name, option in options.items()}
+    return build(config_type, values)
+
+
+def _dest(option: str) -> str:
+    return option.lstrip('-').replace('-', '_')
+
+
+def _option(info: SettingInfo) -> dict[str, Any]:
+    help_text = info.spec.description.replace('%', '%%')
+    if info.kind is bool:
+        return {
+            'action': argparse.BooleanOptionalAction,
+            'default': info.default,
+            'help': help_text,
+        }
+    if info.kind is tuple:
+        return {
+            'type': _parser(info, float),
+            'nargs': '+',
+            'default': info.default,
+            'help': help_text,
+        }
+    return {'type': _parser(info, info.kind), 'default': info.default, 'help': help_text}
+
+
+def _parser(info: SettingInfo, kind: type) -> Callable[[str], Any]:
+    """Parse one option value as the setting's kind, refused outside its range."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'{text!r} is not {kind.__name__}') from None
+        problem = '' if info.kind is tuple else info.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(f'{value!r} {problem} (setting {info.name})')
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the kind in its own messages
+    return parse

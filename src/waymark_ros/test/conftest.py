@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Message packages that are not on PyPI, as test-only stand-ins (support.standins): Nav2
+"""Message packages that are not on PyPI, as test-only stand-ins (waymark_testing.standins): Nav2
 played in-process for the navigator's nav2 backend tests, and tf2_msgs for poses from TF."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 
 def _standin(package: str):
-    from support import standins
+    from waymark_testing import standins
 
     prefix = standins.build(package)
     standins.load(prefix, package)
@@ -17,7 +17,7 @@ def _standin(package: str):
 
 def _use_in_children(prefix, monkeypatch) -> None:
     """Node processes started during the test find the stand-in."""
-    from support import standins
+    from waymark_testing import standins
 
     for key, value in standins.child_environment(prefix).items():
         monkeypatch.setenv(key, value)
@@ -47,9 +47,10 @@ def tf2_env(tf2_standin, monkeypatch):
 
 @pytest.fixture
 def nav2(ros, nav2_env):
-    """A NavigateToPose server that also plays the robot (support.navigation_worlds)."""
+    """A NavigateToPose server that also plays the robot (waymark_testing.navigation_worlds)."""
     from nav2_msgs.action import NavigateToPose
-    from support.navigation_worlds import Nav2Stub
+
+    from waymark_testing.navigation_worlds import Nav2Stub
 
     stub = Nav2Stub(ros.context, NavigateToPose)
     yield stub

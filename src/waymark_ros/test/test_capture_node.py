@@ -15,13 +15,13 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import Bool, Empty
-from support.fake_tf2_ros import install as install_fake_tf2_ros
-from support.parameters import assert_refused, get_parameter, set_parameters
-from support.ros_harness import wait_until
 
 from waymark_interfaces.msg import Keyframe
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import ns_to_stamp, stamp_to_ns
+from waymark_testing.fake_tf2_ros import install as install_fake_tf2_ros
+from waymark_testing.parameters import assert_refused, get_parameter, set_parameters
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
-from support.fake_stack import ANSWER_GOAL, SESSION, SESSION_FRAMES, FakeStack
 
 from waymark_interfaces.msg import Answer
 from waymark_ros.client import NO_REPLY, SERVER_MISSING, Waymark
+from waymark_testing.fake_stack import ANSWER_GOAL, SESSION, SESSION_FRAMES, FakeStack
 
 pytestmark = pytest.mark.dds
 

@@ -17,11 +17,11 @@ import yaml
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Bool
-from support.ros_harness import wait_until
-from support.twist_mux import TwistMuxStandIn
 
 from waymark_ros.launch_support import base_plan
 from waymark_ros.ros import qos
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.twist_mux import TwistMuxStandIn
 
 pytestmark = pytest.mark.dds
 

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage
-from support.ros_harness import wait_for_subscriber, wait_until
-from support.signs import SIGNS, T0, S, keyframe, search
 
 from waymark.memory.ingest.admission import KeyframeRules
 from waymark.memory.ingest.journal import KeyframeJournal
@@ -22,6 +20,8 @@ from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import ListSessions
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_from_msg, ns_to_stamp
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
+from waymark_testing.signs import SIGNS, T0, S, keyframe, search
 
 pytestmark = pytest.mark.dds
 

@@ -9,10 +9,10 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage
-from support.navigation_worlds import grid_msg, latched_map, room
-from support.ros_harness import wait_until
 
 from waymark_ros.ros import qos
+from waymark_testing.navigation_worlds import grid_msg, latched_map, room
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

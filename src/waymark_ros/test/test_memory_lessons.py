@@ -12,9 +12,6 @@ import threading
 import time
 
 import pytest
-from support.ros_harness import wait_until
-from support.scripted_llm import ScriptedLLMServer, tool_call
-from support.signs import SIGNS, keyframe, publish_and_wait
 
 from waymark.lessons.prompt import HEADER
 from waymark.tasks.ledger import TaskLedger
@@ -28,6 +25,9 @@ from waymark_interfaces.srv import (
     GetLessons,
     Query,
 )
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
+from waymark_testing.signs import SIGNS, keyframe, publish_and_wait
 
 pytestmark = pytest.mark.dds
 

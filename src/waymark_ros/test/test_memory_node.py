@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
-from support.database import assert_database_unlocked
-from support.parameters import assert_refused, set_parameters
-from support.ros_harness import wait_until
-from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
 from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_testing.database import assert_database_unlocked
+from waymark_testing.parameters import assert_refused, set_parameters
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.signs import SIGNS, T0, S, keyframe, publish_and_wait, search, sign_jpeg
 
 pytestmark = pytest.mark.dds
 
@@ -214,7 +214,7 @@ def test_a_locked_database_is_a_clear_error_naming_the_file(ros, memory, launch,
 
 
 def test_image_view_with_an_image_text_model(ros, launch, tmp_path):
-    from support.tiny_models import build_tiny_siglip
+    from waymark_testing.tiny_models import build_tiny_siglip
 
     model = build_tiny_siglip(tmp_path / 'siglip')
     launch(

@@ -11,13 +11,13 @@ import socket
 import subprocess
 
 import pytest
-from support.ros_harness import wait_for_subscriber, wait_until
-from support.signs import SIGNS, T0, S, keyframe, publish_and_wait, search
 
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import DeleteSession, ListSessions
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
+from waymark_testing.signs import SIGNS, T0, S, keyframe, publish_and_wait, search
 
 pytestmark = pytest.mark.dds
 

@@ -11,15 +11,15 @@ import pytest
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.duration import Duration
-from support.database import assert_database_unlocked
-from support.ros_harness import wait_for_subscriber, wait_until
-from support.signs import SIGNS, T0, keyframe, search
 
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import DeleteSession, ListSessions
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_testing.database import assert_database_unlocked
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
+from waymark_testing.signs import SIGNS, T0, keyframe, search
 
 pytestmark = pytest.mark.dds
 

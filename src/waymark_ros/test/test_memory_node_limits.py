@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point
-from support.images import png_bomb
-from support.ros_harness import wait_until
-from support.signs import T0, S, keyframe, publish_and_wait, search
 
 from waymark_interfaces.srv import DeleteSession, ListSessions
 from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_testing.images import png_bomb
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.signs import T0, S, keyframe, publish_and_wait, search
 
 pytestmark = pytest.mark.dds
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 from sensor_msgs.msg import CompressedImage
-from support.ros_harness import wait_until
-from support.signs import search, sign_jpeg
 
 from waymark.geometry import Pose
 from waymark.memory.entries import PLACE, FrameRecord, Hit
@@ -18,6 +16,8 @@ from waymark_interfaces.msg import MemoryHit
 from waymark_interfaces.srv import SearchMemory, StorePlace
 from waymark_ros.nodes.task.place_memory import PlaceMemory
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.signs import search, sign_jpeg
 
 T0 = 1_750_000_000 * 10**9
 

@@ -21,9 +21,14 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from rclpy.action import ActionClient
 from std_msgs.msg import String
-from support.actions import connect, result_of, send
-from support.actions import go_to as target
-from support.navigation_worlds import (
+
+from waymark.parameters.navigator import BACKENDS as BACKEND_CHOICES
+from waymark_interfaces.action import GoTo
+from waymark_ros.nodes.navigator.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
+from waymark_ros.ros import qos
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.navigation_worlds import (
     BEHIND_WALL,
     HANG,
     REFUSALS,
@@ -34,13 +39,8 @@ from support.navigation_worlds import (
     remembered,
     room,
 )
-from support.parameters import assert_refused, get_parameter, set_parameters
-from support.ros_harness import wait_until
-
-from waymark.parameters.navigator import BACKENDS as BACKEND_CHOICES
-from waymark_interfaces.action import GoTo
-from waymark_ros.nodes.navigator.registry import BACKENDS, GOAL_TOPIC, INTERNAL, NAV2
-from waymark_ros.ros import qos
+from waymark_testing.parameters import assert_refused, get_parameter, set_parameters
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

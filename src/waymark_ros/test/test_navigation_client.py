@@ -15,12 +15,12 @@ import pytest
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import String
-from support.actions import connect, go_to
-from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_client import NavigationClient
+from waymark_testing.actions import connect, go_to
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

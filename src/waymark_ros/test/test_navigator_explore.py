@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.action import ActionClient
-from support.actions import connect, result_of, send
-from support.ros_harness import wait_until
 from visualization_msgs.msg import MarkerArray
 
 from waymark_interfaces.action import Explore
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

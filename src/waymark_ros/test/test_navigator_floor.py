@@ -12,15 +12,15 @@ import itertools
 import numpy as np
 import pytest
 from nav_msgs.msg import Path
-from support import fake_tf2_ros
-from support.actions import go_to as target
-from support.actions import result_of, send
-from support.navigation_worlds import START, SimulatedRobot, latched_map, start_navigator
-from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_testing import fake_tf2_ros
+from waymark_testing.actions import go_to as target
+from waymark_testing.actions import result_of, send
+from waymark_testing.navigation_worlds import START, SimulatedRobot, latched_map, start_navigator
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

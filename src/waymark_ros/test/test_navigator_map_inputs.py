@@ -12,20 +12,20 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
-from support.actions import go_to as target
-from support.actions import result_of, send
-from support.navigation_worlds import (
+
+from waymark_interfaces.action import GoTo
+from waymark_ros.ros import qos
+from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_testing.actions import go_to as target
+from waymark_testing.actions import result_of, send
+from waymark_testing.navigation_worlds import (
     BEHIND_WALL,
     START,
     SimulatedRobot,
     latched_map,
     start_navigator,
 )
-from support.ros_harness import wait_until
-
-from waymark_interfaces.action import GoTo
-from waymark_ros.ros import qos
-from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

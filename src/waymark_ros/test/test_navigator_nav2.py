@@ -20,9 +20,12 @@ import time
 import numpy as np
 import pytest
 from rclpy.action import ActionClient
-from support.actions import connect, result_of, send
-from support.actions import go_to as target
-from support.navigation_worlds import (
+
+from waymark.geometry import quaternion_from_yaw
+from waymark_interfaces.action import GoTo
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.navigation_worlds import (
     ABORT,
     HANG,
     NAV2_DETOUR_M,
@@ -34,10 +37,7 @@ from support.navigation_worlds import (
     latched_map,
     room,
 )
-from support.ros_harness import wait_until
-
-from waymark.geometry import quaternion_from_yaw
-from waymark_interfaces.action import GoTo
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -19,9 +19,15 @@ from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Path
 from rclpy.action import ActionClient
 from std_msgs.msg import String
-from support.actions import connect, result_of, send
-from support.actions import go_to as target
-from support.navigation_worlds import (
+
+from waymark.geometry import quaternion_from_yaw
+from waymark_interfaces.action import GoTo
+from waymark_ros.ros import qos
+from waymark_ros.ros.navigation_client import NavigationClient
+from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.navigation_worlds import (
     BEHIND_WALL,
     REFUSALS,
     RESOLUTION,
@@ -34,13 +40,7 @@ from support.navigation_worlds import (
     remembered,
     room,
 )
-from support.ros_harness import wait_until
-
-from waymark.geometry import quaternion_from_yaw
-from waymark_interfaces.action import GoTo
-from waymark_ros.ros import qos
-from waymark_ros.ros.navigation_client import NavigationClient
-from waymark_ros.ros.navigation_msgs import cloud_msg
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -32,11 +32,6 @@ from rclpy.action import ActionClient, ActionServer
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from std_msgs.msg import Header, String
-from support.actions import connect
-from support.parameters import assert_refused, get_parameter, set_parameters
-from support.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
-from support.scripted_llm import ScriptedLLMServer, delay, text, tool_call
-from support.signs import SIGNS, T0, S, keyframe, publish_and_wait
 from visualization_msgs.msg import Marker, MarkerArray
 
 from waymark.geometry import quaternion_from_yaw
@@ -50,6 +45,11 @@ from waymark_ros.nodes.reasoner.reasoner_node import ReasonerNode
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
 from waymark_ros.tools.processes import start_node, stop_node
+from waymark_testing.actions import connect
+from waymark_testing.parameters import assert_refused, get_parameter, set_parameters
+from waymark_testing.ros_harness import MATCH_SETTLE_S, RosHarness, wait_until
+from waymark_testing.scripted_llm import ScriptedLLMServer, delay, text, tool_call
+from waymark_testing.signs import SIGNS, T0, S, keyframe, publish_and_wait
 
 CONFIG = Path(__file__).resolve().parents[3] / 'config' / 'robot.yaml'
 BAKERY = SIGNS.index('BAKERY')  # keyframe index; the sign's frame is 'tour/<index>'

@@ -11,14 +11,14 @@ import json
 import signal
 
 import pytest
-from support.ros_harness import wait_until
-from support.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
-from support.signs import SIGNS, keyframe, publish_and_wait
 
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import Claim, JudgeVerdict, VerdictKind
 from waymark.tasks.records import GoalModality, TaskGoal, TaskRecord
 from waymark_interfaces.srv import Feedback, GetLessons, Query, ReflectOnTask
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.scripted_llm import ScriptedLLMServer, http_error, text, tool_call
+from waymark_testing.signs import SIGNS, keyframe, publish_and_wait
 
 pytestmark = pytest.mark.dds
 

@@ -7,9 +7,9 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from std_msgs.msg import String
-from support.ros_harness import wait_until
 
 from waymark_ros.tools.replay import ReplayError, replay
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -23,11 +23,6 @@ from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Bool
-from support.actions import connect, result_of, send
-from support.actions import go_to as target
-from support.fake_tf2_ros import install as install_fake_tf2_ros
-from support.navigation_worlds import START, SimulatedRobot, grid_msg, latched_map, room
-from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
 from waymark.parameters.navigator import NavigatorParameters
@@ -36,6 +31,11 @@ from waymark_ros.ros import qos
 from waymark_ros.ros.navigation_msgs import cloud_msg
 from waymark_ros.ros.spin import EXIT_START_FAILED
 from waymark_ros.tools.processes import stop_node
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.fake_tf2_ros import install as install_fake_tf2_ros
+from waymark_testing.navigation_worlds import START, SimulatedRobot, grid_msg, latched_map, room
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -17,12 +17,12 @@ import sys
 import pytest
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
-from support.actions import connect, send
-from support.actions import go_to as target
-from support.navigation_worlds import START, grid_msg, latched_map, room
-from support.ros_harness import wait_until
 
 from waymark_interfaces.action import GoTo
+from waymark_testing.actions import connect, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.navigation_worlds import START, grid_msg, latched_map, room
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

@@ -18,12 +18,12 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from support.parameters import assert_refused, get_parameter, set_parameters
-from support.ros_harness import wait_for_subscriber, wait_until
 
 from waymark.geometry import yaw_from_quaternion
 from waymark_ros.ros import qos
 from waymark_ros.tools.processes import stop_node
+from waymark_testing.parameters import assert_refused, get_parameter, set_parameters
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
 
 pytestmark = pytest.mark.dds
 

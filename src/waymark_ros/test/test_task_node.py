@@ -19,9 +19,6 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
-from support.actions import connect, result_of, send
-from support.ros_harness import wait_until
-from support.signs import sign_jpeg
 
 from waymark.geometry import Pose
 from waymark.tasks.attempts import RecallQuery, RunGoal
@@ -32,6 +29,9 @@ from waymark_interfaces.msg import MemoryHit, TaskSummary
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.nodes.task.recall import question_text
 from waymark_ros.ros import qos
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.ros_harness import wait_until
+from waymark_testing.signs import sign_jpeg
 
 pytestmark = pytest.mark.dds
 

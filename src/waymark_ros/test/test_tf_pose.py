@@ -14,10 +14,6 @@ import types
 import pytest
 from geometry_msgs.msg import TransformStamped
 from rclpy.action import ActionClient
-from support.actions import connect, result_of, send
-from support.actions import go_to as target
-from support.navigation_worlds import START, grid_msg, latched_map, room
-from support.ros_harness import wait_until
 
 from waymark.geometry import quaternion_from_yaw
 from waymark.parameters.common import TfPoseParameters
@@ -25,6 +21,10 @@ from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import NS_PER_S, ns_to_stamp, stamp_to_ns
 from waymark_ros.ros.tf_pose import TfPoseInput
+from waymark_testing.actions import connect, result_of, send
+from waymark_testing.actions import go_to as target
+from waymark_testing.navigation_worlds import START, grid_msg, latched_map, room
+from waymark_testing.ros_harness import wait_until
 
 pytestmark = pytest.mark.dds
 

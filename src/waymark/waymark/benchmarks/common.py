@@ -231,17 +231,18 @@ def demo_recording(max_duration_s: float | None = None) -> Recording:
 
 def tiny_siglip(directory: Path) -> str:
     """Build the tests' tiny random SigLIP (no image-text weights ship on PyPI) and return
-    its directory. It comes from test/support of a source checkout."""
+    its directory. It comes from the waymark_testing package of a source checkout."""
     try:
-        from support.tiny_models import build_tiny_siglip
+        from waymark_testing.tiny_models import build_tiny_siglip
     except ImportError:
         here = Path(__file__).resolve()
-        roots = [p for p in here.parents if (p / 'test' / 'support' / 'tiny_models.py').is_file()]
+        package = Path('src', 'waymark_testing')
+        roots = [p for p in here.parents if (p / package / 'waymark_testing').is_dir()]
         if not roots:
             raise RuntimeError(
-                'the image view benchmarks need test/support/tiny_models.py from a waymark '
-                'source checkout'
+                'the image view benchmarks need the waymark_testing package '
+                '(src/waymark_testing of a waymark source checkout)'
             ) from None
-        sys.path.insert(0, str(roots[0] / 'test'))
-        from support.tiny_models import build_tiny_siglip
+        sys.path.insert(0, str(roots[0] / package))
+        from waymark_testing.tiny_models import build_tiny_siglip
     return build_tiny_siglip(directory)

@@ -47,6 +47,7 @@ from waymark.cli import (
     ArgumentParser,
     UsageError,
     add_output_flags,
+    add_setting_options,
     check_output_dir,
     check_positive,
     clear_output_dir,
@@ -95,6 +96,8 @@ from waymark.memory.ingest.segments import DEFAULT_WINDOW_S
 from waymark.memory.service import MemoryService
 from waymark.memory.views.captioner import CAPTION_VIEWS, CaptionerConfig
 from waymark.memory.views.registry import ViewSettings
+from waymark.parameters.memory import CaptionerParameters
+from waymark.parameters.reasoner import AgentParameters, LLMParameters
 
 INGESTED = 'ingested.json'
 SESSION = 'eval'  # the one session every build mode records into, so builds compare
@@ -141,7 +144,7 @@ class EvaluationConfig:
     # The reasoning agent's rows, evaluated only when an LLM server is given.
     llm_url: str = ''  # base URL of an OpenAI-compatible server, ending in /v1
     llm_model: str = ''  # empty: the first model the server lists
-    llm_timeout_s: float = 30.0
+    llm_timeout_s: float = LLMConfig.timeout_s
     agent_label: str = ''  # names the planner in the row names: agent[<label>]
     agent_steps: int = AgentConfig.max_steps
     bt_alpha: float = BinTrackParams.alpha
@@ -693,14 +696,13 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group('reasoning agent (rows added only with --llm-url)')
     group.add_argument('--llm-url', default='', help='OpenAI-compatible server, .../v1')
     group.add_argument('--llm-model', default='', help='model name (default: the first served)')
-    group.add_argument('--llm-timeout', type=float, default=30.0, help='seconds per LLM call')
+    add_setting_options(group, LLMParameters, {'timeout_s': '--llm-timeout'})
     group.add_argument('--agent-label', default='', help='row suffix naming the planner')
-    group.add_argument('--agent-steps', type=int, default=AgentConfig.max_steps)
-    group.add_argument('--bt-alpha', type=float, default=BinTrackParams.alpha, help='mean weight')
-    group.add_argument('--bt-beta', type=float, default=BinTrackParams.beta, help='max weight')
-    group.add_argument('--bt-k-leaf', type=int, default=BinTrackParams.k_leaf)
-    group.add_argument(
-        '--time-zone', default=AgentConfig.time_zone, help="IANA zone of the recording's clock"
+    add_setting_options(
+        group, AgentParameters, {'max_steps': '--agent-steps', 'time_zone': '--time-zone'}
+    )
+    add_setting_options(
+        group, BinTrackParams, {'alpha': '--bt-alpha', 'beta': '--bt-beta', 'k_leaf': '--bt-k-leaf'}
     )
     group.add_argument(
         '--verifier-url',
@@ -732,12 +734,7 @@ def add_captioner_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group('segment captions (only with --captioner-url)')
     group.add_argument('--captioner-url', default='', help='VLM server, .../v1 (OpenAI API)')
     group.add_argument('--captioner-model', default='', help='default: the first served')
-    group.add_argument(
-        '--captioner-timeout',
-        type=float,
-        default=CaptionerConfig.timeout_s,
-        help='seconds per caption request',
-    )
+    add_setting_options(group, CaptionerParameters, {'timeout_s': '--captioner-timeout'})
     group.add_argument(
         '--caption-wait',
         type=float,

@@ -10,10 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from waymark.agent.llm import ChatClient, LLMConfig
-from waymark.cli import UsageError, check_positive
+from waymark.cli import UsageError, add_setting_options, check_positive, settings_from_options
+from waymark.parameters.tasks import ConsolidationParameters
 from waymark.tasks.consolidation import ConsolidationConfig, consolidate
 from waymark.tasks.house_notes import HouseNotesReader, HouseNotesStore, NotesFormatError
 from waymark.tasks.ledger import INDEX_FILE, LedgerReader
+
+# The options that set what task_node's consolidation parameters set.
+CONSOLIDATION_OPTIONS = {'timeout_s': '--llm-timeout', 'max_records': '--max-records'}
 
 
 def add_consolidate_command(commands: argparse._SubParsersAction) -> None:
@@ -22,8 +26,7 @@ def add_consolidate_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument('--notes', type=Path, required=True, help='the notes directory')
     parser.add_argument('--llm-url', default='', help='an OpenAI-compatible server (optional)')
     parser.add_argument('--llm-model', default='', help='the model name on that server')
-    parser.add_argument('--llm-timeout', type=float, default=120.0, help='seconds per request')
-    parser.add_argument('--max-records', type=int, default=100, help='newest records read')
+    add_setting_options(parser, ConsolidationParameters, CONSOLIDATION_OPTIONS)
     parser.set_defaults(run=_notes_errors_are_usage(_consolidate))
 
 
@@ -58,8 +61,7 @@ def _print_notes(args: argparse.Namespace) -> int:
 
 
 def _consolidate(args) -> int:
-    check_positive('--llm-timeout', args.llm_timeout)
-    check_positive('--max-records', args.max_records)
+    settings = settings_from_options(ConsolidationParameters, args, CONSOLIDATION_OPTIONS)
     if bool(args.llm_url) != bool(args.llm_model):
         raise UsageError('--llm-url and --llm-model go together')
     if not (args.ledger / INDEX_FILE).is_file() and not (args.ledger / 'records').is_dir():
@@ -67,13 +69,20 @@ def _consolidate(args) -> int:
     if args.notes.exists() and not args.notes.is_dir():
         raise UsageError(f'{args.notes} exists and is not a folder')
     try:
-        config = ConsolidationConfig(max_records=args.max_records)
+        config = ConsolidationConfig(
+            max_records=settings.max_records, max_tokens=settings.max_tokens
+        )
     except ValueError as error:
         raise UsageError(str(error)) from None
     chat = None
     if args.llm_url:
         chat = ChatClient(
-            LLMConfig(args.llm_url, args.llm_model, timeout_s=args.llm_timeout, max_tokens=3_000)
+            LLMConfig(
+                args.llm_url,
+                args.llm_model,
+                timeout_s=settings.timeout_s,
+                max_tokens=settings.max_tokens,
+            )
         )
     store = HouseNotesStore(args.notes)
     result = consolidate(LedgerReader(args.ledger), store.read(), chat, config)

@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from support.scripted_llm import Reply, ScriptedLLMServer, tool_call
 from waymark.agent.spoken_time import find
+from waymark_testing.scripted_llm import Reply, ScriptedLLMServer, tool_call
 
 FINAL = 'final_answer'
 # Hits within this much similarity of the best count as seeing the same thing.

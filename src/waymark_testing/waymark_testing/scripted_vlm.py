@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from support.scripted_llm import Policy, Step, text
 from waymark.memory.entries import FRAME, SEGMENT
+from waymark_testing.scripted_llm import Policy, Step, text
 
 # How a one-target request names its target, and how a several-target one numbers them.
 TARGET = re.compile(r'looking for this: (".*?")\. ')

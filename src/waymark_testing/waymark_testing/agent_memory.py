@@ -36,8 +36,6 @@ from typing import Any
 import cv2
 import numpy as np
 
-from support.scripted_llm import Policy, Step, http_error, tool_call
-from support.scripted_vlm import verifier_policy
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
@@ -48,6 +46,8 @@ from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.ocr import TextLine
 from waymark.memory.views.text import TextView
 from waymark.memory.views.view import level_dims
+from waymark_testing.scripted_llm import Policy, Step, http_error, tool_call
+from waymark_testing.scripted_vlm import verifier_policy
 
 S = 1_000_000_000
 HALF_SECOND = S // 2

@@ -7,13 +7,13 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.ros_harness import wait_for_subscriber, wait_until
 from waymark.geometry import Pose
 from waymark.memory.entries import Keyframe
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_to_msg
+from waymark_testing.ros_harness import wait_for_subscriber, wait_until
 
 T0 = 1_768_471_200_000_000_000
 S = 1_000_000_000

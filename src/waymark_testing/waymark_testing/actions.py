@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from support.ros_harness import MATCH_SETTLE_S, wait_until
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
+from waymark_testing.ros_harness import MATCH_SETTLE_S, wait_until
 
 
 def go_to(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal:

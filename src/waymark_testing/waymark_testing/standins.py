@@ -1,10 +1,11 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Test-only stand-ins of message packages (test/standins): built once, then made usable.
+"""Test-only stand-ins of message packages (standins/ of this package): built once, then
+made usable.
 
 Nav2's and tf2's messages are not on PyPI, so the tests of the navigator's nav2 backend and
 of poses from TF build stand-ins holding only what they use (NavigateToPose, TFMessage).
-test/standins has a COLCON_IGNORE, so that no build of the repository ever finds them; each
-is copied without it into its own workspace under build/, never into the workspace's
+standins/ has a COLCON_IGNORE, so that no build of the repository ever finds them; each is
+copied without it into its own workspace under build/, never into the workspace's
 install/, so nothing but the tests that ask for it can ever see it.
 """
 
@@ -19,8 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ROOT / 'test' / 'standins'
+# The source checkout: the workspace's symlink install resolves to it.
+PACKAGE = Path(__file__).resolve().parents[1]
+ROOT = PACKAGE.parents[1]
+SOURCES = PACKAGE / 'standins'
 WORKSPACES = ROOT / 'build' / 'test_standins'
 # In dependency order. This process's library path was fixed when it started, so the
 # libraries are loaded by path; later lookups by name (the Python extensions' links, the

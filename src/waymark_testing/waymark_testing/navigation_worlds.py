@@ -22,12 +22,12 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 
-from support.actions import connect
-from support.actions import go_to as target
-from support.unicycle import Unicycle
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 from waymark_ros.ros import qos
+from waymark_testing.actions import connect
+from waymark_testing.actions import go_to as target
+from waymark_testing.unicycle import Unicycle
 
 RESOLUTION = 0.05
 WIDTH, HEIGHT = 200, 120  # a 10 m x 6 m room

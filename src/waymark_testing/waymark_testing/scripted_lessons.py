@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from support.scripted_llm import Reply, text
-from support.scripted_planner import ScriptedPlanner, plan
+from waymark_testing.scripted_llm import Reply, text
+from waymark_testing.scripted_planner import ScriptedPlanner, plan
 
 LESSONS = {
     'position': 'When a place is asked for, search for its sign text first, avoid answering '
