@@ -20,6 +20,7 @@ from typing import Any
 
 from support.scripted_llm import Policy, Step, text
 from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.search_query import INDEX_RANGE, SearchQuery
 
 # How a one-target request names its target, and how a several-target one numbers them.
 TARGET = re.compile(r'looking for this: (".*?")\. ')
@@ -97,7 +98,9 @@ def ground_truth_words(memory: Any, truth: dict[str, Any]) -> Callable[[bytes], 
             count = store.count(session, level=level)
             if not count:
                 continue
-            for hit in memory.search_index_range(session, 0, 10**9, count, level):
+            for hit in memory.search(
+                SearchQuery(INDEX_RANGE, count, sessions=[session], level=level, last_index=10**9)
+            ):
                 record = hit.record
                 jpeg = memory.image_store.image_of(record)
                 if not jpeg:

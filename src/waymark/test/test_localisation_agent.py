@@ -16,6 +16,7 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.localisation.estimate import TRIANGULATED
 from waymark.memory.entries import Hit
+from waymark.memory.search_query import TEXT, SearchQuery
 
 QUESTION = 'Where is the pharmacy?'
 
@@ -28,8 +29,9 @@ class SightedMemory:
         self.records = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
         self.records.append(seeing(0, 3.0, 1.0, session='other'))
 
-    def search_text(self, query, k, sessions=None, level='frame', views=None):
-        return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[:k])]
+    def search(self, query: SearchQuery) -> list[Hit]:
+        assert query.mode == TEXT, f'this memory answers text searches, not {query.mode}'
+        return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[: query.k])]
 
 
 def make_agent(base_url: str | None, traces=None, free_space=None) -> Agent:
