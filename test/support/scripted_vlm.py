@@ -20,7 +20,7 @@ from typing import Any
 
 from support.scripted_llm import Policy, Step, text
 from waymark.memory.entries import FRAME, SEGMENT
-from waymark.memory.search_query import INDEX_RANGE, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 
 # How a one-target request names its target, and how a several-target one numbers them.
 TARGET = re.compile(r'looking for this: (".*?")\. ')
@@ -99,7 +99,9 @@ def ground_truth_words(memory: Any, truth: dict[str, Any]) -> Callable[[bytes], 
             if not count:
                 continue
             for hit in memory.search(
-                SearchQuery(INDEX_RANGE, count, sessions=[session], level=level, last_index=10**9)
+                SearchQuery(
+                    Mode.INDEX_RANGE, count, sessions=[session], level=level, last_index=10**9
+                )
             ):
                 record = hit.record
                 jpeg = memory.image_store.image_of(record)

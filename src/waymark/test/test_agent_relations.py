@@ -25,7 +25,7 @@ from waymark.agent.relations import (
 from waymark.agent.trace import TraceWriter
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, Keyframe
-from waymark.memory.search_query import TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -155,7 +155,7 @@ def relational(memory: MemoryService, **params) -> RelationalSearch:
 
 def test_plain_similarity_cannot_tell_the_two_cones_apart(memory):
     tops = {
-        memory.search(SearchQuery(TEXT, 1, text=f'blue cone next to the {y}'))[0].record.id
+        memory.search(SearchQuery(Mode.TEXT, 1, text=f'blue cone next to the {y}'))[0].record.id
         for y in WORDS[1:3]
     }
     assert len(tops) == 1  # the same cone for both questions: one of them is wrong

@@ -16,7 +16,7 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.localisation.estimate import TRIANGULATED
 from waymark.memory.entries import Hit
-from waymark.memory.search_query import TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 
 QUESTION = 'Where is the pharmacy?'
 
@@ -30,7 +30,7 @@ class SightedMemory:
         self.records.append(seeing(0, 3.0, 1.0, session='other'))
 
     def search(self, query: SearchQuery) -> list[Hit]:
-        assert query.mode == TEXT, f'this memory answers text searches, not {query.mode}'
+        assert query.mode == Mode.TEXT, f'this memory answers text searches, not {query.mode}'
         return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[: query.k])]
 
 

@@ -11,7 +11,7 @@ from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
-from waymark.memory.search_query import TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -110,7 +110,7 @@ def test_frames_group_into_dense_segments_with_mean_views_and_a_grid(
     assert grid.shape[0] > 0 and grid.shape[1] > grid.shape[0] * 0.5
 
     found = memory.search(
-        SearchQuery(TEXT, 1, level=SEGMENT, views=['text'], text='where was the library')
+        SearchQuery(Mode.TEXT, 1, level=SEGMENT, views=['text'], text='where was the library')
     )
     assert found[0].record.index == 2 and found[0].view == 'text'
     memory.store.close()
@@ -130,12 +130,12 @@ def test_captions_become_views_that_text_search_ranks_jointly(
     for view in CAPTION_VIEWS:
         assert memory.store.count(view=view, level=SEGMENT) == 2
     hits = memory.search(
-        SearchQuery(TEXT, 2, level=SEGMENT, views=CAPTION_VIEWS, text='fresh bread')
+        SearchQuery(Mode.TEXT, 2, level=SEGMENT, views=CAPTION_VIEWS, text='fresh bread')
     )
     assert hits[0].record.id == 'walk/s1'
     assert hits[0].view in CAPTION_VIEWS and 'loaves of bread' in hits[0].record.text
     with pytest.raises(ValueError, match='not enabled'):
-        memory.search(SearchQuery(TEXT, 2, level=FRAME, views=['caption_full'], text='bread'))
+        memory.search(SearchQuery(Mode.TEXT, 2, level=FRAME, views=['caption_full'], text='bread'))
     memory.store.close()
 
 

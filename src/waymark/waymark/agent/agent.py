@@ -75,10 +75,7 @@ from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
 from waymark.localisation.standoff import FreeSpace
 from waymark.memory.entries import FRAME, LEVELS, Hit
-from waymark.memory.search_query import IMAGE as IMAGE_SEARCH
-from waymark.memory.search_query import TEXT as TEXT_SEARCH
-from waymark.memory.search_query import TIME as TIME_SEARCH
-from waymark.memory.search_query import SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.views.fusion import per_view_zscores
 
 _LOG = logging.getLogger(__name__)
@@ -471,7 +468,7 @@ class Agent:
         """The first memory of the sessions asked about: what "after I started" counts from."""
         if run.session_start is None:
             run.answer.retrievals += 1
-            first = self.memory.search(self._scope(run, 1)(TIME_SEARCH, stamp_ns=0))
+            first = self.memory.search(self._scope(run, 1)(Mode.TIME, stamp_ns=0))
             run.session_start = first[0].record.stamp_ns if first else None
         return run.session_start
 
@@ -505,7 +502,7 @@ class Agent:
         query = search_query(
             arguments, self._scope(run), run.question.image, partial(self._time, run)
         )
-        if query.mode == TEXT_SEARCH:
+        if query.mode == Mode.TEXT:
             run.last_query = query.text
             return self._search_text(run, query)
         run.answer.retrievals += 1
@@ -706,8 +703,8 @@ class Agent:
         try:
             if question.image is not None:
                 run.answer.retrievals += 1
-                return self.memory.search(scope(IMAGE_SEARCH, image=question.image))
-            hits = self._search_text(run, scope(TEXT_SEARCH, text=question.question))
+                return self.memory.search(scope(Mode.IMAGE, image=question.image))
+            hits = self._search_text(run, scope(Mode.TEXT, text=question.question))
         except ValueError:
             return []
         if run.anchor_note is not None:
@@ -747,7 +744,7 @@ class Agent:
         if anchor is not None:
             run.answer.retrievals += 1
             try:
-                found = self.memory.search(self._scope(run, pool)(TEXT_SEARCH, text=anchor))
+                found = self.memory.search(self._scope(run, pool)(Mode.TEXT, text=anchor))
                 y_pool = [hit for hit in found if hit.record.pose_valid]
             except ValueError as error:
                 step['why'] = f'no search for {anchor!r}: {error}'

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from waymark.memory.entries import Hit
-from waymark.memory.search_query import INDEX_RANGE, RANGE, TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 
 # position_of(hit, query): where the thing a hit for `query` shows is, in the map frame.
 # The default is where the camera stood; target localisation gives a better one.
@@ -262,7 +262,7 @@ class RelationalSearch:
     def run(self, relation: Relation, k: int) -> RelationalResult:
         p = self.params
         result = RelationalResult(hits=[])
-        anchor_hits = self.search(self.scope(TEXT, k=p.anchor_k, text=relation.anchor))
+        anchor_hits = self.search(self.scope(Mode.TEXT, k=p.anchor_k, text=relation.anchor))
         result.retrievals += 1
         anchor_hits = [h for h in anchor_hits if _similarity(h)]
         top = max((h.score for h in anchor_hits), default=0.0)
@@ -276,7 +276,7 @@ class RelationalSearch:
         if not result.anchors:
             result.why = f'no sighting of {relation.anchor!r} with a position'
             return result
-        overall = self.search(self.scope(TEXT, k=p.target_k, text=relation.target))
+        overall = self.search(self.scope(Mode.TEXT, k=p.target_k, text=relation.target))
         overall = [h for h in overall if _similarity(h)]
         result.retrievals += 1
         if not overall:
@@ -332,7 +332,9 @@ class RelationalSearch:
         """Entries within `radius` of (x, y) of the anchor's session and map epoch, scored
         by their similarity to `target`: each pass through the place ranked for it."""
         p = self.params
-        around = self.search(self.scope(RANGE, k=p.range_k, position=(x, y, 0.0), radius=radius))
+        around = self.search(
+            self.scope(Mode.RANGE, k=p.range_k, position=(x, y, 0.0), radius=radius)
+        )
         result.retrievals += 1
         same = [
             h.record
@@ -346,7 +348,7 @@ class RelationalSearch:
         for first, last in _passes(sorted(r.index for r in same), p.visit_gap)[: p.max_visits]:
             hits = self.search(
                 self.scope(
-                    INDEX_RANGE,
+                    Mode.INDEX_RANGE,
                     k=p.target_k,
                     sessions=(anchor.record.session,),
                     first_index=first,

@@ -25,7 +25,7 @@ from waymark.agent.bintrack import (
 from waymark.agent.memory_api import MemoryBackend
 from waymark.agent.verifier import Verifier
 from waymark.memory.entries import SEGMENT, FrameRecord, Hit
-from waymark.memory.search_query import INDEX_RANGE, POSITION, TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 
 # Loads an entry's stored picture (JPEG), None when it has none.
 ImageLoader = Callable[[FrameRecord], bytes | None]
@@ -92,7 +92,7 @@ class RouteSearch:
         def between(low: int, high: int, k: int, text: str = '') -> list[Hit]:
             return self.memory.search(
                 SearchQuery(
-                    INDEX_RANGE,
+                    Mode.INDEX_RANGE,
                     k,
                     sessions=(session,),
                     level=SEGMENT,
@@ -141,7 +141,11 @@ class RouteSearch:
         if isinstance(anchor, str):
             hits = self.memory.search(
                 SearchQuery(
-                    TEXT, self.params.verifier_pool, sessions=sessions, level=SEGMENT, text=anchor
+                    Mode.TEXT,
+                    self.params.verifier_pool,
+                    sessions=sessions,
+                    level=SEGMENT,
+                    text=anchor,
                 )
             )
             result.retrievals += 1
@@ -153,7 +157,7 @@ class RouteSearch:
         x, y = anchor
         hits = self.memory.search(
             SearchQuery(
-                POSITION,
+                Mode.POSITION,
                 ANCHOR_POSITION_CANDIDATES,
                 sessions=sessions,
                 level=SEGMENT,

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from waymark.memory.search_query import IMAGE, POSITION, RANGE, TEXT, TIME, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.model_text import validation_problems
 
 MAX_QUERY_CHARS = 300
@@ -195,13 +195,13 @@ def search_query(
     question's photo, `read_time` turns the time the model wrote into UTC nanoseconds.
     (search_between makes several searches: see route.py.)"""
     if isinstance(arguments, TextSearch):
-        return scope(TEXT, text=arguments.query)
+        return scope(Mode.TEXT, text=arguments.query)
     if isinstance(arguments, ImageSearch):
-        return scope(IMAGE, image=image)
+        return scope(Mode.IMAGE, image=image)
     if isinstance(arguments, TimeSearch):
-        return scope(TIME, stamp_ns=read_time(arguments.time))
+        return scope(Mode.TIME, stamp_ns=read_time(arguments.time))
     if isinstance(arguments, PositionSearch):
-        return scope(POSITION, position=(arguments.x, arguments.y, arguments.z))
+        return scope(Mode.POSITION, position=(arguments.x, arguments.y, arguments.z))
     if isinstance(arguments, RangeSearch):
-        return scope(RANGE, position=(arguments.x, arguments.y, 0.0), radius=arguments.radius)
+        return scope(Mode.RANGE, position=(arguments.x, arguments.y, 0.0), radius=arguments.radius)
     raise TypeError(f'{type(arguments).__name__} is not a memory search')

@@ -35,7 +35,7 @@ from waymark.evaluation.questions import AnswerType, Category, Question
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
-from waymark.memory.search_query import IMAGE, TEXT, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 
 EMBEDDER_ONLY = 'embedder-only'
@@ -183,10 +183,10 @@ class EmbedderOnlyAnswerer:
                 question_id=question.id, answered=False, memory_entries=total, message=why
             )
         if question.category == Category.IMAGE:
-            query = SearchQuery(IMAGE, self.top_k, level=self.level, image=image)
+            query = SearchQuery(Mode.IMAGE, self.top_k, level=self.level, image=image)
         else:
             query = SearchQuery(
-                TEXT, self.top_k, level=self.level, views=self.views, text=question.question
+                Mode.TEXT, self.top_k, level=self.level, views=self.views, text=question.question
             )
         hits = self.memory.search(query)
         best = next((h for h in hits if h.record.pose_valid), None)

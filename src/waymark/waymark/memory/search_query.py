@@ -8,7 +8,7 @@ needs. `SearchRules` adds the bounds a server sets on what it answers (lengths, 
 distances, image sizes). Every refusal is a RefusedError (a ValueError) naming its
 reason, which memory_node counts.
 
-A new mode is its name in MODES, its checks in `_check_arguments`, its store search and
+A new mode is a member of `Mode`, its checks in `_check_arguments`, its store search and
 one line in MemoryService.search; the ROS adapters copy every field whatever the mode.
 """
 
@@ -18,6 +18,7 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -26,14 +27,22 @@ from waymark.memory.refusal import RefusedError, check_image, check_position, ch
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.session_owners import ROBOT_NAME
 
-TEXT = 'text'  # entries matching a description (the text's embedding)
-IMAGE = 'image'  # entries that look like a photo
-TIME = 'time'  # entries from a moment on, in recording order
-INTERVAL = 'interval'  # entries between two moments, in recording order
-POSITION = 'position'  # entries nearest a point, nearest first
-RANGE = 'range'  # entries within a radius of a point on the floor plan
-INDEX_RANGE = 'index_range'  # entries first..last of one session, ranked by text if given
-MODES = (TEXT, IMAGE, TIME, INTERVAL, POSITION, RANGE, INDEX_RANGE)
+
+class Mode(str, Enum):
+    """What a search looks for; the values are SearchMemory's MODE_* constants."""
+
+    TEXT = 'text'  # entries matching a description (the text's embedding)
+    IMAGE = 'image'  # entries that look like a photo
+    TIME = 'time'  # entries from a moment on, in recording order
+    INTERVAL = 'interval'  # entries between two moments, in recording order
+    POSITION = 'position'  # entries nearest a point, nearest first
+    RANGE = 'range'  # entries within a radius of a point on the floor plan
+    INDEX_RANGE = 'index_range'  # entries first..last of one session, ranked by text if given
+
+    def __str__(self) -> str:  # the value, on every Python version
+        return self.value
+
+
 SEARCH_LEVELS = (*LEVELS, PLACE)
 # Stamps and entry indices are int64 in the store: larger ones cannot exist.
 MAX_INT64 = 2**63 - 1
@@ -46,7 +55,7 @@ class SearchQuery:
     Sequences are kept as tuples; a check that fails raises RefusedError.
     """
 
-    mode: str
+    mode: Mode  # or its value
     k: int  # most hits wanted
     sessions: Sequence[str] = ()  # empty: every session
     robots: Sequence[str] = ()  # only the sessions these robots recorded; empty: every robot
@@ -64,10 +73,12 @@ class SearchQuery:
     def __post_init__(self) -> None:
         for name in ('sessions', 'robots', 'views', 'position'):
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
-        if self.mode not in MODES:
+        try:
+            object.__setattr__(self, 'mode', Mode(self.mode))
+        except ValueError:
             raise RefusedError(
-                'mode', f'unknown search mode {shown(str(self.mode))}; use {", ".join(MODES)}'
-            )
+                'mode', f'unknown search mode {shown(str(self.mode))}; use {", ".join(Mode)}'
+            ) from None
         if self.level not in SEARCH_LEVELS:
             raise RefusedError(
                 'level',
@@ -93,9 +104,9 @@ class SearchQuery:
 def _check_arguments(query: SearchQuery) -> None:
     """What the query's mode needs of its own arguments."""
     mode = query.mode
-    if mode == TEXT and not query.text.strip():
+    if mode == Mode.TEXT and not query.text.strip():
         raise RefusedError('text', 'a text search needs a non-empty text')
-    if mode == IMAGE:
+    if mode == Mode.IMAGE:
         image = query.image
         if not (
             isinstance(image, np.ndarray)
@@ -107,21 +118,21 @@ def _check_arguments(query: SearchQuery) -> None:
             got = 'none' if image is None else f'{getattr(image, "dtype", type(image))}'
             got += f' {getattr(image, "shape", "")}'.rstrip()
             raise RefusedError('image', f'an image search needs an RGB uint8 photo, got {got}')
-    if mode in (TIME, INTERVAL) and not 0 <= query.stamp_ns <= MAX_INT64:
+    if mode in (Mode.TIME, Mode.INTERVAL) and not 0 <= query.stamp_ns <= MAX_INT64:
         raise RefusedError(
             'stamp', f'a {mode} search needs a time from 1970 on, got {query.stamp_ns}'
         )
-    if mode == INTERVAL and not query.stamp_ns <= query.end_ns <= MAX_INT64:
+    if mode == Mode.INTERVAL and not query.stamp_ns <= query.end_ns <= MAX_INT64:
         raise RefusedError(
             'interval', f'the interval ends ({query.end_ns}) before it starts ({query.stamp_ns})'
         )
-    if mode in (POSITION, RANGE):
+    if mode in (Mode.POSITION, Mode.RANGE):
         check_position(query.position, math.inf, f'{mode} search position')
-    if mode == RANGE and not (math.isfinite(query.radius) and query.radius > 0):
+    if mode == Mode.RANGE and not (math.isfinite(query.radius) and query.radius > 0):
         raise RefusedError(
             'radius', f'a range search needs a positive radius in metres, got {query.radius}'
         )
-    if mode == INDEX_RANGE:
+    if mode == Mode.INDEX_RANGE:
         if len(set(query.sessions)) != 1:
             raise RefusedError(
                 'sessions',
@@ -158,9 +169,9 @@ class SearchRules:
                 raise RefusedError(
                     reason, f'{len(named)} {reason} named, at most max_sessions={self.max_sessions}'
                 )
-        if query.mode in (POSITION, RANGE):
+        if query.mode in (Mode.POSITION, Mode.RANGE):
             check_position(query.position, self.max_coordinate_m, f'{query.mode} search position')
-        if query.mode == RANGE and query.radius > self.max_radius_m:
+        if query.mode == Mode.RANGE and query.radius > self.max_radius_m:
             raise RefusedError(
                 'radius',
                 f'range search radius {query.radius:g} m is over '

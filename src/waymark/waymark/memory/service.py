@@ -41,16 +41,7 @@ from waymark.memory.retention import (
     ThinningPlan,
     plan_thinning,
 )
-from waymark.memory.search_query import (
-    IMAGE,
-    INDEX_RANGE,
-    INTERVAL,
-    POSITION,
-    RANGE,
-    TEXT,
-    TIME,
-    SearchQuery,
-)
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
@@ -240,22 +231,22 @@ class MemoryService:
         if sessions == []:
             return []
         q, k, level, store = query, query.k, query.level, self.store
-        if q.mode == TEXT:
+        if q.mode == Mode.TEXT:
             return self._search_text(q.text, k, sessions, level, q.views)
-        if q.mode == IMAGE:
+        if q.mode == Mode.IMAGE:
             return self._search_image(q.image, k, sessions, level)
-        if q.mode == TIME:
+        if q.mode == Mode.TIME:
             return store.search_time(q.stamp_ns, k, sessions, level)
-        if q.mode == INTERVAL:
+        if q.mode == Mode.INTERVAL:
             return store.search_interval(q.stamp_ns, q.end_ns, k, sessions, level)
-        if q.mode == POSITION:
+        if q.mode == Mode.POSITION:
             return store.search_position(*q.position, k, sessions, level)
-        if q.mode == RANGE:
+        if q.mode == Mode.RANGE:
             return store.search_range(q.position[0], q.position[1], q.radius, sessions, k, level)
-        if q.mode == INDEX_RANGE and q.text.strip():  # Binary Tracking scores a span
+        if q.mode == Mode.INDEX_RANGE and q.text.strip():  # Binary Tracking scores a span
             span = (q.first_index, q.last_index)
             return self._search_text(q.text, k, sessions, level, q.views, span)
-        if q.mode == INDEX_RANGE:
+        if q.mode == Mode.INDEX_RANGE:
             return store.search_index_range(sessions[0], q.first_index, q.last_index, k, level)
         raise AssertionError(f'SearchQuery let mode {q.mode!r} through')
 

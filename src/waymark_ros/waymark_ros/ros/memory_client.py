@@ -32,7 +32,7 @@ from rclpy.node import Node
 
 from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.memory.entries import FRAME, Hit
-from waymark.memory.search_query import TIME, SearchQuery
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
@@ -116,7 +116,7 @@ class MemoryClient:
 
     def count(self, sessions: Sequence[str] | None = None, level: str = FRAME) -> int:
         """Entries memory holds for `sessions` (all when None) at `level`."""
-        query = SearchQuery(TIME, 1, sessions=sessions, robots=self.robots, level=level)
+        query = SearchQuery(Mode.TIME, 1, sessions=sessions, robots=self.robots, level=level)
         return int(self._call(query_to_msg(query)).total_entries)
 
     # -- the service call ----------------------------------------------------------------
@@ -148,7 +148,7 @@ def query_to_msg(query: SearchQuery) -> Request:
     """The SearchMemory request for `query`: every field whatever the mode, the photo as
     JPEG. ValueError for what the message cannot carry (a time past 2038)."""
     request = Request(
-        mode=query.mode,
+        mode=query.mode.value,
         level=query.level,
         top_k=min(query.k, UINT32_MAX),  # memory_node caps k far lower
         text=query.text,

@@ -12,7 +12,7 @@ from waymark.memory.entries import FRAME, Hit
 from waymark.memory.ingest.admission import check_stamp
 from waymark.memory.refusal import RefusedError
 from waymark.memory.retention import RetentionPolicy
-from waymark.memory.search_query import IMAGE, SearchQuery, SearchRules
+from waymark.memory.search_query import Mode, SearchQuery, SearchRules
 from waymark.memory.service import MemoryService
 from waymark_interfaces.msg import SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
@@ -67,7 +67,7 @@ def query_from_msg(request: Request, k: int, rules: SearchRules) -> SearchQuery:
     """The query a request carries, of `k` hits, checked against `rules`; RefusedError
     when it is malformed or over them. Only an image search's photo is decoded."""
     p = request.position
-    photo = rules.decode_image(bytes(request.image.data)) if request.mode == IMAGE else None
+    photo = rules.decode_image(bytes(request.image.data)) if request.mode == Mode.IMAGE else None
     query = SearchQuery(
         mode=request.mode,
         k=k,
