@@ -12,6 +12,7 @@ import pytest
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.sim.bag import write_bag
 from waymark.sim.world import build_demo_world
 from waymark_ros.tools.evaluate import build_over_dds
@@ -55,7 +56,7 @@ def recording(tmp_path_factory):
 def records(config: EvaluationConfig, level: str = FRAME):
     memory = open_memory(config, config.out / 'memory')
     try:
-        hits = memory.search_time(0, memory.store.max_k, level=level)
+        hits = memory.search(SearchQuery(Mode.TIME, memory.store.max_k, level=level))
         return [
             (
                 h.record.session,

@@ -23,7 +23,7 @@ from waymark.evaluation import harness
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, load_questions, save_questions
 from waymark.localisation.estimate import DEPTH
-from waymark.memory.entries import FRAME
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.sim.bag import BAG_VERSION, DEPTH_TOPIC, GROUND_TRUTH_FILE, write_bag
 from waymark.sim.world import build_demo_world
 from waymark_ros.tools.evaluate import build_over_dds
@@ -194,7 +194,7 @@ def config(bag: Path, questions: Path, out: Path, **options) -> EvaluationConfig
 def frames(settings: EvaluationConfig) -> list[tuple]:
     memory = open_memory(settings, settings.out / 'memory')
     try:
-        hits = memory.search_time(0, memory.store.max_k, level=FRAME)
+        hits = memory.search(SearchQuery(Mode.TIME, memory.store.max_k))
         return [
             (
                 h.record.index,

@@ -30,10 +30,13 @@ from waymark.agent.evidence import NS_PER_S
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.agent.trace import TraceWriter
+from waymark.memory.entries import Hit
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark_testing.agent_memory import (
     NOW,
     ROUTE_EPOCH,
     T0,
+    CountingMemory,
     answer_with_first_hit,
     build_memory,
     image_loader,
@@ -68,23 +71,6 @@ def memory(tmp_path_factory):
     service = build_memory(tmp_path_factory.mktemp('agent_loop_memory'))
     yield service
     service.store.close()
-
-
-class CountingMemory:
-    """The memory, counting the searches made of it by method."""
-
-    def __init__(self, memory) -> None:
-        self.memory = memory
-        self.calls: dict[str, int] = {}
-
-    def __getattr__(self, name):
-        method = getattr(self.memory, name)
-
-        def counted(*args, **kwargs):
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return method(*args, **kwargs)
-
-        return counted
 
 
 class AwayMemory:
@@ -307,7 +293,7 @@ def test_a_model_that_never_stops_searching_gets_the_budget_then_the_fallback(me
         == ["Error: there is no tool 'retrieve_from_text' here; use one of: final_answer"] * 2
     )
     # The model's max_steps searches and the fallback's own (embedder-only top-1).
-    assert counting.calls == {'search_text': max_steps + 1}
+    assert counting.calls == [Mode.TEXT] * (max_steps + 1)
     assert answer.retrievals == max_steps + 1
     assert answer.used_fallback and answer.kind == 'position'
     assert answer.fallback_reason == f'no usable answer within {max_steps} searches'
@@ -466,7 +452,7 @@ def test_a_time_that_cannot_be_read_costs_a_step_but_no_retrieval(memory):
         ('retrieve_from_text', 5),
         ('final_answer', 0),
     ]
-    assert counting.calls == {'search_text': 1} and answer.retrievals == 1
+    assert counting.calls == [Mode.TEXT] and answer.retrievals == 1
     assert not answer.used_fallback and answer.goal == goal_of(memory, BAKERY)
 
 
@@ -516,7 +502,7 @@ def test_an_unreachable_server_falls_back_to_the_embedder_only_top_hit(memory, r
     assert answer.used_fallback and answer.fallback_reason.startswith('LLM unreachable: ')
     assert answer.goal == goal_of(memory, BAKERY) and answer.kind == 'position'
     assert answer.evidence[0].record.id == BAKERY and 0 < answer.confidence <= 1
-    assert answer.llm_calls == 0 and counting.calls == {'search_text': 1}
+    assert answer.llm_calls == 0 and counting.calls == [Mode.TEXT]
     assert client.usage.snapshot()['calls'] == 1 + retries
 
 
@@ -552,15 +538,10 @@ class SlowMemory(CountingMemory):
         super().__init__(memory)
         self.seconds = seconds
 
-    def __getattr__(self, name):
-        counted = super().__getattr__(name)
-
-        def slow(*args, **kwargs):
-            if not self.calls:
-                time.sleep(self.seconds)
-            return counted(*args, **kwargs)
-
-        return slow
+    def search(self, query: SearchQuery) -> list[Hit]:
+        if not self.calls:
+            time.sleep(self.seconds)
+        return super().search(query)
 
 
 def test_the_deadline_is_checked_between_steps(memory):
@@ -574,7 +555,7 @@ def test_the_deadline_is_checked_between_steps(memory):
         assert len(server.requests) == 1  # the second step never started
     assert [event.hits for event in events] == [5] and answer.llm_calls == 1
     assert answer.used_fallback and answer.fallback_reason == 'deadline of 1 s reached'
-    assert answer.goal == goal_of(memory, BAKERY) and slow.calls == {'search_text': 2}
+    assert answer.goal == goal_of(memory, BAKERY) and slow.calls == [Mode.TEXT, Mode.TEXT]
 
 
 def test_without_an_llm_the_answer_is_the_fallback(memory):

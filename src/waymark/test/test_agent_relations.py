@@ -23,6 +23,7 @@ from waymark.agent.relations import (
 from waymark.agent.trace import TraceWriter
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, Keyframe
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -149,18 +150,14 @@ def memory(tmp_path_factory):
 
 
 def relational(memory: MemoryService, **params) -> RelationalSearch:
-    return RelationalSearch(
-        lambda text, k: memory.search_text(text, k),
-        lambda x, y, radius, k: memory.search_range(x, y, radius, None, k),
-        lambda session, first, last, k, text: memory.search_index_range(
-            session, first, last, k, FRAME, text
-        ),
-        RelationParams(**params),
-    )
+    return RelationalSearch(memory.search, SearchQuery, RelationParams(**params))
 
 
 def test_plain_similarity_cannot_tell_the_two_cones_apart(memory):
-    tops = {memory.search_text(f'blue cone next to the {y}', 1)[0].record.id for y in WORDS[1:3]}
+    tops = {
+        memory.search(SearchQuery(Mode.TEXT, 1, text=f'blue cone next to the {y}'))[0].record.id
+        for y in WORDS[1:3]
+    }
     assert len(tops) == 1  # the same cone for both questions: one of them is wrong
 
 

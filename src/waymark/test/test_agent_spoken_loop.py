@@ -8,10 +8,12 @@ import pytest
 
 from waymark.agent.agent import Agent, AgentConfig, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
+from waymark.memory.search_query import Mode
 from waymark_testing.agent_memory import (
     NOW,
     PLAZA,
     PLAZA_T0,
+    CountingMemory,
     S,
     answer_with_first_hit,
     build_memory,
@@ -29,21 +31,6 @@ def memory(tmp_path_factory):
     service = build_memory(tmp_path_factory.mktemp('agent_spoken_memory'))
     yield service
     service.store.close()
-
-
-class CountingMemory:
-    def __init__(self, memory) -> None:
-        self.memory = memory
-        self.calls: list[str] = []
-
-    def __getattr__(self, name):
-        method = getattr(self.memory, name)
-
-        def counted(*args, **kwargs):
-            self.calls.append(name)
-            return method(*args, **kwargs)
-
-        return counted
 
 
 def _ask(server, memory, question: str, zone: str = BERLIN):
@@ -69,7 +56,7 @@ def test_a_time_after_the_start_is_resolved_in_the_prompt_and_by_the_tool(memory
     [hits] = tool_results(second)
     assert hits.startswith('[plaza/20] 0.0 s after the requested time; seen 2025-06-15 18:06:50')
     # The start is looked up once, for the prompt, and reused by the tool.
-    assert counting.calls == ['search_time', 'search_time']
+    assert counting.calls == [Mode.TIME, Mode.TIME]
     assert answer.time_ns == PLAZA_T0 + 10 * S and answer.retrievals == 2
 
 
@@ -85,7 +72,7 @@ def test_a_time_before_now_needs_no_start(memory):
     assert 'is 2025-06-15 16:05:50 UTC.' in first['messages'][1]['content']
     assert 'session started' not in first['messages'][1]['content']
     assert tool_results(second)[0].startswith('[plaza/0]')
-    assert counting.calls == ['search_time']
+    assert counting.calls == [Mode.TIME]
 
 
 def test_a_local_clock_time_from_the_model_is_read_in_the_sessions_zone(memory):

@@ -35,6 +35,7 @@ from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, Hit, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -173,7 +174,9 @@ def test_the_planner_reads_the_form_of_a_question(question, kind, target, route,
 
 
 def test_the_planner_parses_hits_as_the_agent_renders_them(memory):
-    hits = memory.search_text('museum', 2) + memory.search_time(T0, 1, level=SEGMENT)
+    hits = memory.search(SearchQuery(Mode.TEXT, 2, text='museum')) + memory.search(
+        SearchQuery(Mode.TIME, 1, level=SEGMENT, stamp_ns=T0)
+    )
     parsed = parse_hits(describe_hits(hits, T0 + 60 * 10**9))
     assert [h.id for h in parsed] == [h.record.id for h in hits]
     for seen, hit in zip(parsed, hits, strict=True):
@@ -206,7 +209,7 @@ def test_the_planner_reads_when_did_i_pass_a_place_as_when_did_i_see_it(verb):
 
 
 def test_the_planner_parses_hits_shown_in_a_local_zone(memory):
-    hits = memory.search_text('museum', 2)
+    hits = memory.search(SearchQuery(Mode.TEXT, 2, text='museum'))
     parsed = parse_hits(describe_hits(hits, T0 + 60 * 10**9, zone='Asia/Kolkata'))
     assert [h.id for h in parsed] == [h.record.id for h in hits]
 

@@ -27,6 +27,7 @@ from waymark.evaluation.harness import (
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
 from waymark.evaluation.suite import table, view_table
 from waymark.memory.entries import SEGMENT, CameraModel
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.views.captioner import CAPTION_VIEWS
 from waymark.sim.bag import DEPTH_TOPIC, write_bag
 from waymark.sim.world import build_demo_world
@@ -115,8 +116,8 @@ def test_each_level_and_view_gets_a_row_and_segments_answer_with_their_pose(
 
     opened = open_memory(settings, settings.out / 'memory')
     try:
-        segments = opened.search_time(0, 1000, level=SEGMENT)
-        frames = opened.search_time(0, 1000)
+        segments = opened.search(SearchQuery(Mode.TIME, 1000, level=SEGMENT))
+        frames = opened.search(SearchQuery(Mode.TIME, 1000))
     finally:
         opened.store.close()
     assert len(segments) == memory['segments'] and len(frames) == memory['frames']
@@ -232,7 +233,8 @@ def test_with_a_captioner_segments_are_captioned_and_found_by_their_captions(
     opened = open_memory(named, settings.out / 'memory')
     try:
         segments = sorted(
-            opened.search_time(0, 1000, level=SEGMENT), key=lambda h: h.record.stamp_ns
+            opened.search(SearchQuery(Mode.TIME, 1000, level=SEGMENT)),
+            key=lambda h: h.record.stamp_ns,
         )
         ids = {hit.record.id for hit in segments}
         for view in CAPTION_VIEWS:

@@ -15,6 +15,7 @@ from waymark.evaluation.ingest import (
 )
 from waymark.memory.ingest.capture import CaptureConfig
 from waymark.memory.ingest.keyframes import KeyframePolicy
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import UnsupportedEncodingError
 from waymark.memory.storage.image_store import ImageStore
@@ -121,7 +122,7 @@ def test_raw_images_and_pose_stamped_become_keyframes(tmp_path):
     report = ingest_bag(bag, service, CaptureConfig(session='raw'))
     assert (report.keyframes, report.ingested) == (5, 5)
     assert report.counts['images_received'] == 5 and report.counts['poses_received'] == 5
-    hits = service.search_time(T0, 10)
+    hits = service.search(SearchQuery(Mode.TIME, 10, stamp_ns=T0))
     assert [round(h.record.x, 6) for h in hits] == [0.0, 1.0, 2.0, 3.0, 4.0]
     service.store.close()
 
@@ -152,7 +153,7 @@ def test_the_covariance_gates_tracking_as_capture_node_does_and_the_summary_says
     policy = KeyframePolicy(max_interval_s=1.0)  # one keyframe a second while lost
     report = ingest_bag(bag, service, CaptureConfig(session='cov', policy=policy))
     assert report.topics.pose_type == 'pose_with_covariance'
-    valid = [h.record.pose_valid for h in service.search_time(T0, 10)]
+    valid = [h.record.pose_valid for h in service.search(SearchQuery(Mode.TIME, 10, stamp_ns=T0))]
     service.store.close()
     assert valid[:2] == [True, True] and len(valid) > 3 and not any(valid[2:])
     summary = summarize(report.counts)

@@ -43,6 +43,8 @@ MEMORY_RANKS = {
     'entries': 0,
     'storage': 1,
     'retention': 1,  # policies and disk use: data, no storage of its own
+    'refusal': 1,  # what input from outside is refused for
+    'search_query': 1,  # one search and its checks: the store may take it too
     'views': 2,
     'ingest': 3,
     'places': 3,

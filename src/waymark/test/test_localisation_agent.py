@@ -13,6 +13,7 @@ from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.localisation.estimate import TRIANGULATED
 from waymark.memory.entries import Hit
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark_testing.agent_memory import NOW, answer_with_first_hit, scripted
 from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
 from waymark_testing.sightings import POSES, SIGN, seeing
@@ -28,8 +29,9 @@ class SightedMemory:
         self.records = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
         self.records.append(seeing(0, 3.0, 1.0, session='other'))
 
-    def search_text(self, query, k, sessions=None, level='frame', views=None):
-        return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[:k])]
+    def search(self, query: SearchQuery) -> list[Hit]:
+        assert query.mode == Mode.TEXT, f'this memory answers text searches, not {query.mode}'
+        return [Hit(r, 0.9 - 0.1 * i, 'text') for i, r in enumerate(self.records[: query.k])]
 
 
 def make_agent(base_url: str | None, traces=None, free_space=None) -> Agent:

@@ -60,12 +60,12 @@ class SightedMemory:
     def __getattr__(self, name):
         return getattr(self.service, name)
 
-    def search_text(self, *args, **kwargs):
+    def search(self, query):
         return [
             dataclasses.replace(
                 hit, record=dataclasses.replace(hit.record, sighting=self.sightings[hit.record.id])
             )
-            for hit in self.service.search_text(*args, **kwargs)
+            for hit in self.service.search(query)
         ]
 
 

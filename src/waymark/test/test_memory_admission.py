@@ -1,6 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""What memory accepts: keyframe and search checks, and the same-stamp rule (an entry is
-never replaced, an identical resend is stored once)."""
+"""What memory accepts: keyframe checks, and the same-stamp rule (an entry is never
+replaced, an identical resend is stored once). Search checks: test_search_query.py."""
 
 from __future__ import annotations
 
@@ -17,15 +17,7 @@ from waymark.memory.entries import Keyframe
 from waymark.memory.ingest.admission import (
     KeyframeRules,
     RefusedError,
-    SearchRules,
-    check_index_range,
-    check_interval,
     check_keyframe_input,
-    check_position,
-    check_search_image,
-    check_search_radius,
-    check_search_sessions,
-    check_search_text,
     check_stamp,
 )
 from waymark.memory.service import MemoryService
@@ -117,32 +109,10 @@ def test_image_limits_are_parameters():
     check(KeyframeRules(image=ImageLimits(max_pixels=160 * 120)))
 
 
-def test_stamps_and_intervals():
+def test_message_stamps():
     assert check_stamp(3, 5) == 3 * 10**9 + 5
     assert reason(lambda: check_stamp(1, 10**9)) == 'stamp'
     assert reason(lambda: check_stamp(-1, 0)) == 'stamp'
-    check_interval(5, 5)
-    assert reason(lambda: check_interval(6, 5)) == 'interval'
-    check_index_range(0, 2**63 - 1)
-    assert reason(lambda: check_index_range(3, 2)) == 'index_range'
-    assert reason(lambda: check_index_range(0, 2**64 - 1)) == 'index_range'
-
-
-def test_search_arguments():
-    rules = SearchRules(max_radius_m=50.0, max_query_chars=10, max_sessions=2)
-    check_search_text(rules, 'x' * 10)
-    assert reason(lambda: check_search_text(rules, 'x' * 11)) == 'text'
-    check_search_sessions(rules, ['a', 'b'])
-    assert reason(lambda: check_search_sessions(rules, ['a', 'b', 'c'])) == 'sessions'
-    assert reason(lambda: check_search_sessions(rules, ['a/b'])) == 'sessions'
-    check_search_radius(rules, 50.0)
-    for bad in (0.0, -1.0, 50.1, math.nan, math.inf):
-        assert reason(lambda bad=bad: check_search_radius(rules, bad)) == 'radius'
-    check_position((1.0, 2.0, 3.0), 10.0, 'search position')
-    assert reason(lambda: check_position((11.0, 0.0, 0.0), 10.0, 'search position')) == 'position'
-    check_search_image(rules, sign('EXIT'))
-    assert reason(lambda: check_search_image(rules, b'')) == 'image'
-    assert reason(lambda: check_search_image(rules, png_bomb(18_000))) == 'image_too_large'
 
 
 # The same-stamp rule, on a real store ---------------------------------------------------

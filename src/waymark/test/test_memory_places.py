@@ -11,6 +11,7 @@ import pytest
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, PLACE
 from waymark.memory.places import PlaceInput, PlaceViewImage, name_and_room, place_entry_id
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -132,8 +133,8 @@ def test_search_by_name_text_finds_the_place(service):
     for name, room in [('charging spot', 'hallway'), ('fridge', 'kitchen'), ('sofa', 'lounge')]:
         service.places.put(place(name, room=room))
 
-    hits = service.search_text('charging spot', 3, level=PLACE)
-    by_room = service.search_text('kitchen', 3, level=PLACE)
+    hits = service.search(SearchQuery(Mode.TEXT, 3, level=PLACE, text='charging spot'))
+    by_room = service.search(SearchQuery(Mode.TEXT, 3, level=PLACE, text='kitchen'))
 
     assert name_and_room(hits[0].record) == ('charging spot', 'hallway')
     assert hits[0].record.kind == PLACE and hits[0].view == 'text'
@@ -146,7 +147,7 @@ def test_search_by_image_finds_the_place_by_one_of_its_views(service, draw_sign)
     service.places.put(place('pharmacy corner', views=[(blank, 0.0), (draw_sign('PHARMACY'), 1.0)]))
     service.places.put(place('bakery corner', views=[(draw_sign('BAKERY'), 2.0)]))
 
-    hits = service.search_image(draw_sign('PHARMACY'), 2, level=PLACE)
+    hits = service.search(SearchQuery(Mode.IMAGE, 2, level=PLACE, image=draw_sign('PHARMACY')))
 
     assert name_and_room(hits[0].record)[0] == 'pharmacy corner'
     assert hits[0].view == 'image' and hits[0].record.yaw == pytest.approx(1.0)
@@ -176,7 +177,7 @@ def test_places_persist_across_a_reopen(tmp_path, views, draw_sign):
     try:
         (stored,) = reopened.places.places()
         assert (stored.name, stored.room, stored.view_yaws) == ('dock', 'garage', (0.3,))
-        hits = reopened.search_image(draw_sign('DOCK'), 1, level=PLACE)
+        hits = reopened.search(SearchQuery(Mode.IMAGE, 1, level=PLACE, image=draw_sign('DOCK')))
         assert name_and_room(hits[0].record)[0] == 'dock'
         # A new name after the reopen takes a new slot, not the stored one's.
         reopened.places.put(place('door'))

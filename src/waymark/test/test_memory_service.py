@@ -11,6 +11,7 @@ import pytest
 
 from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, CameraModel, DepthSamples, FrameRecord, Hit, Keyframe
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import decode_image
 from waymark.memory.storage.image_store import ImageStore
@@ -93,7 +94,7 @@ def test_ingest_stores_image_text_pose_and_views(walked):
 def test_text_search_finds_the_frame_whose_sign_matches(walked):
     service, records = walked
 
-    hits = service.search_text('pharmacy', 4)
+    hits = service.search(SearchQuery(Mode.TEXT, 4, text='pharmacy'))
 
     assert hits[0].record == records[0]
     assert hits[0].view == 'text' and hits[0].score > 0.9
@@ -110,19 +111,22 @@ def test_text_search_by_meaning_through_the_text_view(
     for i, (image, (_, x, y)) in enumerate(zip(signs, SCENE, strict=True)):
         service.ingest(keyframe(i, jpeg(image), x, y))
 
-    assert service.search_text('where can I buy medicine?', 1)[0].record.text == 'PHARMACY'
-    assert service.search_text('fresh bread', 1)[0].record.text == 'BAKERY'
-    assert service.search_text('borrow a book', 1)[0].record.text == 'LIBRARY'
-    assert service.search_text('pharmacy', 5, sessions=['elsewhere']) == []
-    with pytest.raises(ValueError):
-        service.search_image(signs[0], 1)
+    def best(text: str) -> str:
+        return service.search(SearchQuery(Mode.TEXT, 1, text=text))[0].record.text
+
+    assert best('where can I buy medicine?') == 'PHARMACY'
+    assert best('fresh bread') == 'BAKERY'
+    assert best('borrow a book') == 'LIBRARY'
+    assert service.search(SearchQuery(Mode.TEXT, 5, sessions=['elsewhere'], text='pharmacy')) == []
+    with pytest.raises(ValueError, match='image-text embedder'):
+        service.search(SearchQuery(Mode.IMAGE, 1, image=signs[0]))
     service.store.close()
 
 
 def test_image_search_finds_the_same_view_again(walked, signs):
     service, records = walked
 
-    hits = service.search_image(decode_image(jpeg(signs[2])), 2)
+    hits = service.search(SearchQuery(Mode.IMAGE, 2, image=decode_image(jpeg(signs[2]))))
 
     assert hits[0].record == records[2]
     assert hits[0].view == 'image' and hits[0].score == pytest.approx(1.0, abs=1e-4)
@@ -131,10 +135,21 @@ def test_image_search_finds_the_same_view_again(walked, signs):
 def test_time_and_place_searches_pass_through(walked):
     service, records = walked
 
-    assert [h.record for h in service.search_time(T0 + 1, 2)] == records[1:3]
-    assert [h.record for h in service.search_interval(T0, T0 + 2 * 10**9, 9)] == records[:2]
-    assert [h.record for h in service.search_position(8.0, 1.0, 0.5, 1)] == [records[2]]
-    assert [h.record for h in service.search_range(3.0, 0.0, 1.5)] == [records[1]]
+    def found(mode, k, **arguments):
+        return [h.record for h in service.search(SearchQuery(mode, k, **arguments))]
+
+    assert found(Mode.TIME, 2, stamp_ns=T0 + 1) == records[1:3]
+    assert found(Mode.INTERVAL, 9, stamp_ns=T0, end_ns=T0 + 2 * 10**9) == records[:2]
+    assert found(Mode.POSITION, 1, position=(8.0, 1.0, 0.5)) == [records[2]]
+    assert found(Mode.RANGE, 10, position=(3.0, 0.0, 0.0), radius=1.5) == [records[1]]
+    assert (
+        found(Mode.INDEX_RANGE, 9, sessions=['walk'], first_index=1, last_index=2) == records[1:3]
+    )
+    # An index range ranked by a text: the span's entries, best first.
+    ranked = found(
+        Mode.INDEX_RANGE, 9, sessions=['walk'], first_index=1, last_index=3, text='library'
+    )
+    assert ranked[0] == records[2] and set(ranked) <= set(records[1:4])
 
 
 def test_undecodable_keyframe_is_refused_and_nothing_is_stored(
@@ -183,9 +198,10 @@ def test_lost_pose_is_kept_but_never_used_as_a_position(tmp_path, text_reader):
     lost = service.ingest(keyframe(1, small, x=1.0, valid=False))
 
     assert service.store.get([lost.id])[0].pose_valid is False
-    assert [h.record.index for h in service.search_position(1.0, 0.0, 0.5, 5)] == [0]
+    nearest = service.search(SearchQuery(Mode.POSITION, 5, position=(1.0, 0.0, 0.5)))
+    assert [h.record.index for h in nearest] == [0]
     with pytest.raises(ValueError, match='no embedding views'):
-        service.search_text('anything', 3)
+        service.search(SearchQuery(Mode.TEXT, 3, text='anything'))
     service.store.close()
 
 
@@ -239,7 +255,7 @@ def test_of_frames_reading_the_same_words_the_nearest_view_comes_first(
     records = [service.ingest(keyframe(i, jpeg(sign(size)), x=i)) for i, size in enumerate(sizes)]
     assert [r.text for r in records] == ['BAKERY'] * 4
     assert records[2].text_size > records[3].text_size > records[1].text_size > records[0].text_size
-    hits = service.search_text('bakery', k=2)
+    hits = service.search(SearchQuery(Mode.TEXT, 2, text='bakery'))
     assert [h.record.index for h in hits] == [2, 3]
     service.store.close()
 

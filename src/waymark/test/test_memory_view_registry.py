@@ -13,6 +13,7 @@ import pytest
 from waymark.geometry import Pose
 from waymark.memory.entries import SEGMENT, Keyframe
 from waymark.memory.factory import MemoryConfig, load_models, open_memory
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.views.image import mean_unit
 from waymark.memory.views.registry import VIEWS, settings_of
 from waymark.memory.views.text import TextView
@@ -108,15 +109,15 @@ def test_a_new_view_is_stored_searched_and_fused(coloured, draw_sign):
     assert memory.store.views(SEGMENT) == ['text', 'colour']
     assert memory.stats().views == {'text': 3, 'colour': 3}
 
-    blue = memory.search_text('blue', 1, views=['colour'])
+    blue = memory.search(SearchQuery(Mode.TEXT, 1, views=['colour'], text='blue'))
     assert [(h.record.text, h.view) for h in blue] == [('BAKERY', 'colour')]
-    green = memory.search_text('green', 1, level=SEGMENT, views=['colour'])
+    green = memory.search(SearchQuery(Mode.TEXT, 1, level=SEGMENT, views=['colour'], text='green'))
     assert [h.record.text for h in green] == ['LIBRARY']
-    photo = memory.search_image(draw_sign('', (220, 20, 20)), 1)
+    photo = memory.search(SearchQuery(Mode.IMAGE, 1, image=draw_sign('', (220, 20, 20))))
     assert [(h.record.text, h.view) for h in photo] == [('PHARMACY', 'colour')]
 
     # The text view finds the bakery, the colour view the red frame: fused, both lead.
-    fused = memory.search_text('red BAKERY', 3)
+    fused = memory.search(SearchQuery(Mode.TEXT, 3, text='red BAKERY'))
     assert {(h.record.text, h.view) for h in fused[:2]} == {
         ('BAKERY', 'text'),
         ('PHARMACY', 'colour'),

@@ -11,6 +11,7 @@ from waymark.geometry import Pose
 from waymark.memory.entries import FRAME, SEGMENT, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -108,7 +109,9 @@ def test_frames_group_into_dense_segments_with_mean_views_and_a_grid(
     grid = cv2.imdecode(np.frombuffer(memory.image_store.get(second.image_ref), np.uint8), 1)
     assert grid.shape[0] > 0 and grid.shape[1] > grid.shape[0] * 0.5
 
-    found = memory.search_text('where was the library', 1, level=SEGMENT, views=['text'])
+    found = memory.search(
+        SearchQuery(Mode.TEXT, 1, level=SEGMENT, views=['text'], text='where was the library')
+    )
     assert found[0].record.index == 2 and found[0].view == 'text'
     memory.store.close()
 
@@ -126,11 +129,13 @@ def test_captions_become_views_that_text_search_ranks_jointly(
     assert all(job.grid_jpeg and job.center_jpeg for job in captions.jobs)
     for view in CAPTION_VIEWS:
         assert memory.store.count(view=view, level=SEGMENT) == 2
-    hits = memory.search_text('fresh bread', 2, level=SEGMENT, views=list(CAPTION_VIEWS))
+    hits = memory.search(
+        SearchQuery(Mode.TEXT, 2, level=SEGMENT, views=CAPTION_VIEWS, text='fresh bread')
+    )
     assert hits[0].record.id == 'walk/s1'
     assert hits[0].view in CAPTION_VIEWS and 'loaves of bread' in hits[0].record.text
     with pytest.raises(ValueError, match='not enabled'):
-        memory.search_text('bread', 2, level=FRAME, views=['caption_full'])
+        memory.search(SearchQuery(Mode.TEXT, 2, level=FRAME, views=['caption_full'], text='bread'))
     memory.store.close()
 
 

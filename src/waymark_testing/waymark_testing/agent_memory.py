@@ -37,9 +37,10 @@ import cv2
 import numpy as np
 
 from waymark.geometry import Pose
-from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Keyframe
+from waymark.memory.entries import FRAME, SEGMENT, FrameRecord, Hit, Keyframe
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import Segmenter
+from waymark.memory.search_query import SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.store import MemoryStore
@@ -218,6 +219,21 @@ def build_memory(directory: Path) -> MemoryService:
             )
     service.close_segments()
     return service
+
+
+class CountingMemory:
+    """The memory, noting the mode of each search made of it."""
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+        self.calls: list[str] = []
+
+    def search(self, query: SearchQuery) -> list[Hit]:
+        self.calls.append(query.mode)
+        return self.memory.search(query)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.memory, name)
 
 
 def image_loader(service: MemoryService) -> Callable[[FrameRecord], bytes | None]:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark_testing.scripted_llm import Policy, Step, text
 
 # How a one-target request names its target, and how a several-target one numbers them.
@@ -97,7 +98,11 @@ def ground_truth_words(memory: Any, truth: dict[str, Any]) -> Callable[[bytes], 
             count = store.count(session, level=level)
             if not count:
                 continue
-            for hit in memory.search_index_range(session, 0, 10**9, count, level):
+            for hit in memory.search(
+                SearchQuery(
+                    Mode.INDEX_RANGE, count, sessions=[session], level=level, last_index=10**9
+                )
+            ):
                 record = hit.record
                 jpeg = memory.image_store.image_of(record)
                 if not jpeg:

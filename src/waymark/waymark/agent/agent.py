@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -59,14 +60,11 @@ from waymark.agent.tools import (
     FINAL,
     TOOLS,
     FinalAnswer,
-    ImageSearch,
-    PositionSearch,
-    RangeSearch,
+    Scope,
     SearchBetween,
-    TextSearch,
-    TimeSearch,
     ToolArgumentError,
     parse_call,
+    search_query,
     tool_specs,
 )
 from waymark.agent.trace import TraceWriter, redact_images
@@ -77,6 +75,7 @@ from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
 from waymark.localisation.standoff import FreeSpace
 from waymark.memory.entries import FRAME, LEVELS, Hit
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.views.fusion import per_view_zscores
 
 _LOG = logging.getLogger(__name__)
@@ -468,9 +467,8 @@ class Agent:
     def _session_start(self, run: _Run) -> int | None:
         """The first memory of the sessions asked about: what "after I started" counts from."""
         if run.session_start is None:
-            sessions = list(run.question.sessions) or None
             run.answer.retrievals += 1
-            first = self.memory.search_time(0, 1, sessions, self.config.level)
+            first = self.memory.search(self._scope(run, 1)(Mode.TIME, stamp_ns=0))
             run.session_start = first[0].record.stamp_ns if first else None
         return run.session_start
 
@@ -486,51 +484,41 @@ class Agent:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _search(self, run: _Run, arguments: Any) -> list[Hit]:
-        config, question = self.config, run.question
-        sessions = list(question.sessions) or None
-        k, level = config.top_k, config.level
-        if isinstance(arguments, SearchBetween):  # counts its own retrievals
-            return self._search_between(run, arguments, sessions)
-        if isinstance(arguments, TextSearch):
-            run.last_query = arguments.query
-            return self._search_text(run, arguments.query, k, sessions)
-        stamp = 0
-        if isinstance(arguments, TimeSearch):  # a time that cannot be read costs no retrieval
-            stamp = self._time(run, arguments.time)
-        run.answer.retrievals += 1
-        if isinstance(arguments, ImageSearch):
-            return self.memory.search_image(question.image, k, sessions, level)
-        if isinstance(arguments, TimeSearch):
-            return self.memory.search_time(stamp, k, sessions, level)
-        if isinstance(arguments, PositionSearch):
-            return self.memory.search_position(
-                arguments.x, arguments.y, arguments.z, k, sessions, level
-            )
-        if isinstance(arguments, RangeSearch):
-            return self.memory.search_range(
-                arguments.x, arguments.y, arguments.radius, sessions, k, level
-            )
-        raise TypeError(f'no search for {type(arguments).__name__}')
+    def _scope(self, run: _Run, k: int | None = None) -> Scope:
+        """SearchQuery within the question's sessions at the configured level, of `k`
+        hits (default: top_k)."""
+        return partial(
+            SearchQuery,
+            k=k or self.config.top_k,
+            sessions=run.question.sessions,
+            level=self.config.level,
+        )
 
-    def _search_text(self, run: _Run, query: str, k: int, sessions: list[str] | None) -> list[Hit]:
+    def _search(self, run: _Run, arguments: Any) -> list[Hit]:
+        if isinstance(arguments, SearchBetween):  # counts its own retrievals
+            sessions = list(run.question.sessions) or None
+            return self._search_between(run, arguments, sessions)
+        # Made first: a time that cannot be read costs no retrieval.
+        query = search_query(
+            arguments, self._scope(run), run.question.image, partial(self._time, run)
+        )
+        if query.mode == Mode.TEXT:
+            run.last_query = query.text
+            return self._search_text(run, query)
+        run.answer.retrievals += 1
+        return self.memory.search(query)
+
+    def _search_text(self, run: _Run, query: SearchQuery) -> list[Hit]:
         """A text search; for "Z next to Y" the Z nearest Y's sightings when there are
         any (see `relations`), else the plain search."""
-        relation = parse_relation(query) if self.config.relations.enabled else None
+        relation = parse_relation(query.text) if self.config.relations.enabled else None
         if relation is not None:
-            level = self.config.level
             search = RelationalSearch(
-                lambda text, n: self.memory.search_text(text, n, sessions, level),
-                lambda x, y, radius, n: self.memory.search_range(x, y, radius, sessions, n, level),
-                lambda session, first, last, n, text: self.memory.search_index_range(
-                    session, first, last, n, level, text
-                ),
-                self.config.relations,
-                self.position_of,
+                self.memory.search, self._scope(run), self.config.relations, self.position_of
             )
             note: dict[str, Any] = {'relation': asdict(relation)}
             try:
-                result = search.run(relation, k)
+                result = search.run(relation, query.k)
             except ValueError as error:  # memory refused a part: the plain search may not
                 run.anchor_note = note | {'why': str(error)}
             else:
@@ -539,7 +527,7 @@ class Agent:
                 if result.hits:
                     return result.hits
         run.answer.retrievals += 1
-        return self.memory.search_text(query, k, sessions, self.config.level)
+        return self.memory.search(query)
 
     def _search_between(
         self, run: _Run, arguments: SearchBetween, sessions: list[str] | None
@@ -711,13 +699,12 @@ class Agent:
     def _similar(self, run: _Run) -> list[Hit]:
         """The embedder-only answer's hits: the photo when given, else the question."""
         question = run.question
-        sessions = list(question.sessions) or None
-        k, level = self.config.fallback_top_k, self.config.level
+        scope = self._scope(run, self.config.fallback_top_k)
         try:
             if question.image is not None:
                 run.answer.retrievals += 1
-                return self.memory.search_image(question.image, k, sessions, level)
-            hits = self._search_text(run, question.question, k, sessions)
+                return self.memory.search(scope(Mode.IMAGE, image=question.image))
+            hits = self._search_text(run, scope(Mode.TEXT, text=question.question))
         except ValueError:
             return []
         if run.anchor_note is not None:
@@ -755,10 +742,9 @@ class Agent:
         checks = [(target, self._pictures(z_pool))]
         y_pool: list[Hit] = []
         if anchor is not None:
-            sessions = list(run.question.sessions) or None
             run.answer.retrievals += 1
             try:
-                found = self.memory.search_text(anchor, pool, sessions, self.config.level)
+                found = self.memory.search(self._scope(run, pool)(Mode.TEXT, text=anchor))
                 y_pool = [hit for hit in found if hit.record.pose_valid]
             except ValueError as error:
                 step['why'] = f'no search for {anchor!r}: {error}'

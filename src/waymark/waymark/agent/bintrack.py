@@ -7,7 +7,7 @@ interval by retrieval evidence alone and ask the verifier once, at the leaf. Als
 the anchor-aware verifier pool, and the lock-on-Y rerank for "Z nearest to Y" questions.
 
 Everything is plain Python over callables that return `Hit`s, so the agent can bind it to
-`MemoryBackend.search_index_range` and tests can bind it to fakes.
+index range searches of memory (see route.py) and tests can bind it to fakes.
 """
 
 from __future__ import annotations

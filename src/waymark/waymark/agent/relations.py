@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from waymark.memory.entries import Hit
+from waymark.memory.search_query import Mode, SearchQuery
 
 # position_of(hit, query): where the thing a hit for `query` shows is, in the map frame.
 # The default is where the camera stood; target localisation gives a better one.
@@ -242,29 +243,26 @@ class RelationalResult:
 class RelationalSearch:
     """Anchor first, then the nearest instance: see the module docstring.
 
-    `search_text(query, k)` and `search_range(x, y, radius, k)` search memory within the
-    question's sessions and level; `search_pass(session, first, last, k, query)` ranks the
-    entries first..last of one session for a query. `position_of` places a hit.
+    `search` answers a memory search; `scope` makes one within the question's sessions
+    and level (SearchQuery with those given). `position_of` places a hit.
     """
 
     def __init__(
         self,
-        search_text: Callable[[str, int], list[Hit]],
-        search_range: Callable[[float, float, float, int], list[Hit]],
-        search_pass: Callable[[str, int, int, int, str], list[Hit]],
+        search: Callable[[SearchQuery], list[Hit]],
+        scope: Callable[..., SearchQuery],
         params: RelationParams | None = None,
         position_of: PositionOf = camera_position,
     ) -> None:
-        self.search_text = search_text
-        self.search_range = search_range
-        self.search_pass = search_pass
+        self.search = search
+        self.scope = scope
         self.params = params or RelationParams()
         self.position_of = position_of
 
     def run(self, relation: Relation, k: int) -> RelationalResult:
         p = self.params
         result = RelationalResult(hits=[])
-        anchor_hits = self.search_text(relation.anchor, p.anchor_k)
+        anchor_hits = self.search(self.scope(Mode.TEXT, k=p.anchor_k, text=relation.anchor))
         result.retrievals += 1
         anchor_hits = [h for h in anchor_hits if _similarity(h)]
         top = max((h.score for h in anchor_hits), default=0.0)
@@ -278,7 +276,8 @@ class RelationalSearch:
         if not result.anchors:
             result.why = f'no sighting of {relation.anchor!r} with a position'
             return result
-        overall = [h for h in self.search_text(relation.target, p.target_k) if _similarity(h)]
+        overall = self.search(self.scope(Mode.TEXT, k=p.target_k, text=relation.target))
+        overall = [h for h in overall if _similarity(h)]
         result.retrievals += 1
         if not overall:
             result.why = f'nothing in memory matches {relation.target!r}'
@@ -333,7 +332,9 @@ class RelationalSearch:
         """Entries within `radius` of (x, y) of the anchor's session and map epoch, scored
         by their similarity to `target`: each pass through the place ranked for it."""
         p = self.params
-        around = self.search_range(x, y, radius, p.range_k)
+        around = self.search(
+            self.scope(Mode.RANGE, k=p.range_k, position=(x, y, 0.0), radius=radius)
+        )
         result.retrievals += 1
         same = [
             h.record
@@ -345,7 +346,16 @@ class RelationalSearch:
         inside = {r.id for r in same}
         found: list[Hit] = []
         for first, last in _passes(sorted(r.index for r in same), p.visit_gap)[: p.max_visits]:
-            hits = self.search_pass(anchor.record.session, first, last, p.target_k, target)
+            hits = self.search(
+                self.scope(
+                    Mode.INDEX_RANGE,
+                    k=p.target_k,
+                    sessions=(anchor.record.session,),
+                    first_index=first,
+                    last_index=last,
+                    text=target,
+                )
+            )
             result.retrievals += 1
             found += [h for h in hits if h.record.id in inside and _similarity(h)]
         return found

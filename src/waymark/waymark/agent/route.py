@@ -25,6 +25,7 @@ from waymark.agent.bintrack import (
 from waymark.agent.memory_api import MemoryBackend
 from waymark.agent.verifier import Verifier
 from waymark.memory.entries import SEGMENT, FrameRecord, Hit
+from waymark.memory.search_query import Mode, SearchQuery
 
 # Loads an entry's stored picture (JPEG), None when it has none.
 ImageLoader = Callable[[FrameRecord], bytes | None]
@@ -88,11 +89,24 @@ class RouteSearch:
             return result
         verdicts: list[bool] = []
 
+        def between(low: int, high: int, k: int, text: str = '') -> list[Hit]:
+            return self.memory.search(
+                SearchQuery(
+                    Mode.INDEX_RANGE,
+                    k,
+                    sessions=(session,),
+                    level=SEGMENT,
+                    text=text,
+                    first_index=low,
+                    last_index=high,
+                )
+            )
+
         def retrieve(low: int, high: int, k: int) -> list[Hit]:
-            return self.memory.search_index_range(session, low, high, k, SEGMENT, target)
+            return between(low, high, k, target)
 
         def near(x: float, y: float, low: int, high: int, k: int) -> list[Hit]:
-            window = self.memory.search_index_range(session, low, high, high - low + 1, SEGMENT)
+            window = between(low, high, high - low + 1)
             window = [hit for hit in window if hit.record.pose_valid]
             return sorted(window, key=lambda h: (h.record.x - x) ** 2 + (h.record.y - y) ** 2)[:k]
 
@@ -125,8 +139,14 @@ class RouteSearch:
         preferring those after `after_index`), or by position (nearest segment, after
         `after_index` when given)."""
         if isinstance(anchor, str):
-            hits = self.memory.search_text(
-                anchor, self.params.verifier_pool, sessions, level=SEGMENT
+            hits = self.memory.search(
+                SearchQuery(
+                    Mode.TEXT,
+                    self.params.verifier_pool,
+                    sessions=sessions,
+                    level=SEGMENT,
+                    text=anchor,
+                )
             )
             result.retrievals += 1
             hits = [hit for hit in hits if hit.record.pose_valid]
@@ -135,8 +155,14 @@ class RouteSearch:
                 hits = later or hits
             return hits[0] if hits else None
         x, y = anchor
-        hits = self.memory.search_position(
-            x, y, 0.0, ANCHOR_POSITION_CANDIDATES, sessions, level=SEGMENT
+        hits = self.memory.search(
+            SearchQuery(
+                Mode.POSITION,
+                ANCHOR_POSITION_CANDIDATES,
+                sessions=sessions,
+                level=SEGMENT,
+                position=(x, y, 0.0),
+            )
         )
         result.retrievals += 1
         if not hits:

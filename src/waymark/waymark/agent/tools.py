@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.model_text import validation_problems
 
 MAX_QUERY_CHARS = 300
@@ -131,6 +134,8 @@ TOOLS: dict[str, type[_Arguments]] = {
     'final_answer': FinalAnswer,
 }
 FINAL = 'final_answer'
+# SearchQuery with the question's k, sessions and level given: the scope of its searches.
+Scope = Callable[..., SearchQuery]
 
 
 class ToolArgumentError(ValueError):
@@ -178,3 +183,25 @@ def parse_call(name: str, arguments: str, allowed: list[str]) -> _Arguments:
     except ValidationError as error:
         problems = validation_problems(error, 'arguments', 5)
         raise ToolArgumentError(f'invalid arguments for {name}: {problems}') from error
+
+
+def search_query(
+    arguments: _Arguments,
+    scope: Scope,
+    image: np.ndarray | None,
+    read_time: Callable[[str], int],
+) -> SearchQuery:
+    """The memory search a retrieval tool's call asks for, within `scope`: `image` is the
+    question's photo, `read_time` turns the time the model wrote into UTC nanoseconds.
+    (search_between makes several searches: see route.py.)"""
+    if isinstance(arguments, TextSearch):
+        return scope(Mode.TEXT, text=arguments.query)
+    if isinstance(arguments, ImageSearch):
+        return scope(Mode.IMAGE, image=image)
+    if isinstance(arguments, TimeSearch):
+        return scope(Mode.TIME, stamp_ns=read_time(arguments.time))
+    if isinstance(arguments, PositionSearch):
+        return scope(Mode.POSITION, position=(arguments.x, arguments.y, arguments.z))
+    if isinstance(arguments, RangeSearch):
+        return scope(Mode.RANGE, position=(arguments.x, arguments.y, 0.0), radius=arguments.radius)
+    raise TypeError(f'{type(arguments).__name__} is not a memory search')

@@ -35,6 +35,7 @@ from waymark.evaluation.questions import AnswerType, Category, Question
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
 from waymark.memory.entries import FRAME, LEVELS, SEGMENT, FrameRecord, Hit, frame_id
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 
 EMBEDDER_ONLY = 'embedder-only'
@@ -182,11 +183,12 @@ class EmbedderOnlyAnswerer:
                 question_id=question.id, answered=False, memory_entries=total, message=why
             )
         if question.category == Category.IMAGE:
-            hits = self.memory.search_image(image, self.top_k, level=self.level)
+            query = SearchQuery(Mode.IMAGE, self.top_k, level=self.level, image=image)
         else:
-            hits = self.memory.search_text(
-                question.question, self.top_k, level=self.level, views=self.views or None
+            query = SearchQuery(
+                Mode.TEXT, self.top_k, level=self.level, views=self.views, text=question.question
             )
+        hits = self.memory.search(query)
         best = next((h for h in hits if h.record.pose_valid), None)
         elapsed = time.perf_counter() - started
         common = {

@@ -35,6 +35,7 @@ from waymark.localisation.params import LocalisationParams
 from waymark.localisation.place import place
 from waymark.memory.entries import FRAME, CameraModel, Keyframe
 from waymark.memory.factory import MemoryConfig, load_models, open_memory
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.views.ocr import TextReader
@@ -365,12 +366,12 @@ class MemoryRecall:
         if goal.goal.modality is GoalModality.PHOTO:
             image = decode_image(goal.photo, ImageLimits())
             if self.memory.image_views(FRAME):
-                hits = self.memory.search_image(image, k, level=FRAME)
+                hits = self.memory.search(SearchQuery(Mode.IMAGE, k, image=image))
             else:
                 text = self._photo_text(image)
-                hits = self.memory.search_text(text, k, level=FRAME) if text else []
+                hits = self.memory.search(SearchQuery(Mode.TEXT, k, text=text)) if text else []
         else:
-            hits = self.memory.search_text(text, k, level=FRAME)
+            hits = self.memory.search(SearchQuery(Mode.TEXT, k, text=text))
         others = [hit.record for hit in hits]
         candidates: list[Candidate] = []
         for hit in hits:

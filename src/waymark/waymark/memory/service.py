@@ -41,6 +41,7 @@ from waymark.memory.retention import (
     ThinningPlan,
     plan_thinning,
 )
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
@@ -220,13 +221,52 @@ class MemoryService:
 
     # -- search --------------------------------------------------------------------------
 
-    def search_text(
+    def search(self, query: SearchQuery) -> list[Hit]:
+        """The entries `query` asks for, best first (see search_query.py for the modes).
+
+        The one place a query meets the store: a query of the robots named only searches
+        the sessions they recorded, and finds nothing when they recorded none asked for.
+        """
+        sessions = self.robot_sessions(query.sessions, query.robots)
+        if sessions == []:
+            return []
+        q, k, level, store = query, query.k, query.level, self.store
+        if q.mode == Mode.TEXT:
+            return self._search_text(q.text, k, sessions, level, q.views)
+        if q.mode == Mode.IMAGE:
+            return self._search_image(q.image, k, sessions, level)
+        if q.mode == Mode.TIME:
+            return store.search_time(q.stamp_ns, k, sessions, level)
+        if q.mode == Mode.INTERVAL:
+            return store.search_interval(q.stamp_ns, q.end_ns, k, sessions, level)
+        if q.mode == Mode.POSITION:
+            return store.search_position(*q.position, k, sessions, level)
+        if q.mode == Mode.RANGE:
+            return store.search_range(q.position[0], q.position[1], q.radius, sessions, k, level)
+        if q.mode == Mode.INDEX_RANGE and q.text.strip():  # Binary Tracking scores a span
+            span = (q.first_index, q.last_index)
+            return self._search_text(q.text, k, sessions, level, q.views, span)
+        if q.mode == Mode.INDEX_RANGE:
+            return store.search_index_range(sessions[0], q.first_index, q.last_index, k, level)
+        raise AssertionError(f'SearchQuery let mode {q.mode!r} through')
+
+    def count(self, query: SearchQuery) -> int:
+        """How many entries `query` searches among: those of its sessions and robots at its
+        level (every named place at the place level)."""
+        if query.level == PLACE:
+            return len(self.places.places())
+        sessions = self.robot_sessions(query.sessions, query.robots)
+        if sessions is None:
+            return self.store.count(level=query.level)
+        return sum(self.store.count(session, level=query.level) for session in set(sessions))
+
+    def _search_text(
         self,
-        query: str,
+        text: str,
         k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-        views: Sequence[str] | None = None,
+        sessions: Sequence[str] | None,
+        level: str,
+        views: Sequence[str],
         index_range: tuple[int, int] | None = None,
     ) -> list[Hit]:
         """Entries matching a description over the chosen views, merged (see fusion):
@@ -234,9 +274,7 @@ class MemoryService:
 
         Each hit reports the view where the entry ranked best and its cosine there.
         """
-        query = ' '.join(query.split())[:MAX_QUERY_CHARS]
-        if not query:
-            raise ValueError('empty text query')
+        text = ' '.join(text.split())[:MAX_QUERY_CHARS]
         chosen = set(self._chosen_views(level, views))
         unknown = sorted(chosen - set(self._views))
         if unknown:
@@ -248,7 +286,7 @@ class MemoryService:
         rows = _rows_wanted(k, level)
         rankings = []
         for members in families.values():
-            vector = members[0].embed_text(query)
+            vector = members[0].embed_text(text)
             found = [
                 self.store.search_view(
                     view.name, vector, rows * view.oversampling, sessions, level, index_range
@@ -263,13 +301,8 @@ class MemoryService:
                 rankings.append(best_per_entry(found)[:rows])
         return _entries(reciprocal_rank_fusion(rankings), level)[:k]
 
-    def search_image(
-        self,
-        image: np.ndarray,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-        index_range: tuple[int, int] | None = None,
+    def _search_image(
+        self, image: np.ndarray, k: int, sessions: Sequence[str] | None, level: str
     ) -> list[Hit]:
         """Entries that look like `image` (RGB uint8), by the views that embed photos
         (fused by reciprocal rank when there are several)."""
@@ -279,7 +312,7 @@ class MemoryService:
         rows = _rows_wanted(k, level)
         rankings = [
             self.store.search_view(
-                name, self._views[name].embed_image(image), rows, sessions, level, index_range
+                name, self._views[name].embed_image(image), rows, sessions, level
             )
             for name in names
         ]
@@ -293,61 +326,6 @@ class MemoryService:
             for name in self.store.views(level)
             if name in self._views and self._views[name].image_queries
         ]
-
-    def search_time(
-        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME
-    ) -> list[Hit]:
-        return self.store.search_time(stamp_ns, k, sessions, level)
-
-    def search_interval(
-        self,
-        start_ns: int,
-        end_ns: int,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-    ) -> list[Hit]:
-        return self.store.search_interval(start_ns, end_ns, k, sessions, level)
-
-    def search_position(
-        self,
-        x: float,
-        y: float,
-        z: float,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-    ) -> list[Hit]:
-        return self.store.search_position(x, y, z, k, sessions, level)
-
-    def search_range(
-        self,
-        x: float,
-        y: float,
-        radius: float,
-        sessions: Sequence[str] | None = None,
-        k: int | None = None,
-        level: str = FRAME,
-    ) -> list[Hit]:
-        return self.store.search_range(x, y, radius, sessions, k, level)
-
-    def search_index_range(
-        self,
-        session: str,
-        first: int,
-        last: int,
-        k: int,
-        level: str = SEGMENT,
-        text: str = '',
-        views: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        """Entries first..last of one session: ranked by `text` when given (Binary
-        Tracking scores the segments between two anchors), else in index order."""
-        if last < first:
-            raise ValueError(f'index range ends ({last}) before it starts ({first})')
-        if text.strip():
-            return self.search_text(text, k, [session], level, views, (first, last))
-        return self.store.search_index_range(session, first, last, k, level)
 
     def _chosen_views(self, level: str, views: Sequence[str] | None) -> list[str]:
         enabled = self.store.views(level)

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from waymark.memory.factory import MemoryConfig
-from waymark.memory.ingest.admission import KeyframeRules, SearchRules
+from waymark.memory.ingest.admission import KeyframeRules
 from waymark.memory.places import DEFAULT_MAX_PLACES, MAX_PLACES_LIMIT
 from waymark.memory.retention import RetentionPolicy
+from waymark.memory.search_query import SearchRules
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.index_params import IndexParams

@@ -2,9 +2,10 @@
 """The agent's memory over ROS: the SearchMemory service of memory_node.
 
 `MemoryClient` implements the agent's `MemoryBackend` protocol with one service call per
-search. Each call polls its future (`service_call.wait_done`), never spinning and never
-relying on a done callback, so it may be made from any thread: a plain one, or a callback
-of a MultiThreadedExecutor while another thread of that executor takes the response (the
+search, the `SearchQuery` carried whole by its request (`query_to_msg`). Each call polls
+its future (`service_call.wait_done`), never spinning and never relying on a done
+callback, so it may be made from any thread: a plain one, or a callback of a
+MultiThreadedExecutor while another thread of that executor takes the response (the
 client has a callback group of its own, so a busy callback group never holds the response
 back). Every wait is bounded: by the client's timeout, and within `memory_deadline(d)` by
 the instant `d` as well, so a question's searches end by the question's deadline.
@@ -18,30 +19,30 @@ The pictures of the entries are read through memory's own `ImageStoreReader`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import cv2
-import numpy as np
+from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.memory_api import MemoryUnavailableError
-from waymark.memory.entries import FRAME, LEVELS, SEGMENT, Hit
+from waymark.memory.entries import FRAME, Hit
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import hit_from_msg, ns_to_stamp
+from waymark_ros.ros.conversions import NS_PER_S, hit_from_msg, ns_to_stamp
 from waymark_ros.ros.service_call import wait_done
 
 Request = SearchMemory.Request
 
 UINT32_MAX = 2**32 - 1
-UINT64_MAX = 2**64 - 1
-# A range search without k asks for this many; memory_node caps it at its max_top_k.
-RANGE_ALL = 1000
+INT32_MAX = 2**31 - 1  # builtin_interfaces/Time.sec
 # Longest wait for the service to appear before a search counts memory as away.
 SERVICE_WAIT_S = 2.0
 # Quality of a photo sent for an image search (the embedder resizes it anyway).
@@ -99,129 +100,26 @@ class MemoryClient:
 
     # -- MemoryBackend -------------------------------------------------------------------
 
-    def search_text(
-        self,
-        query: str,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-        views: Sequence[str] | None = None,
-        index_range: tuple[int, int] | None = None,
-    ) -> list[Hit]:
-        if index_range is not None:
-            if not sessions or len(set(sessions)) != 1:
-                raise ValueError('a text search over an index range needs exactly one session')
-            first, last = index_range
-            return self.search_index_range(
-                next(iter(sessions)), first, last, k, level, query, views
-            )
-        request = self._request(Request.MODE_TEXT, k, sessions, level)
-        request.text = query
-        request.views = list(views or [])
-        return self._search(request)
-
-    def search_image(
-        self,
-        image: np.ndarray,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-        index_range: tuple[int, int] | None = None,
-    ) -> list[Hit]:
-        """`image` is RGB uint8, as the agent holds the question's photo."""
-        if index_range is not None:
-            raise ValueError('memory_node does not search images over an index range')
-        rgb = np.asarray(image)
-        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3 or not rgb.size:
-            raise ValueError(f'image search needs an RGB uint8 image, got {rgb.dtype} {rgb.shape}')
-        request = self._request(Request.MODE_IMAGE, k, sessions, level)
-        request.image.format = 'jpeg'
-        request.image.data = encode_jpeg(cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), QUERY_JPEG_QUALITY)
-        return self._search(request)
-
-    def search_time(
-        self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME
-    ) -> list[Hit]:
-        if stamp_ns < 0:
-            raise ValueError('a time search needs a time after 1970')
-        request = self._request(Request.MODE_TIME, k, sessions, level)
-        request.stamp = ns_to_stamp(stamp_ns)
-        return self._search(request)
-
-    def search_position(
-        self,
-        x: float,
-        y: float,
-        z: float,
-        k: int,
-        sessions: Sequence[str] | None = None,
-        level: str = FRAME,
-    ) -> list[Hit]:
-        request = self._request(Request.MODE_POSITION, k, sessions, level)
-        request.position.x, request.position.y, request.position.z = float(x), float(y), float(z)
-        return self._search(request)
-
-    def search_range(
-        self,
-        x: float,
-        y: float,
-        radius: float,
-        sessions: Sequence[str] | None = None,
-        k: int | None = None,
-        level: str = FRAME,
-    ) -> list[Hit]:
-        request = self._request(Request.MODE_RANGE, RANGE_ALL if k is None else k, sessions, level)
-        request.position.x, request.position.y = float(x), float(y)
-        request.radius = float(radius)
-        return self._search(request)
-
-    def search_index_range(
-        self,
-        session: str,
-        first: int,
-        last: int,
-        k: int,
-        level: str = SEGMENT,
-        text: str = '',
-        views: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        if not 0 <= first <= UINT64_MAX or not 0 <= last <= UINT64_MAX:
-            raise ValueError(f'index range {first}..{last} has a negative or too large index')
-        if last < first:
-            raise ValueError(f'index range ends ({last}) before it starts ({first})')
-        request = self._request(Request.MODE_INDEX_RANGE, k, [session], level)
-        request.first_index, request.last_index = int(first), int(last)
-        request.text = text
-        request.views = list(views or [])
-        return self._search(request)
-
-    # -- beyond the protocol -------------------------------------------------------------
-
-    def count(self, sessions: Sequence[str] | None = None, level: str = FRAME) -> int:
-        """Entries memory holds for `sessions` (all when None) at `level`."""
-        request = self._request(Request.MODE_TIME, 1, sessions, level)
-        return int(self._call(request).total_entries)
-
-    # -- the service call ----------------------------------------------------------------
-
-    def _request(self, mode: str, k: int, sessions: Sequence[str] | None, level: str) -> Request:
-        if level not in LEVELS:
-            raise ValueError(f'unknown level {level!r}; use one of {", ".join(LEVELS)}')
-        if not 1 <= int(k) <= UINT32_MAX:
-            raise ValueError(f'k must be a positive number of hits, got {k}')
-        request = Request(mode=mode, level=level, top_k=int(k))
-        request.sessions = list(sessions or [])
-        request.robots = list(self.robots)
-        return request
-
-    def _search(self, request: Request) -> list[Hit]:
+    def search(self, query: SearchQuery) -> list[Hit]:
+        """The query's hits; a query naming no robots keeps to this client's `robots`."""
+        if not query.robots and self.robots:
+            query = dataclasses.replace(query, robots=self.robots)
         hits = []
-        for msg in self._call(request).hits:
+        for msg in self._call(query_to_msg(query)).hits:
             try:
                 hits.append(hit_from_msg(msg))
             except ValueError as error:  # not from memory_node as we know it: leave it out
                 self._logger.warning(f'ignored a malformed memory hit: {error}')
         return hits
+
+    # -- beyond the protocol -------------------------------------------------------------
+
+    def count(self, sessions: Sequence[str] | None = None, level: str = FRAME) -> int:
+        """Entries memory holds for `sessions` (all when None) at `level`."""
+        query = SearchQuery(Mode.TIME, 1, sessions=sessions, robots=self.robots, level=level)
+        return int(self._call(query_to_msg(query)).total_entries)
+
+    # -- the service call ----------------------------------------------------------------
 
     def _call(self, request: Request) -> SearchMemory.Response:
         if self._wait_s() <= 0:
@@ -244,3 +142,33 @@ class MemoryClient:
         if not response.success:
             raise ValueError(response.message or f'memory_node refused the {request.mode} search')
         return response
+
+
+def query_to_msg(query: SearchQuery) -> Request:
+    """The SearchMemory request for `query`: every field whatever the mode, the photo as
+    JPEG. ValueError for what the message cannot carry (a time past 2038)."""
+    request = Request(
+        mode=query.mode.value,
+        level=query.level,
+        top_k=min(query.k, UINT32_MAX),  # memory_node caps k far lower
+        text=query.text,
+        radius=float(query.radius),
+        first_index=query.first_index,
+        last_index=query.last_index,
+        stamp=_stamp(query.stamp_ns),
+        end_stamp=_stamp(query.end_ns),
+    )
+    request.position.x, request.position.y, request.position.z = map(float, query.position)
+    request.sessions, request.robots = list(query.sessions), list(query.robots)
+    request.views = list(query.views)
+    if query.image is not None:
+        request.image.format = 'jpeg'
+        bgr = cv2.cvtColor(query.image, cv2.COLOR_RGB2BGR)
+        request.image.data = encode_jpeg(bgr, QUERY_JPEG_QUALITY)
+    return request
+
+
+def _stamp(stamp_ns: int) -> Time:
+    if stamp_ns // NS_PER_S > INT32_MAX:
+        raise ValueError(f'time {stamp_ns} ns is past what a ROS time holds')
+    return ns_to_stamp(stamp_ns)

@@ -8,23 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from waymark.memory.entries import FRAME, LEVELS, PLACE, Hit
-from waymark.memory.ingest.admission import (
-    RefusedError,
-    SearchRules,
-    check_index_range,
-    check_interval,
-    check_position,
-    check_search_image,
-    check_search_radius,
-    check_search_robots,
-    check_search_sessions,
-    check_search_text,
-    check_stamp,
-)
+from waymark.memory.entries import FRAME, Hit
+from waymark.memory.ingest.admission import check_stamp
+from waymark.memory.refusal import RefusedError
 from waymark.memory.retention import RetentionPolicy
+from waymark.memory.search_query import Mode, SearchQuery, SearchRules
 from waymark.memory.service import MemoryService
-from waymark.memory.storage.image_codec import decode_image
 from waymark_interfaces.msg import SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
 from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp
@@ -50,14 +39,9 @@ def answer_search(
     """Fill `response`; returns the hits, None when the search was refused or failed."""
     k = min(request.top_k or limits.default_k, limits.max_k)
     try:
-        check_search_sessions(limits.rules, request.sessions)
-        check_search_robots(limits.rules, request.robots)
-        sessions = memory.robot_sessions(list(request.sessions), list(request.robots))
-        if sessions == []:  # the robots named recorded none of the sessions asked
-            hits, total = [], 0
-        else:
-            hits = search(memory, limits.rules, request, k, sessions)
-            total = count(memory, sessions, request.level or FRAME)
+        query = query_from_msg(request, k, limits.rules)
+        hits = memory.search(query)
+        total = memory.count(query)
     except ValueError as error:
         response.success, response.message = False, str(error)
         counts['searches_refused'] += 1
@@ -79,63 +63,29 @@ def answer_search(
     return hits
 
 
-def count(memory: MemoryService, sessions: list[str] | None, level: str) -> int:
-    if level == PLACE:
-        return len(memory.places.places())
-    if not sessions:
-        return memory.store.count(level=level)
-    return sum(memory.store.count(session, level=level) for session in set(sessions))
-
-
-def search(
-    memory: MemoryService, rules: SearchRules, request: Request, k: int, sessions
-) -> list[Hit]:
-    """The search the request's mode names; ValueError (or RefusedError) when the request
-    is malformed or over a limit."""
-    mode, level = request.mode, request.level or FRAME
-    if level not in (*LEVELS, PLACE):
-        raise ValueError(f'unknown level {level!r}; use frame, segment or place')
-    views = list(request.views) or None
-    check_search_text(rules, request.text)
-    if mode == Request.MODE_TEXT:
-        if not request.text.strip():
-            raise ValueError('text search needs a non-empty text')
-        return memory.search_text(request.text, k, sessions, level, views)
-    if mode == Request.MODE_IMAGE:
-        data = bytes(request.image.data)
-        check_search_image(rules, data)
-        try:
-            image = decode_image(data)  # its limits were checked just above
-        except ValueError as error:
-            raise ValueError(f'image search needs a decodable image: {error}') from error
-        return memory.search_image(image, k, sessions, level)
-    if mode == Request.MODE_TIME:
-        stamp = check_stamp(request.stamp.sec, request.stamp.nanosec)
-        return memory.search_time(stamp, k, sessions, level)
-    if mode == Request.MODE_INTERVAL:
-        start = check_stamp(request.stamp.sec, request.stamp.nanosec)
-        end = check_stamp(request.end_stamp.sec, request.end_stamp.nanosec, 'end_stamp')
-        check_interval(start, end)
-        return memory.search_interval(start, end, k, sessions, level)
-    if mode == Request.MODE_INDEX_RANGE:
-        if not sessions or len(set(sessions)) != 1:
-            raise ValueError('index_range search needs exactly one session')
-        check_index_range(request.first_index, request.last_index)
-        return memory.search_index_range(
-            sessions[0], request.first_index, request.last_index, k, level, request.text, views
-        )
+def query_from_msg(request: Request, k: int, rules: SearchRules) -> SearchQuery:
+    """The query a request carries, of `k` hits, checked against `rules`; RefusedError
+    when it is malformed or over them. Only an image search's photo is decoded."""
     p = request.position
-    if mode in (Request.MODE_POSITION, Request.MODE_RANGE):
-        check_position((p.x, p.y, p.z), rules.max_coordinate_m, 'search position')
-    if mode == Request.MODE_POSITION:
-        return memory.search_position(p.x, p.y, p.z, k, sessions, level)
-    if mode == Request.MODE_RANGE:
-        check_search_radius(rules, request.radius)
-        return memory.search_range(p.x, p.y, float(request.radius), sessions, k, level)
-    raise ValueError(
-        f'unknown search mode {mode!r}; use text, image, time, interval, index_range, '
-        'position or range'
+    photo = rules.decode_image(bytes(request.image.data)) if request.mode == Mode.IMAGE else None
+    query = SearchQuery(
+        mode=request.mode,
+        k=k,
+        sessions=request.sessions,
+        robots=request.robots,
+        level=request.level or FRAME,
+        views=request.views,
+        text=request.text,
+        image=photo,
+        stamp_ns=check_stamp(request.stamp.sec, request.stamp.nanosec),
+        end_ns=check_stamp(request.end_stamp.sec, request.end_stamp.nanosec, 'end_stamp'),
+        position=(p.x, p.y, p.z),
+        radius=float(request.radius),
+        first_index=request.first_index,
+        last_index=request.last_index,
     )
+    rules.check(query)
+    return query
 
 
 def answer_list_sessions(memory: MemoryService, response: ListSessions.Response) -> None:

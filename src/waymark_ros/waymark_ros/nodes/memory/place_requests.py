@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from waymark.memory.ingest.admission import SearchRules, check_position, check_stamp
+from waymark.memory.ingest.admission import check_stamp
 from waymark.memory.places import PlaceInput, PlaceViewImage, place_entry_id
+from waymark.memory.refusal import check_position
+from waymark.memory.search_query import SearchRules
 from waymark.memory.service import MemoryService
 from waymark_interfaces.srv import StorePlace
 from waymark_ros.ros.conversions import pose_from_msg
