@@ -134,7 +134,7 @@ def test_readme_links_the_page_before_its_first_section():
 def test_a_missing_module_name_path_or_heading_would_be_found():
     assert module_problem('waymark.memory.service') == ''
     assert module_problem('waymark.memory.service.MemoryService') == ''
-    assert module_problem('waymark.memory.service.MemoryService.search_time') == ''
+    assert module_problem('waymark.memory.service.MemoryService.search') == ''
     assert module_problem('waymark.memory') == ''
     assert module_problem('waymark.memory.nowhere') != ''
     assert module_problem('waymark.memory.service.Nowhere') != ''

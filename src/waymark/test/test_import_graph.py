@@ -7,9 +7,9 @@ needs none of the packages imported.
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from pathlib import Path
+
+from waymark_testing.import_graph import import_graph
 
 CORE = Path(__file__).resolve().parents[1] / 'waymark'
 
@@ -55,40 +55,6 @@ MEMORY_RANKS = {
 FORBIDDEN = ('waymark_ros', 'waymark_interfaces', 'rclpy', 'rosidl', 'launch')
 
 
-def _modules() -> dict[str, Path]:
-    modules = {}
-    for path in CORE.rglob('*.py'):
-        parts = ('waymark', *path.relative_to(CORE).with_suffix('').parts)
-        if parts[-1] == '__init__':
-            parts = parts[:-1]
-        modules['.'.join(parts)] = path
-    return modules
-
-
-def _imports(path: Path, name: str, modules: dict[str, Path]) -> Iterator[str]:
-    """Every module `path` imports (a name imported from a package counts as its module)."""
-    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ''
-            if node.level:
-                anchor = package.rsplit('.', node.level - 1)[0] if node.level > 1 else package
-                base = f'{anchor}.{base}' if base else anchor
-            for alias in node.names:
-                full = f'{base}.{alias.name}'
-                yield full if full in modules else base
-
-
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    return {
-        name: {target for target in _imports(path, name, modules) if target != name}
-        for name, path in modules.items()
-    }
-
-
 def _part(module: str, depth: int) -> str:
     parts = module.split('.')
     return parts[depth] if len(parts) > depth else ''
@@ -120,7 +86,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
 def test_the_core_imports_nothing_from_ros():
     offending = sorted(
         f'{module} imports {target}'
-        for module, targets in _graph().items()
+        for module, targets in import_graph(CORE).items()
         for target in targets
         if target.split('.')[0] in FORBIDDEN or target.split('.')[0].endswith('_msgs')
     )
@@ -130,13 +96,13 @@ def test_the_core_imports_nothing_from_ros():
 def test_the_core_has_no_import_cycle():
     core = {
         module: {t for t in targets if t.split('.')[0] == 'waymark'}
-        for module, targets in _graph().items()
+        for module, targets in import_graph(CORE).items()
     }
     assert _cycle(core) == []
 
 
 def test_each_part_of_the_core_imports_only_its_own_rank_or_lower():
-    graph = _graph()
+    graph = import_graph(CORE)
     unranked = sorted({_part(m, 1) for m in graph if m != 'waymark'} - set(CORE_RANKS))
     assert unranked == [], 'give each part of the core a rank in CORE_RANKS'
     upward = sorted(
@@ -151,7 +117,7 @@ def test_each_part_of_the_core_imports_only_its_own_rank_or_lower():
 
 
 def test_memory_parts_import_only_their_own_rank_or_lower():
-    memory = {m: t for m, t in _graph().items() if m.startswith('waymark.memory.')}
+    memory = {m: t for m, t in import_graph(CORE).items() if m.startswith('waymark.memory.')}
     unranked = sorted({_part(m, 2) for m in memory} - set(MEMORY_RANKS))
     assert unranked == [], 'give each part of memory a rank in MEMORY_RANKS'
     upward = sorted(
@@ -167,6 +133,6 @@ def test_memory_parts_import_only_their_own_rank_or_lower():
 def test_a_cycle_and_an_upward_import_would_be_found():
     assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
     assert _cycle({'a': {'b'}, 'b': set()}) == []
-    graph = _graph()
+    graph = import_graph(CORE)
     assert 'waymark.memory.storage.store' in graph['waymark.memory.service']
     assert 'waymark.memory.entries' in graph['waymark.agent.agent']

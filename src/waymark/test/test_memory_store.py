@@ -20,6 +20,7 @@ import pytest
 
 import waymark
 from waymark.memory.entries import FrameRecord
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.errors import MemoryStoreLockedError, MemoryStoreSchemaError
 from waymark.memory.storage.index_params import SCANN, IndexParams
 from waymark.memory.storage.schema import TEXT_MAX_BYTES
@@ -217,6 +218,16 @@ def test_interval_search_is_chronological_and_bounded_by_both_ends(store):
     assert ids(store.search_interval(T0 + int(2e9), T0 + int(6e9), 2)) == ['a/2', 'a/3']
     with pytest.raises(ValueError):
         store.search_interval(T0 + 5, T0, 3)
+
+
+def test_a_query_of_the_records_maps_to_its_search_and_a_vector_one_is_refused(store):
+    store.add_many([frame('a', i, seconds=i) for i in range(10)], [{}] * 10)
+    interval = SearchQuery(Mode.INTERVAL, k=100, stamp_ns=T0 + int(2e9), end_ns=T0 + int(4e9))
+    assert ids(store.search_records(interval, None)) == ['a/2', 'a/3', 'a/4']
+    span = SearchQuery(Mode.INDEX_RANGE, k=5, sessions=['a'], first_index=7, last_index=9)
+    assert ids(store.search_records(span, ['a'])) == ['a/7', 'a/8', 'a/9']
+    with pytest.raises(ValueError, match='text search is not answered from the records'):
+        store.search_records(SearchQuery(Mode.TEXT, k=3, text='a mug'), None)
 
 
 def test_position_search_is_nearest_first_in_metres_and_skips_lost_poses(store):

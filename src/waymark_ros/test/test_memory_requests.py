@@ -19,8 +19,8 @@ from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.text import TextView
 from waymark.memory.views.view import level_dims
 from waymark_interfaces.srv import SearchMemory
-from waymark_ros.ros.memory_client import query_to_msg
-from waymark_ros.ros.memory_requests import SearchLimits, answer_search, query_from_msg
+from waymark_ros.nodes.memory.memory_requests import SearchLimits, answer_search
+from waymark_ros.ros.search_msgs import query_from_msg, query_to_msg
 from waymark_testing.agent_memory import SignReader, WordEmbedder, sign_jpeg
 
 Request = SearchMemory.Request

@@ -10,8 +10,9 @@ with `ast` (those inside functions too), so the test needs no ROS.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from waymark_testing.import_graph import import_graph
 
 PACKAGE = Path(__file__).resolve().parents[1] / 'waymark_ros'
 
@@ -28,38 +29,12 @@ RANKS = {
 NODE_MODULE_MAX_LINES = 400
 
 
-def _modules() -> dict[str, Path]:
-    modules = {}
-    for path in PACKAGE.rglob('*.py'):
-        parts = ('waymark_ros', *path.relative_to(PACKAGE).with_suffix('').parts)
-        if parts[-1] == '__init__':
-            parts = parts[:-1]
-        modules['.'.join(parts)] = path
-    return modules
-
-
-def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
-    """The waymark_ros modules `path` imports (a name imported from a package counts as
-    its module)."""
-    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ''
-            if node.level:
-                anchor = package.rsplit('.', node.level - 1)[0] if node.level > 1 else package
-                base = f'{anchor}.{base}' if base else anchor
-            for alias in node.names:
-                full = f'{base}.{alias.name}'
-                found.add(full if full in modules else base)
-    return {m for m in found if m.split('.')[0] == 'waymark_ros' and m != name}
-
-
 def _graph() -> dict[str, set[str]]:
-    modules = _modules()
-    return {name: _imports(path, name, modules) for name, path in modules.items()}
+    """Module -> the waymark_ros modules it imports."""
+    return {
+        name: {target for target in targets if target.split('.')[0] == 'waymark_ros'}
+        for name, targets in import_graph(PACKAGE).items()
+    }
 
 
 def _part(module: str) -> str:

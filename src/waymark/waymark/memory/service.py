@@ -230,25 +230,15 @@ class MemoryService:
         sessions = self.robot_sessions(query.sessions, query.robots)
         if sessions == []:
             return []
-        q, k, level, store = query, query.k, query.level, self.store
+        q, k, level = query, query.k, query.level
         if q.mode == Mode.TEXT:
             return self._search_text(q.text, k, sessions, level, q.views)
         if q.mode == Mode.IMAGE:
             return self._search_image(q.image, k, sessions, level)
-        if q.mode == Mode.TIME:
-            return store.search_time(q.stamp_ns, k, sessions, level)
-        if q.mode == Mode.INTERVAL:
-            return store.search_interval(q.stamp_ns, q.end_ns, k, sessions, level)
-        if q.mode == Mode.POSITION:
-            return store.search_position(*q.position, k, sessions, level)
-        if q.mode == Mode.RANGE:
-            return store.search_range(q.position[0], q.position[1], q.radius, sessions, k, level)
         if q.mode == Mode.INDEX_RANGE and q.text.strip():  # Binary Tracking scores a span
             span = (q.first_index, q.last_index)
             return self._search_text(q.text, k, sessions, level, q.views, span)
-        if q.mode == Mode.INDEX_RANGE:
-            return store.search_index_range(sessions[0], q.first_index, q.last_index, k, level)
-        raise AssertionError(f'SearchQuery let mode {q.mode!r} through')
+        return self.store.search_records(q, sessions)
 
     def count(self, query: SearchQuery) -> int:
         """How many entries `query` searches among: those of its sessions and robots at its

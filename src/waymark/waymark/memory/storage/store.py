@@ -43,6 +43,7 @@ from waymark.memory.entries import (
     Hit,
     is_session_name,
 )
+from waymark.memory.search_query import Mode, SearchQuery
 from waymark.memory.storage.connection import connect, lite_path, release_lite
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.index_params import IndexParams
@@ -360,6 +361,23 @@ class MemoryStore(StoreReads):
                     record = dataclasses.replace(record, text=texts[key])
                 hits.append(Hit(record, float(score), view))
         return hits
+
+    def search_records(self, query: SearchQuery, sessions: Sequence[str] | None) -> list[Hit]:
+        """The hits of a query answered from the records alone (time, interval, position,
+        range, index range), within `sessions` (None: all); the store's one mapping of a
+        SearchQuery. The vector modes need an embedder: MemoryService answers those."""
+        q, k, level = query, query.k, query.level
+        if q.mode == Mode.TIME:
+            return self.search_time(q.stamp_ns, k, sessions, level)
+        if q.mode == Mode.INTERVAL:
+            return self.search_interval(q.stamp_ns, q.end_ns, k, sessions, level)
+        if q.mode == Mode.POSITION:
+            return self.search_position(*q.position, k, sessions, level)
+        if q.mode == Mode.RANGE:
+            return self.search_range(q.position[0], q.position[1], q.radius, sessions, k, level)
+        if q.mode == Mode.INDEX_RANGE and sessions:
+            return self.search_index_range(sessions[0], q.first_index, q.last_index, k, level)
+        raise ValueError(f'a {q.mode.value} search is not answered from the records')
 
     def search_time(
         self, stamp_ns: int, k: int, sessions: Sequence[str] | None = None, level: str = FRAME

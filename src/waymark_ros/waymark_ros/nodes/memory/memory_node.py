@@ -58,6 +58,13 @@ from waymark_interfaces.srv import (
 )
 from waymark_ros.nodes.memory.lesson_desk import LessonDesk
 from waymark_ros.nodes.memory.memory_markers import hit_markers, memory_markers
+from waymark_ros.nodes.memory.memory_requests import (
+    SearchLimits,
+    answer_delete_session,
+    answer_list_sessions,
+    answer_search,
+    answer_thin_memory,
+)
 from waymark_ros.nodes.memory.memory_status import (
     diagnostic,
     memory_stats,
@@ -67,13 +74,6 @@ from waymark_ros.nodes.memory.memory_status import (
 from waymark_ros.nodes.memory.place_requests import answer_store_place
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import keyframe_from_msg
-from waymark_ros.ros.memory_requests import (
-    SearchLimits,
-    answer_delete_session,
-    answer_list_sessions,
-    answer_search,
-    answer_thin_memory,
-)
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 

@@ -25,28 +25,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-import cv2
-from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.memory_api import MemoryUnavailableError
 from waymark.memory.entries import FRAME, Hit
 from waymark.memory.search_query import Mode, SearchQuery
-from waymark.memory.storage.image_codec import encode_jpeg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import NS_PER_S, hit_from_msg, ns_to_stamp
+from waymark_ros.ros.conversions import hit_from_msg
+from waymark_ros.ros.search_msgs import query_to_msg
 from waymark_ros.ros.service_call import wait_done
 
 Request = SearchMemory.Request
 
-UINT32_MAX = 2**32 - 1
-INT32_MAX = 2**31 - 1  # builtin_interfaces/Time.sec
 # Longest wait for the service to appear before a search counts memory as away.
 SERVICE_WAIT_S = 2.0
-# Quality of a photo sent for an image search (the embedder resizes it anyway).
-QUERY_JPEG_QUALITY = 90
 
 # The time.monotonic() instant by which searches made in this context must end, if any.
 _DEADLINE: ContextVar[float | None] = ContextVar('memory_deadline', default=None)
@@ -142,33 +136,3 @@ class MemoryClient:
         if not response.success:
             raise ValueError(response.message or f'memory_node refused the {request.mode} search')
         return response
-
-
-def query_to_msg(query: SearchQuery) -> Request:
-    """The SearchMemory request for `query`: every field whatever the mode, the photo as
-    JPEG. ValueError for what the message cannot carry (a time past 2038)."""
-    request = Request(
-        mode=query.mode.value,
-        level=query.level,
-        top_k=min(query.k, UINT32_MAX),  # memory_node caps k far lower
-        text=query.text,
-        radius=float(query.radius),
-        first_index=query.first_index,
-        last_index=query.last_index,
-        stamp=_stamp(query.stamp_ns),
-        end_stamp=_stamp(query.end_ns),
-    )
-    request.position.x, request.position.y, request.position.z = map(float, query.position)
-    request.sessions, request.robots = list(query.sessions), list(query.robots)
-    request.views = list(query.views)
-    if query.image is not None:
-        request.image.format = 'jpeg'
-        bgr = cv2.cvtColor(query.image, cv2.COLOR_RGB2BGR)
-        request.image.data = encode_jpeg(bgr, QUERY_JPEG_QUALITY)
-    return request
-
-
-def _stamp(stamp_ns: int) -> Time:
-    if stamp_ns // NS_PER_S > INT32_MAX:
-        raise ValueError(f'time {stamp_ns} ns is past what a ROS time holds')
-    return ns_to_stamp(stamp_ns)

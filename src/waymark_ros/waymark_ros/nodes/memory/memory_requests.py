@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from waymark.memory.entries import FRAME, Hit
-from waymark.memory.ingest.admission import check_stamp
+from waymark.memory.entries import Hit
 from waymark.memory.refusal import RefusedError
 from waymark.memory.retention import RetentionPolicy
-from waymark.memory.search_query import Mode, SearchQuery, SearchRules
+from waymark.memory.search_query import SearchRules
 from waymark.memory.service import MemoryService
 from waymark_interfaces.msg import SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
 from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp
+from waymark_ros.ros.search_msgs import query_from_msg
 
 Request = SearchMemory.Request
 
@@ -61,31 +61,6 @@ def answer_search(
     )
     counts['searches'] += 1
     return hits
-
-
-def query_from_msg(request: Request, k: int, rules: SearchRules) -> SearchQuery:
-    """The query a request carries, of `k` hits, checked against `rules`; RefusedError
-    when it is malformed or over them. Only an image search's photo is decoded."""
-    p = request.position
-    photo = rules.decode_image(bytes(request.image.data)) if request.mode == Mode.IMAGE else None
-    query = SearchQuery(
-        mode=request.mode,
-        k=k,
-        sessions=request.sessions,
-        robots=request.robots,
-        level=request.level or FRAME,
-        views=request.views,
-        text=request.text,
-        image=photo,
-        stamp_ns=check_stamp(request.stamp.sec, request.stamp.nanosec),
-        end_ns=check_stamp(request.end_stamp.sec, request.end_stamp.nanosec, 'end_stamp'),
-        position=(p.x, p.y, p.z),
-        radius=float(request.radius),
-        first_index=request.first_index,
-        last_index=request.last_index,
-    )
-    rules.check(query)
-    return query
 
 
 def answer_list_sessions(memory: MemoryService, response: ListSessions.Response) -> None:
