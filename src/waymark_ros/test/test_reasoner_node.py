@@ -845,7 +845,9 @@ def test_free_space_is_the_latched_map_inflated_by_the_robot(ros, reasoner_in_pr
     assert not free.is_free(1.5, 0.65)  # within the robot's radius of unknown space
     assert not free.is_free(-1.0, 2.0) and not free.is_free(math.nan, 2.0)  # off the map
     elsewhere = OccupancyGrid(header=Header(frame_id='odom'), info=grid.info, data=[0] * 1600)
-    logged = ros.collect(Log, '/rosout', 100)
+    # /rosout keeps its recent lines for late joiners (rcl's rosout QoS is transient
+    # local, depth 1000): a subscription that matches after the line was logged gets it.
+    logged = ros.collect(Log, '/rosout', qos.latched(1000))
     publisher.publish(elsewhere)
     wait_until(
         lambda: any("in frame 'odom', not 'map': ignored" in m.msg for m in logged),
