@@ -19,7 +19,8 @@ from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_interfaces.srv import ListSessions
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import keyframe_from_msg, ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_ros.ros.memory_msgs import keyframe_from_msg
 from waymark_testing.ros_harness import wait_for_subscriber, wait_until
 from waymark_testing.signs import SIGNS, T0, S, keyframe, search
 

@@ -19,7 +19,7 @@ from waymark.memory.entries import (
 )
 from waymark.memory.storage.schema import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import MemoryHit
-from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
+from waymark_ros.ros.memory_msgs import hit_from_msg, hit_to_msg
 
 T0 = 1_750_000_000 * 10**9
 SIGHTING = Sighting(

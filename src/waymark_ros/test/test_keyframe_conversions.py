@@ -12,7 +12,7 @@ import pytest
 from waymark.geometry import Pose
 from waymark.memory.entries import CameraModel, DepthSamples, Keyframe
 from waymark.memory.ingest.admission import KeyframeRules, RefusedError
-from waymark_ros.ros.conversions import keyframe_from_msg, keyframe_to_msg
+from waymark_ros.ros.memory_msgs import keyframe_from_msg, keyframe_to_msg
 
 JPEG = cv2.imencode('.jpg', np.zeros((48, 64, 3), np.uint8))[1].tobytes()
 

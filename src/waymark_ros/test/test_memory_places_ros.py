@@ -15,7 +15,8 @@ from waymark.tasks.stop_views import StopView
 from waymark_interfaces.msg import MemoryHit
 from waymark_interfaces.srv import SearchMemory, StorePlace
 from waymark_ros.nodes.task.place_memory import PlaceMemory
-from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg, ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_ros.ros.memory_msgs import hit_from_msg, hit_to_msg
 from waymark_testing.ros_harness import wait_until
 from waymark_testing.signs import search, sign_jpeg
 

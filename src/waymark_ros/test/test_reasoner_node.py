@@ -43,7 +43,7 @@ from waymark_interfaces.srv import Query
 from waymark_ros.nodes.reasoner.answer_markers import answer_markers
 from waymark_ros.nodes.reasoner.reasoner_node import ReasonerNode
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import hit_from_msg, hit_to_msg
+from waymark_ros.ros.memory_msgs import hit_from_msg, hit_to_msg
 from waymark_ros.tools.processes import start_node, stop_node
 from waymark_testing.actions import connect
 from waymark_testing.parameters import assert_refused, get_parameter, set_parameters

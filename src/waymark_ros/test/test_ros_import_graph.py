@@ -10,6 +10,8 @@ with `ast` (those inside functions too), so the test needs no ROS.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from waymark_testing.import_graph import import_graph
@@ -97,3 +99,19 @@ def test_a_wrong_way_import_would_be_found():
     assert _wrong_way({'waymark_ros.ros.qos': {'waymark_ros.nodes.task.task_node'}})
     assert _wrong_way({'waymark_ros.launch_support.launching': {memory_node}})
     assert not _wrong_way({'waymark_ros.tools.demo': {memory_node}})
+
+
+def test_the_nodes_that_drive_the_robot_load_no_memory_database():
+    # Loading pymilvus takes seconds; a navigator or safety_node restarted mid-drive must
+    # be back before that, and has no use for memory's database.
+    script = (
+        'import sys\n'
+        'import waymark_ros.nodes.navigator.navigator_node\n'
+        'import waymark_ros.nodes.safety.safety_node\n'
+        'import waymark_ros.nodes.sim_base.sim_base_node\n'
+        "print(sorted(m for m in ('pymilvus', 'torch') if m in sys.modules))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, '-c', script], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == '[]'

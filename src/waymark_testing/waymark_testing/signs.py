@@ -12,7 +12,7 @@ from waymark.memory.entries import Keyframe
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import keyframe_to_msg
+from waymark_ros.ros.memory_msgs import keyframe_to_msg
 from waymark_testing.ros_harness import wait_for_subscriber, wait_until
 
 T0 = 1_768_471_200_000_000_000

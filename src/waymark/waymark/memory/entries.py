@@ -13,6 +13,10 @@ from waymark.geometry import Pose
 # Session names become directory names and parts of frame ids ("<session>/<index>"), so
 # they are restricted to characters that are safe in both: no separators, no leading dot.
 SESSION_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
+# Robot ids follow session names' rules, shorter, so "<robot>-run-<UTC time>" is a valid
+# session name. '' is the robot id of a memory that is not shared.
+ROBOT_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,31}')
+ROBOT_MAX_BYTES = 32
 
 # Memory has two levels of entries: single keyframes, and segments (fixed time windows of
 # keyframes, BinTrack) that summarise what the robot saw over a stretch of its route.
@@ -228,3 +232,13 @@ def check_session_name(name: str) -> str:
             'starting with a letter or digit'
         )
     return name
+
+
+def check_robot_id(robot: str) -> str:
+    """`robot` when it is a valid robot id ('' included), else ValueError."""
+    if not isinstance(robot, str) or (robot and not ROBOT_NAME.fullmatch(robot)):
+        raise ValueError(
+            f'invalid robot id {robot!r}: use 1-32 letters, digits, "_", "." or "-", starting '
+            'with a letter or digit (or empty for a memory that is not shared)'
+        )
+    return robot

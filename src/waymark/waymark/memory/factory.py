@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from waymark.memory.entries import FRAME, SEGMENT
+from waymark.memory.entries import FRAME, SEGMENT, check_robot_id
 from waymark.memory.ingest.segment_memory import SegmentMemory
 from waymark.memory.ingest.segments import DEFAULT_WINDOW_S, Segmenter
 from waymark.memory.places import DEFAULT_MAX_PLACES
@@ -24,7 +24,6 @@ from waymark.memory.storage.image_codec import ImageLimits
 from waymark.memory.storage.image_store import ImageStore
 from waymark.memory.storage.index_params import IndexParams
 from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY
-from waymark.memory.storage.session_owners import check_robot_id
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.storage.view_index import IN_PROCESS
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker

@@ -22,10 +22,9 @@ from enum import Enum
 
 import numpy as np
 
-from waymark.memory.entries import FRAME, LEVELS, PLACE
+from waymark.memory.entries import FRAME, LEVELS, PLACE, ROBOT_NAME
 from waymark.memory.refusal import RefusedError, check_image, check_position, check_session, shown
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
-from waymark.memory.storage.session_owners import ROBOT_NAME
 
 
 class Mode(str, Enum):

@@ -21,9 +21,8 @@ from waymark.agent.trace import TraceWriter
 from waymark.agent.verifier import VerifierConfig
 from waymark.llm_client import api_key_from_env
 from waymark.localisation.params import LocalisationParams
-from waymark.memory.entries import LEVELS
+from waymark.memory.entries import LEVELS, check_robot_id
 from waymark.memory.storage.image_codec import ImageLimits
-from waymark.memory.storage.session_owners import check_robot_id
 from waymark.parameters.common import (
     POSE_TYPES,
     TF,

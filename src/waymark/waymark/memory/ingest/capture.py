@@ -60,7 +60,13 @@ from datetime import datetime, timezone
 import numpy as np
 
 from waymark.geometry import InvalidPoseError, Pose, PoseBuffer
-from waymark.memory.entries import CameraModel, DepthSamples, Keyframe, check_session_name
+from waymark.memory.entries import (
+    CameraModel,
+    DepthSamples,
+    Keyframe,
+    check_robot_id,
+    check_session_name,
+)
 from waymark.memory.ingest.clocks import ClockCheck, ClockCheckConfig
 from waymark.memory.ingest.depth import DepthGrid
 from waymark.memory.ingest.keyframes import KeyframePolicy, KeyframeSelector, Thumbnail
@@ -71,7 +77,6 @@ from waymark.memory.storage.image_codec import (
     check_image_limits,
     compressed_thumbnail,
 )
-from waymark.memory.storage.session_owners import check_robot_id
 
 NS_PER_S = 1_000_000_000
 MAX_EPOCH = 2**32 - 1  # Keyframe.msg carries map_epoch as uint32

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from pymilvus import DataType, MilvusClient
 
+from waymark.memory.entries import ROBOT_MAX_BYTES
 from waymark.memory.storage.errors import MemoryStoreSchemaError
-from waymark.memory.storage.session_owners import ROBOT_MAX_BYTES
 
 ID_MAX_BYTES = 96
 SESSION_MAX_BYTES = 64

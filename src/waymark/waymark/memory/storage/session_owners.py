@@ -15,19 +15,15 @@ makes, so that needs two robots given the same session name by hand at once.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
 
 from pymilvus import MilvusClient
 
+from waymark.memory.entries import check_robot_id
 from waymark.memory.storage.scan import scan_collection
 
-# Robot ids follow session names' rules, shorter, so "<robot>-run-<UTC time>" is a valid
-# session name. '' is the robot id of a memory that is not shared.
-ROBOT_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,31}')
-ROBOT_MAX_BYTES = 32
 _ID_BATCH = 1024
 
 
@@ -40,16 +36,6 @@ class SessionOwnedError(ValueError):
             f'{robot or "(none)"!r}: a writer changes only its own sessions'
         )
         self.session, self.owner, self.robot = session, owner, robot
-
-
-def check_robot_id(robot: str) -> str:
-    """`robot` when it is a valid robot id ('' included), else ValueError."""
-    if not isinstance(robot, str) or (robot and not ROBOT_NAME.fullmatch(robot)):
-        raise ValueError(
-            f'invalid robot id {robot!r}: use 1-32 letters, digits, "_", "." or "-", starting '
-            'with a letter or digit (or empty for a memory that is not shared)'
-        )
-    return robot
 
 
 class SessionOwners:

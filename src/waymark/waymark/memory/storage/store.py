@@ -41,6 +41,7 @@ from waymark.memory.entries import (
     SEGMENT,
     FrameRecord,
     Hit,
+    check_robot_id,
     is_session_name,
 )
 from waymark.memory.search_query import Mode, SearchQuery
@@ -68,7 +69,7 @@ from waymark.memory.storage.schema import (
     records_fields,
     view_fields,
 )
-from waymark.memory.storage.session_owners import SessionOwners, check_robot_id
+from waymark.memory.storage.session_owners import SessionOwners
 from waymark.memory.storage.store_reads import StoreReads, locked
 from waymark.memory.storage.view_index import IN_PROCESS, make_view_index, resolve_backend
 

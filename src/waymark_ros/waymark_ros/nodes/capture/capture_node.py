@@ -64,8 +64,9 @@ from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import KeyframeAck
 from waymark_ros.nodes.capture.clock_report import ClockReport
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import keyframe_to_msg, stamp_to_ns
+from waymark_ros.ros.conversions import stamp_to_ns
 from waymark_ros.ros.input_monitor import InputMonitor
+from waymark_ros.ros.memory_msgs import keyframe_to_msg
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.pose_input import subscribe_pose
 from waymark_ros.ros.spin import run_node

@@ -73,7 +73,7 @@ from waymark_ros.nodes.memory.memory_status import (
 )
 from waymark_ros.nodes.memory.place_requests import answer_store_place
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import keyframe_from_msg
+from waymark_ros.ros.memory_msgs import keyframe_from_msg
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node
 

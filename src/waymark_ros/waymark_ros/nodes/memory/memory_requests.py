@@ -15,7 +15,8 @@ from waymark.memory.search_query import SearchRules
 from waymark.memory.service import MemoryService
 from waymark_interfaces.msg import SessionInfo
 from waymark_interfaces.srv import DeleteSession, ListSessions, SearchMemory, ThinMemory
-from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp
+from waymark_ros.ros.conversions import ns_to_stamp
+from waymark_ros.ros.memory_msgs import hit_to_msg
 from waymark_ros.ros.search_msgs import query_from_msg
 
 Request = SearchMemory.Request

@@ -21,7 +21,8 @@ from waymark.geometry import Pose
 from waymark_interfaces.action import Ask
 from waymark_interfaces.msg import Answer
 from waymark_interfaces.srv import Query
-from waymark_ros.ros.conversions import hit_to_msg, ns_to_stamp, pose_to_msg
+from waymark_ros.ros.conversions import ns_to_stamp, pose_to_msg
+from waymark_ros.ros.memory_msgs import hit_to_msg
 
 KINDS = {
     NONE: Answer.KIND_NONE,

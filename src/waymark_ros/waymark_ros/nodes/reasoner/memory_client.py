@@ -33,7 +33,7 @@ from waymark.memory.entries import FRAME, Hit
 from waymark.memory.search_query import Mode, SearchQuery
 from waymark_interfaces.srv import SearchMemory
 from waymark_ros.ros import qos
-from waymark_ros.ros.conversions import hit_from_msg
+from waymark_ros.ros.memory_msgs import hit_from_msg
 from waymark_ros.ros.search_msgs import query_to_msg
 from waymark_ros.ros.service_call import wait_done
 
