@@ -271,13 +271,58 @@ def test_every_override_is_a_parameter_the_node_declares():
         assert set(parameters) <= configured_parameters(node), node
     assert overrides['memory_node']['uri'] == 'http://127.0.0.1:19530'
     assert overrides['reasoner_node']['llm.model'] == overrides['memory_node']['captioner.model']
-    assert overrides['navigator_node'] == {'backend': 'nav2'}
+    assert overrides['navigator_node'] == {'backend': 'nav2', 'autostart': False}
 
 
 def test_empty_arguments_leave_the_files_values():
     overrides = launch_plan.node_overrides(arguments(), use_sim_time=False)
-    assert overrides['memory_node'] == {'use_sim_time': False}
+    assert overrides['memory_node'] == {'use_sim_time': False, 'autostart': False}
     assert overrides['reasoner_node'] == {'use_sim_time': False}
+
+
+def test_the_launch_drives_the_lifecycle_nodes_and_only_them():
+    """The managed nodes start with autostart false (a plain start keeps the default, true)
+    and every other node has no autostart to set."""
+    assert set(launch_plan.MANAGED) == {'memory_node', 'navigator_node'}
+    overrides = launch_plan.node_overrides(arguments(), use_sim_time=False)
+    for node in launch_plan.NODES:
+        if node in launch_plan.MANAGED:
+            assert overrides[node]['autostart'] is False, node
+            assert 'LifecycleNode' in node_source(node).read_text(), node
+        else:
+            assert 'autostart' not in overrides[node], node
+    robot = yaml.safe_load((CONFIG / 'robot.yaml').read_text())
+    for node in launch_plan.MANAGED:
+        assert robot[f'/**/{node}']['ros__parameters']['autostart'] is True, node
+
+
+def node_source(node: str) -> Path:
+    folder = node.removesuffix('_node')
+    return ROOT / 'src' / 'waymark_ros' / 'waymark_ros' / 'nodes' / folder / f'{node}.py'
+
+
+def test_stack_nodes_starts_the_managed_nodes_as_lifecycle_nodes_and_drives_them():
+    """Read, not run: stack_nodes makes a launch_ros LifecycleNode for each MANAGED node
+    and adds managed_bring_up after it, which requests configure at start, activate once
+    configured, and shuts the launch down on a failed transition or an early exit."""
+    tree = ast.parse(LAUNCHING.read_text())
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    stack = ast.unparse(functions['stack_nodes'])
+    assert 'kind = LifecycleNode if name in MANAGED else Node' in stack
+    assert 'nodes += managed_bring_up(node, name)' in stack
+    bring_up = ast.unparse(functions['managed_bring_up'])
+    for text in (
+        'change(Transition.TRANSITION_CONFIGURE)',
+        "start_state='configuring', goal_state='inactive', "
+        'entities=[change(Transition.TRANSITION_ACTIVATE)]',
+        'lifecycle_node_matcher=matches_action(node)',
+        'Shutdown(reason=reason)',
+        'OnProcessExit(target_action=node',
+    ):
+        assert text in bring_up, text
+    assert bring_up.index('RegisterEventHandler') < bring_up.rindex(
+        'change(Transition.TRANSITION_CONFIGURE)'
+    )
 
 
 def test_an_empty_image_model_turns_the_image_view_off_as_the_parameter_does():
@@ -414,9 +459,9 @@ def test_the_launch_passes_its_use_sim_time_to_the_four_nodes_and_rviz():
     nodes = [
         n
         for n in ast.walk(stack)
-        if isinstance(n, ast.Call) and getattr(n.func, 'id', '') == 'Node'
+        if isinstance(n, ast.Call) and getattr(n.func, 'id', '') in ('Node', 'kind')
     ]
-    assert len(nodes) == 2  # the four (one comprehension) and RViz
+    assert len(nodes) == 2  # the stack's (one loop, Node or LifecycleNode) and RViz
     for node in nodes:
         parameters = ast.unparse(next(k.value for k in node.keywords if k.arg == 'parameters'))
         assert 'overrides[name]' in parameters or "{'use_sim_time': use_sim_time}" in parameters

@@ -1,5 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The launch files, run by launch_testing: robot, replay and demo (test/launch_tests).
+"""The launch files, run by launch_testing: robot (also with a memory_node that cannot be
+configured), replay and demo (test/launch_tests).
 
 launch_testing's pytest plugin does not register with pytest 9, so each launch test runs
 as `python -m launch_testing.launch_test FILE` in a subprocess and its JUnit report is read
@@ -83,6 +84,11 @@ def run_launch_test(
 def test_the_robot_launch_brings_up_every_preset_and_backend_and_shuts_down_cleanly(tmp_path):
     prefix = standins.build('nav2_msgs')  # for the nav2 backend; never installed
     run_launch_test('robot', tmp_path, standins.child_environment(prefix))
+
+
+@pytest.mark.timeout(TIMEOUT_S + 120)
+def test_a_memory_node_that_cannot_be_configured_ends_the_robot_launch_with_the_reason(tmp_path):
+    run_launch_test('lifecycle_failure', tmp_path)
 
 
 @pytest.mark.timeout(TIMEOUT_S + 120)

@@ -5,7 +5,9 @@ One launch holds a few robot launches side by side, each in its own namespace wi
 presets and data folder, so every camera and odometry preset, both model presets and the
 backends start in one go. Each node must come up, serve its interfaces in its namespace,
 hold the parameters launch_plan.expected_parameters says (the plan the static checks in
-test_launch_files.py use), and exit with 0 on shutdown without a traceback.
+test_launch_files.py use), and exit with 0 on shutdown without a traceback. The lifecycle
+nodes (launch_plan.MANAGED) hold autostart false, so it is the launch that brought them to
+active.
 
 Run by test_launch_testing.py with `python -m launch_testing.launch_test`; reads the
 scratch folder from WAYMARK_LAUNCH_TEST_DIR. Loaded as a module outside sys.modules, so
@@ -26,6 +28,8 @@ import rclpy
 import yaml
 from launch.actions import GroupAction, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
+from lifecycle_msgs.msg import State
+from lifecycle_msgs.srv import GetState
 from rclpy.parameter import parameter_value_to_python
 from rclpy.parameter_client import AsyncParameterClient
 
@@ -151,6 +155,26 @@ class TestTheStacksComeUp(unittest.TestCase):
                     lambda w=wanted, n=name, s=ns: w <= self.services_of(n, s),
                     f'{name} serving in {ns}',
                 )
+
+    def lifecycle_state(self, client) -> int | None:
+        """The node's state id, or None while its get_state service is not up."""
+        if not client.service_is_ready():
+            return None
+        future = client.call_async(GetState.Request())
+        self.wait_for(future.done, f'an answer from {client.srv_name}')
+        return future.result().current_state.id
+
+    def test_the_launch_brought_the_lifecycle_nodes_to_active(self):
+        """Started with autostart false (the plan, checked below), so active means the
+        launch's configure and activate requests succeeded."""
+        for case in CASES:
+            for name in launch_plan.MANAGED:
+                client = self.node.create_client(GetState, f'/{case.namespace}/{name}/get_state')
+                self.wait_for(
+                    lambda c=client: self.lifecycle_state(c) == State.PRIMARY_STATE_ACTIVE,
+                    f'{case.namespace}/{name} active',
+                )
+                self.node.destroy_client(client)
 
     def test_every_node_holds_the_parameters_of_the_plan(self):
         for case in CASES:

@@ -109,8 +109,8 @@ class CaptionerParameters:
 class MemoryParameters(ViewSettings):
     autostart: bool = setting(
         True,
-        'Configure and activate at start; false: stay unconfigured until a lifecycle manager '
-        '(or `ros2 lifecycle set`) drives it.',
+        'Configure and activate at start (a plain start); false: stay unconfigured until a '
+        'lifecycle manager (the launch files, or `ros2 lifecycle set`) drives it.',
     )
     data_dir: str = setting('~/.waymark/memory', 'Directory for the database and images.')
     uri: str = setting('', 'Milvus URI (http://host:19530); empty: Milvus Lite file in data_dir.')

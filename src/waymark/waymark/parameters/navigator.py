@@ -258,8 +258,8 @@ class NavigatorParameters:
     backend: str = setting(BACKENDS[0], 'Who drives.', choices=BACKENDS)
     autostart: bool = setting(
         True,
-        'Configure and activate at start; false: wait for a lifecycle manager (ros2 '
-        'lifecycle set navigator_node configure, then activate).',
+        'Configure and activate at start (a plain start); false: wait for a lifecycle manager '
+        '(the launch files, or ros2 lifecycle set navigator_node configure, then activate).',
     )
     map_source: str = setting(
         GRID,

@@ -31,6 +31,9 @@ NODES = (
 # Nodes whose exit ends the whole launch: with safety_node gone nothing limits or stops the
 # commands, so the driver is stopped too (it lies the robot down as it exits).
 REQUIRED = {'safety_node': 'safety_node exited: nothing would limit or stop the base'}
+# Lifecycle nodes the launch brings up itself (autostart false; launching.managed_bring_up):
+# it configures each, activates it once configured, and ends if either step fails.
+MANAGED = ('memory_node', 'navigator_node')
 MODEL_PRESETS = ('workstation', 'orin_nx')
 NO_ODOMETRY = 'none'  # poses from the camera preset
 # DDS defaults of a launch when the environment sets none: not the domain every other ROS
@@ -94,6 +97,7 @@ def sim_time(arguments: Mapping[str, str]) -> bool:
 def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str, dict]:
     """Launch arguments as per-node parameters; an empty argument leaves the files' value,
     except image_model, where empty means off and `FROM_PRESET` leaves the files' value.
+    The `MANAGED` nodes get `autostart` false: the launch drives their transitions.
 
     One OpenAI-compatible server (llm_base_url, llm_model) serves the agent, the verifier
     and the captioner.
@@ -115,6 +119,8 @@ def node_overrides(arguments: Mapping[str, str], use_sim_time: bool) -> dict[str
         'safety_node': {},
         'task_node': {},
     }
+    for name in MANAGED:
+        overrides[name]['autostart'] = False
     for parameters in overrides.values():
         parameters['use_sim_time'] = use_sim_time
     return overrides

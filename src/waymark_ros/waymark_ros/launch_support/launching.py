@@ -3,17 +3,36 @@
 
 Imported only by launch files: it needs ROS 2 `launch` and `launch_ros`. Which files and
 parameters each node gets is worked out in launch_plan.py.
+
+The lifecycle nodes (launch_plan.MANAGED) are started with `autostart` false and brought up
+by the launch, the standard way (launch_ros's LifecycleNode, ChangeState, OnStateTransition):
+configure at start, activate once configured. Until a node is active, a transition that
+fails or raises, or the process's exit, ends the launch with the reason, so a stack whose
+memory or navigator could not start never stays up looking healthy.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from launch.actions import DeclareLaunchArgument, GroupAction, Shutdown
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    GroupAction,
+    LogInfo,
+    OpaqueFunction,
+    RegisterEventHandler,
+    Shutdown,
+)
 from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
+from launch.events import matches_action
 from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
-from launch_ros.actions import Node, PushRosNamespace
+from launch_ros.actions import LifecycleNode, Node, PushRosNamespace
+from launch_ros.event_handlers import OnStateTransition
+from launch_ros.events.lifecycle import ChangeState
+from lifecycle_msgs.msg import Transition
 
 from waymark.parameters.navigator import BACKENDS
 from waymark_ros.launch_support.base_plan import (
@@ -32,6 +51,7 @@ from waymark_ros.launch_support.launch_plan import (
     DEFAULT_DOMAIN_ID,
     DISCOVERY_RANGES,
     FROM_PRESET,
+    MANAGED,
     MODEL_PRESETS,
     NO_ODOMETRY,
     NODES,
@@ -228,11 +248,14 @@ def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list
     overrides = node_overrides(arguments, use_sim_time)
     stop_timeout_s = LaunchConfiguration('stop_timeout_s').perform(context)
     dds = dds_environment(arguments)
-    nodes = [
-        Node(
+    nodes = []
+    for name in NODES:
+        kind = LifecycleNode if name in MANAGED else Node
+        node = kind(
             package='waymark_ros',
             executable=name,
             name=name,
+            namespace='',  # the group's (PushRosNamespace); LifecycleNode asks for one
             parameters=[*files, overrides[name]],
             output='screen',
             emulate_tty=True,
@@ -241,8 +264,9 @@ def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list
             additional_env=dds,
             on_exit=Shutdown(reason=REQUIRED[name]) if name in REQUIRED else None,
         )
-        for name in NODES
-    ]
+        nodes.append(node)
+        if name in MANAGED:
+            nodes += managed_bring_up(node, name)
     if LaunchConfiguration('rviz').perform(context) == 'true':
         rviz_config = write_launch_layout(config, arguments, rviz_config)
     rviz = Node(
@@ -254,3 +278,70 @@ def stack_nodes(context: LaunchContext, config: Path, rviz_config: Path) -> list
         condition=IfCondition(LaunchConfiguration('rviz')),
     )
     return [GroupAction([PushRosNamespace(arguments['namespace']), *nodes]), rviz]
+
+
+# Transitions that mean a managed node did not come up, as rcl_lifecycle labels their
+# states: a configure or activate whose callback returned FAILURE, or one that raised.
+BRING_UP_FAILURES = (
+    ('configuring', 'unconfigured', 'could not be configured'),
+    ('activating', 'inactive', 'could not be activated'),
+    (None, 'errorprocessing', 'raised in a transition'),
+)
+
+
+def managed_bring_up(node: LifecycleNode, name: str) -> list:
+    """The actions that bring the lifecycle node `node` (named `name`) to active; they go
+    after it. Configure at once, activate once configured. Until it is active, a failed or
+    raising transition, or its exit, ends the launch with the reason (the node's own log
+    says why); once active these guards go, and deactivating or cleaning it up by hand
+    (`ros2 lifecycle set`) ends nothing."""
+
+    def change(transition_id: int) -> EmitEvent:
+        return EmitEvent(
+            event=ChangeState(
+                lifecycle_node_matcher=matches_action(node), transition_id=transition_id
+            )
+        )
+
+    def ending(reason: str) -> list:
+        return [LogInfo(msg=reason), Shutdown(reason=reason)]
+
+    guards = [
+        OnStateTransition(
+            target_lifecycle_node=node,
+            start_state=start,
+            goal_state=goal,
+            entities=ending(f'{name} {failure}: the launch ends; its log says why'),
+        )
+        for start, goal, failure in BRING_UP_FAILURES
+    ]
+    guards.append(
+        OnProcessExit(target_action=node, on_exit=ending(f'{name} exited before it was active'))
+    )
+
+    def drop_guards(context: LaunchContext) -> None:
+        for guard in guards:
+            context.unregister_event_handler(guard)
+
+    return [
+        *(RegisterEventHandler(guard) for guard in guards),
+        RegisterEventHandler(
+            OnStateTransition(
+                target_lifecycle_node=node,
+                start_state='configuring',
+                goal_state='inactive',
+                entities=[change(Transition.TRANSITION_ACTIVATE)],
+                handle_once=True,
+            )
+        ),
+        RegisterEventHandler(
+            OnStateTransition(
+                target_lifecycle_node=node,
+                start_state='activating',
+                goal_state='active',
+                entities=[OpaqueFunction(function=drop_guards)],
+                handle_once=True,
+            )
+        ),
+        change(Transition.TRANSITION_CONFIGURE),
+    ]

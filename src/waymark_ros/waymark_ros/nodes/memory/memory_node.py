@@ -18,7 +18,8 @@ outbox) keeps every unacknowledged keyframe and sends it again, so none is lost.
 answer success=false, "memory_node is not active"; the status topics are silent.
 
 With `autostart` (the default) the node configures and activates itself, so a plain start
-serves at once; otherwise a lifecycle manager drives it (`memory_node/change_state`).
+serves at once; otherwise a lifecycle manager drives it (`memory_node/change_state`): the
+launch files start it with autostart false and request configure, then activate.
 
 Each keyframe is acknowledged on `keyframes/ack` once journaled (or refused for good), so
 the sender can forget it; a resend of a keyframe still journaled is acknowledged again and

@@ -30,8 +30,8 @@ ends, and on deactivation and shutdown (Ctrl-C included).
 A lifecycle node: configuring subscribes the inputs and builds the backend, activating
 lets goals drive, deactivating cancels the goal being driven and stops the robot, cleaning
 up releases the backend. The actions answer in every state, so a goal sent while the node
-is not active is refused with that reason. With `autostart` it configures and activates
-itself at start.
+is not active is refused with that reason. With `autostart` (the default) it configures and
+activates itself at start; the launch files set it false and request both transitions.
 """
 
 from __future__ import annotations
