@@ -237,6 +237,7 @@ def test_feedback_on_a_task_counts_for_the_lessons_in_its_ledger_record(ros, lau
             opened, opened.started_ns + 1, claim=Claim.COMPLETE, lesson_ids=(card, 'evicted')
         )
     )
+    del ledger  # the runner that wrote this history is gone; task_node writes now
     launch('task_node', data_dir=str(tmp_path / 'tasks'))
     launch('reasoner_node', **{'memory.data_dir': str(tmp_path / 'm'), 'traces.dir': ''})
 

@@ -150,6 +150,7 @@ def test_a_task_the_judge_verified_is_reflected_on_once_and_an_unverified_one_no
     seen = JudgeVerdict(VerdictKind.COMPLETE, evidence='a red cylinder fills the view')
     certified = closed_task(ledger, 'find the fire extinguisher', seen)
     claimed = closed_task(ledger, 'find the ladder', None)
+    del ledger  # the runner that wrote this history is gone; task_node writes now
     launch('task_node', data_dir=str(tmp_path / 'tasks'))
     model = Model()
     server = ScriptedLLMServer(model)
