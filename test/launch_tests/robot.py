@@ -41,6 +41,7 @@ ROBOT = ROOT / 'launch' / 'robot.launch.py'
 CONFIG = ROOT / 'config'
 SCRATCH = Path(os.environ.get('WAYMARK_LAUNCH_TEST_DIR', '/tmp/waymark_launch_test'))
 WAIT_S = 240.0  # longest wait for one thing; nodes start slowly on a busy machine
+RESEND_S = 5.0  # a read not answered in this long is sent again (see answer)
 SERVICES = {
     'memory_node': ('search_memory', 'list_sessions', 'delete_session'),
     'reasoner_node': ('query',),
@@ -137,6 +138,21 @@ class TestTheStacksComeUp(unittest.TestCase):
                 self.fail(f'no {what} after {WAIT_S:.0f} s')
             rclpy.spin_once(self.node, timeout_sec=0.5)
 
+    def answer(self, send, what: str):
+        """The result of the request `send()` makes, sent again every RESEND_S until one
+        is answered: a request sent before the server has matched this client's reader
+        back gets a response DDS drops, and only a new request is answered. For requests
+        that may be repeated (reads)."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            future = send()
+            resend_at = min(deadline, time.monotonic() + RESEND_S)
+            while not future.done() and time.monotonic() < resend_at:
+                rclpy.spin_once(self.node, timeout_sec=0.5)
+            if future.done():
+                return future.result()
+        self.fail(f'no {what} after {WAIT_S:.0f} s')
+
     def services_of(self, name: str, namespace: str) -> set[str]:
         try:
             found = self.node.get_service_names_and_types_by_node(name, namespace)
@@ -160,9 +176,10 @@ class TestTheStacksComeUp(unittest.TestCase):
         """The node's state id, or None while its get_state service is not up."""
         if not client.service_is_ready():
             return None
-        future = client.call_async(GetState.Request())
-        self.wait_for(future.done, f'an answer from {client.srv_name}')
-        return future.result().current_state.id
+        answer = self.answer(
+            lambda: client.call_async(GetState.Request()), f'an answer from {client.srv_name}'
+        )
+        return answer.current_state.id
 
     def test_the_launch_brought_the_lifecycle_nodes_to_active(self):
         """Started with autostart false (the plan, checked below), so active means the
@@ -185,9 +202,11 @@ class TestTheStacksComeUp(unittest.TestCase):
             for name, expected in plan.items():
                 client = AsyncParameterClient(self.node, f'/{case.namespace}/{name}')
                 self.wait_for(client.services_are_ready, f'parameters of {name}')
-                future = client.get_parameters(sorted(expected))
-                self.wait_for(future.done, f'parameter values of {name}')
-                values = [plain(parameter_value_to_python(v)) for v in future.result().values]
+                answer = self.answer(
+                    lambda c=client, e=expected: c.get_parameters(sorted(e)),
+                    f'parameter values of {name}',
+                )
+                values = [plain(parameter_value_to_python(v)) for v in answer.values]
                 held = dict(zip(sorted(expected), values, strict=True))
                 wanted = {key: plain(value) for key, value in expected.items()}
                 self.assertEqual(held, wanted, f'{case.namespace}/{name}')
