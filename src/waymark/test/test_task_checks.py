@@ -46,14 +46,39 @@ def test_the_first_claim_is_refused_iff_a_definite_verdict_differs_from_it(claim
 
 @pytest.mark.parametrize('claim', list(Claim))
 @pytest.mark.parametrize('first', list(VerdictKind))
-def test_later_claims_are_granted_without_a_check_even_after_a_recovery(claim, first):
+def test_with_the_digest_limit_later_claims_are_granted_without_a_check(claim, first):
     judge = ScriptedJudge(first)  # a second check would find the script used up
-    checks = StopChecks(judge)
+    checks = StopChecks(judge, CheckSwitches(precheck_limit=1))
     checks.request_stop(Claim.COMPLETE, evidence(3))
     # A recovery runs more steps in the same task; the task's one check is spent.
     later = checks.request_stop(claim, evidence(9))
     assert later.granted and later.verdict is None and later.evidence == ''
     assert len(judge.seen) == 1 and checks.prechecked
+
+
+def test_by_default_a_later_claim_is_checked_and_refused_when_the_judge_is_sure():
+    judge = ScriptedJudge(VerdictKind.INCOMPLETE, VerdictKind.INCOMPLETE, VerdictKind.COMPLETE)
+    checks = StopChecks(judge)
+    assert not checks.request_stop(Claim.COMPLETE, evidence(3)).granted
+    second = checks.request_stop(Claim.COMPLETE, evidence(6))
+    assert not second.granted and second.evidence == 'saw incomplete'
+    assert checks.request_stop(Claim.COMPLETE, evidence(9)).granted
+    assert checks.certify(evidence(9)).verdict is VerdictKind.COMPLETE  # the latest, reused
+    assert len(judge.seen) == 3
+
+
+def test_claims_past_the_limit_are_granted_so_a_wrong_judge_cannot_hold_the_robot():
+    judge = ScriptedJudge(*[VerdictKind.INCOMPLETE] * 2)
+    checks = StopChecks(judge, CheckSwitches(precheck_limit=2))
+    decisions = [checks.request_stop(Claim.COMPLETE, evidence(n)) for n in (2, 4, 6)]
+    assert [d.granted for d in decisions] == [False, False, True]
+    assert decisions[2].verdict is None and checks.prechecked
+
+
+@pytest.mark.parametrize('limit', [0, 21, 1.0, True])
+def test_a_precheck_limit_out_of_range_is_refused(limit):
+    with pytest.raises(ValueError, match='precheck_limit'):
+        CheckSwitches(precheck_limit=limit)
 
 
 def test_a_new_task_gets_its_own_first_check():

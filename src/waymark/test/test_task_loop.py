@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
+from waymark.agent.exclusions import Exclusions
 from waymark.evaluation.task_geometry import FreeSpace
 from waymark.evaluation.task_loop import (
     MemoryRecall,
@@ -138,7 +139,7 @@ def test_recall_honours_exclusions(setting):
     assert found and clock.monotonic() > 0.0
     assert math.dist(found[0].target, (10.0, 3.5)) < 2.0  # memory read the sign
     again = RecallQuery(
-        goal, query.origin, 3, excluded_positions=(found[0].target,), exclusion_radius_m=3.0
+        goal, query.origin, 3, exclusions=Exclusions(positions=(found[0].target,), radius_m=3.0)
     )
     assert all(
         math.dist(c.target, found[0].target) > 3.0 for c in recall.recall(again, 100.0).candidates

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from waymark.agent.exclusions import Exclusions
 from waymark.tasks.outcomes import JudgeVerdict, Scope, VerdictKind
 from waymark.tasks.recovery import (
     PlanParams,
@@ -279,16 +280,24 @@ SEARCHED = [Searched('entry-a', 1.0, 2.0), Searched('entry-b', 4.0, 0.5)]
 def test_attempt_plan_takes_the_next_candidate():
     plan = plan_for(Scope.ATTEMPT, SEARCHED, PlanParams())
     assert plan.next_candidate and not plan.requery
-    assert plan.excluded_entry_ids == ('entry-b',) and plan.excluded_positions == ()
+    assert plan.exclusions == Exclusions(entry_ids=('entry-b',))
     assert plan.search_radius_m is None and not plan.collect_views and not plan.relocalise
+
+
+def test_every_scope_excludes_the_surroundings_of_a_refused_stop():
+    refused = [SEARCHED[0]]
+    for scope in Scope:
+        plan = plan_for(scope, SEARCHED, PlanParams(exclusion_radius_m=2.0), refused)
+        assert plan.exclusions.excludes_point(1.5, 2.5), scope  # near entry-a's stop
+        assert plan.exclusions.radius_m == 2.0
+    attempt = plan_for(Scope.ATTEMPT, SEARCHED, PlanParams(), refused)
+    assert not attempt.exclusions.excludes_point(4.0, 0.5)  # entry-b only failed its drive
 
 
 def test_place_plan_requeries_without_the_searched_places():
     plan = plan_for(Scope.PLACE, SEARCHED, PlanParams(exclusion_radius_m=2.0))
     assert plan.requery and not plan.next_candidate
-    assert plan.excluded_entry_ids == ('entry-a', 'entry-b')
-    assert plan.excluded_positions == ((1.0, 2.0), (4.0, 0.5))
-    assert plan.exclusion_radius_m == 2.0
+    assert plan.exclusions == Exclusions(('entry-a', 'entry-b'), ((1.0, 2.0), (4.0, 0.5)), 2.0)
     assert plan.search_radius_m is None and plan.frontier_radius_m is None
     assert plan.collect_views and not plan.relocalise
 
@@ -296,7 +305,7 @@ def test_place_plan_requeries_without_the_searched_places():
 def test_room_plan_widens_and_explores():
     plan = plan_for(Scope.ROOM, SEARCHED, PlanParams(search_radius_m=5.0, widen_factor=2.0))
     assert (plan.search_radius_m, plan.frontier_radius_m) == (10.0, 4.0)
-    assert plan.excluded_entry_ids == ('entry-a', 'entry-b') and not plan.relocalise
+    assert plan.exclusions.entry_ids == ('entry-a', 'entry-b') and not plan.relocalise
     capped = PlanParams(search_radius_m=20.0, widen_factor=3.0, max_search_radius_m=30.0)
     assert plan_for(Scope.ROOM, SEARCHED, capped).search_radius_m == 30.0
 
@@ -312,18 +321,19 @@ def test_floor_and_house_plans_relocalise():
 def test_plan_exclusions_are_bounded_and_keep_the_latest():
     many = [Searched(f'entry-{i}', float(i), 0.0) for i in range(10)]
     plan = plan_for(Scope.PLACE, many, PlanParams(max_exclusions=3))
-    assert plan.excluded_entry_ids == ('entry-7', 'entry-8', 'entry-9')
+    assert plan.exclusions.entry_ids == ('entry-7', 'entry-8', 'entry-9')
 
 
 def test_plan_without_searched_places():
     plan = plan_for(Scope.ATTEMPT, [], PlanParams())
-    assert plan.excluded_entry_ids == () and plan.next_candidate
+    assert not plan.exclusions and plan.next_candidate
 
 
 @pytest.mark.parametrize(
     'bad',
     [
         {'exclusion_radius_m': 0.0},
+        {'exclusion_radius_m': 101.0},
         {'widen_factor': 0.5},
         {'search_radius_m': 50.0},
         {'max_exclusions': 0},

@@ -36,6 +36,7 @@ from waymark.tasks.outcomes import (
 )
 from waymark.tasks.places import PlaceBook, PlacePose
 from waymark.tasks.records import GoalModality, TaskGoal
+from waymark.tasks.recovery import RecoveryParams
 from waymark.tasks.runner import RunnerParams, TaskRunner
 from waymark.tasks.stop_views import StopView
 
@@ -74,6 +75,10 @@ class World:
         self.drive_m = 3.0
         self.drives: list[Pose] = []
         self.hooks: dict[str, object] = {}
+        # Every camera frame's stamp, as a real body logs them: some on each drive, and
+        # the stop views (four by default, never fewer than the controller's group).
+        self.frame_stamps: list[int] = []
+        self.frames_per_drive = 6
 
     def candidate(self, entry_id: str, x: float) -> Candidate:
         made = Candidate((x, 0.0), Pose.from_xyz_yaw(x - 1.0, 0.0, 0.0, 0.0), entry_id, entry_id)
@@ -88,14 +93,17 @@ class World:
     def recall(self, query: RecallQuery, deadline: float) -> RecallResult:
         self.queries.append(query)
         self._hook('recall')
-        kept = [c for c in self.candidates if c.entry_id not in query.excluded_entry_ids]
+        kept = [c for c in self.candidates if not query.exclusions.excludes_entry(c.entry_id)]
         return RecallResult(tuple(kept[: query.max_candidates]), self.recall_steps)
 
     # Drive
     def drive(self, goal: Pose, deadline: float, cancel: threading.Event) -> DriveResult:
         self.drives.append(goal)
         self._hook('drive')
+        start = self.clock.time_ns()
         self.clock.now += self.drive_s
+        step = (self.clock.time_ns() - start) // (self.frames_per_drive + 1)
+        self.frame_stamps += [start + step * (i + 1) for i in range(self.frames_per_drive)]
         if cancel.is_set():
             return DriveResult(DriveOutcome.CANCELED, 0.5)
         outcome = self.outcomes.pop(0) if self.outcomes else DriveOutcome.REACHED
@@ -114,13 +122,15 @@ class World:
         self._hook('views')
         image = self.scenes.get(self.at, BLANK)
         stamp = self.clock.time_ns()
+        self.frame_stamps += [stamp + i for i in range(count)]
         return [StopView(image, i * math.pi / 2, stamp + i) for i in range(count)]
 
     def recent_frames(self, since_ns: int, limit: int) -> list[StopView]:
-        return [StopView(BLANK, 0.0, since_ns + i) for i in range(min(limit, 3))]
+        stamps = [stamp for stamp in self.frame_stamps if stamp >= since_ns]
+        return [StopView(BLANK, 0.0, stamp) for stamp in stamps[:limit]]
 
     def frames_since(self, since_ns: int) -> int:
-        return 3
+        return sum(1 for stamp in self.frame_stamps if stamp >= since_ns)
 
     def signals(self) -> BodySignals:
         return BodySignals()
@@ -190,7 +200,8 @@ def test_an_arrival_the_judge_confirms_is_certified(world, ledger):
     assert (record.stop_pose.x, record.stop_pose.map_epoch) == (4.0, 2)
     assert record.spent.attempts == 1 and record.spent.agent_steps == 2
     frames = judge.seen[0].frames
-    assert sum(f.at_stop for f in frames) == 4 and len(frames) == 7
+    # The four stop views first, then earlier frames up to the judge's limit.
+    assert sum(f.at_stop for f in frames) == 4 and len(frames) == RunnerParams().judge_frames
     assert_recorded(ledger, record)
 
 
@@ -231,11 +242,13 @@ def test_ocr_judge_refuses_the_wrong_sign_and_the_second_candidate_is_certified(
         text_goal('the sign that says "PHARMACY"'), Budget()
     )
     assert record.status is LedgerStatus.CERTIFIED, record
-    assert record.pre_stop.verdict is VerdictKind.INCOMPLETE
-    assert 'BAKERY' in record.pre_stop.evidence.upper()
-    assert record.certificate.verdict is VerdictKind.COMPLETE
+    # Both arrivals were checked; the record keeps the check of the stop it closed on,
+    # which certifies it, and the refused one lives on in the handover and the note.
+    assert record.pre_stop.verdict is VerdictKind.COMPLETE
+    assert record.certificate == record.pre_stop
     assert record.spent.attempts == 2
     assert 'bakery' in record.handover
+    assert 'BAKERY' in record.recovery_notes[0].upper() or 'bakery' in record.recovery_notes[0]
     assert_recorded(ledger, record)
 
 
@@ -248,10 +261,62 @@ def test_a_refused_stop_with_steps_to_spare_recovers_by_requerying_without_it(wo
     assert record.status is LedgerStatus.CERTIFIED
     assert record.spent.recoveries == 1 and record.spent.scopes[0].name == 'PLACE'
     requery = world.queries[1]
-    assert requery.excluded_entry_ids == ('bakery',) and requery.excluded_positions
+    assert requery.exclusions.entry_ids == ('bakery',) and requery.exclusions.positions
     assert requery.note is not None and requery.note.searched == ('bakery',)
     assert requery.note.exclusions[0].place == 'bakery'  # a definite verdict with evidence
     assert len(record.recovery_notes) == 1
+
+
+def test_a_later_arrival_at_a_wrong_sign_is_refused_too(clock, ledger, draw_sign, text_reader):
+    scenes = {name: jpeg(draw_sign(name.upper())) for name in ('bakery', 'cafe', 'pharmacy')}
+    world = World(clock, scenes)
+    for name, x in (('bakery', 2.0), ('cafe', 6.0), ('pharmacy', 10.0)):
+        world.candidate(name, x)
+    params = RunnerParams(recovery=RecoveryParams(max_recoveries=0))  # the queue in order
+    record = runner_for(world, ledger, OcrJudge(text_reader), params=params).run(
+        text_goal('the sign that says "PHARMACY"'), Budget()
+    )
+    assert record.status is LedgerStatus.CERTIFIED, record
+    assert record.spent.attempts == 3  # the cafe, the second claim, was checked and refused
+    assert 'cafe' in record.handover and 'bakery' in record.handover
+
+
+def test_a_queued_sighting_near_a_refused_stop_is_never_driven_to(world, ledger):
+    world.candidate('bakery', 2.0)
+    world.candidate('bakery-again', 2.8)  # the same wrong sign, seen from elsewhere
+    world.candidate('pharmacy', 8.0)
+    params = RunnerParams(recovery=RecoveryParams(max_recoveries=0))
+    judge = ScriptedJudge(VerdictKind.INCOMPLETE, VerdictKind.COMPLETE)
+    record = runner_for(world, ledger, judge, params=params).run(text_goal(), Budget())
+    assert record.status is LedgerStatus.CERTIFIED
+    assert [goal.position[0] + 1.0 for goal in world.drives] == [2.0, 8.0]
+    assert record.spent.attempts == 2
+
+
+def test_stop_views_and_the_way_to_a_refused_stop_are_not_progress(world, ledger):
+    """A real body logs frames all the way: six on the drive and four at the stop are
+    three observations, which read as progress would keep a refused stop from recovering."""
+    world.recall_steps = 2
+    world.frames_per_drive = 12
+    world.candidate('bakery', 2.0)
+    world.candidate('pharmacy', 6.0)
+    judge = ScriptedJudge(VerdictKind.INCOMPLETE, VerdictKind.COMPLETE)
+    record = runner_for(world, ledger, judge).run(text_goal(), Budget())
+    assert record.spent.recoveries == 1, record.recovery_notes
+    assert 'recover at place' in record.recovery_notes[0]
+
+
+def test_a_failed_drive_that_covered_ground_is_progress_and_goes_on(world, ledger):
+    world.recall_steps = 2
+    world.frames_per_drive = 8  # two observations on the way
+    world.candidate('spot-a', 2.0)
+    world.candidate('spot-b', 4.0)
+    world.outcomes = [DriveOutcome.FAILED, DriveOutcome.REACHED]
+    record = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE)).run(
+        text_goal(), Budget()
+    )
+    assert record.status is LedgerStatus.CERTIFIED
+    assert record.spent.recoveries == 0 and 'rules 3' in record.recovery_notes[0]
 
 
 def test_every_drive_refused_is_stopped_never_certified(world, ledger):

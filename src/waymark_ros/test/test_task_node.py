@@ -20,6 +20,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
 
+from waymark.agent.exclusions import Exclusions
 from waymark.geometry import Pose
 from waymark.tasks.attempts import RecallQuery, RunGoal
 from waymark.tasks.ledger import TaskLedger
@@ -261,9 +262,7 @@ def test_a_recall_question_carries_the_exclusions_and_keeps_the_goal_whole():
         goal,
         Pose(),
         max_candidates=3,
-        excluded_entry_ids=('tour:7',),
-        excluded_positions=((1.0, 2.0),),
-        exclusion_radius_m=1.5,
+        exclusions=Exclusions(('tour:7',), ((1.0, 2.0),), 1.5),
         briefing='x' * 5000,
     )
     text = question_text(query, 300)

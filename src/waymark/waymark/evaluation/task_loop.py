@@ -360,7 +360,8 @@ class MemoryRecall:
     def recall(self, query: RecallQuery, deadline: float) -> RecallResult:
         self.clock.advance(min(self.sim.recall_s, max(0.0, deadline - self.clock.monotonic())))
         wanted = query.max_candidates * self.params.hits_per_candidate
-        k = min(self.params.max_hits, wanted + len(query.excluded_entry_ids))
+        excluded = query.exclusions
+        k = min(self.params.max_hits, wanted + len(excluded.entry_ids))
         goal = query.goal
         text = goal.goal.text if goal.goal.modality is not GoalModality.PHOTO else ''
         if goal.goal.modality is GoalModality.PHOTO:
@@ -376,11 +377,11 @@ class MemoryRecall:
         candidates: list[Candidate] = []
         for hit in hits:
             record = hit.record
-            if not record.pose_valid or record.id in query.excluded_entry_ids:
+            if not record.pose_valid or excluded.excludes_entry(record.id):
                 continue
             target, standoff = place(record, text, others, self.localisation, self.space.free)
             spot = (target.x, target.y)
-            if _near_any(spot, query.excluded_positions, query.exclusion_radius_m):
+            if excluded.excludes_point(*spot):
                 continue
             if _near_any(spot, [c.target for c in candidates], self.params.merge_radius_m):
                 continue

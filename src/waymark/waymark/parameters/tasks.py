@@ -11,7 +11,7 @@ from waymark.agent.llm import LLMConfig
 from waymark.llm_client import api_key_from_env
 from waymark.parameters.common import POSE_TYPES
 from waymark.settings import setting
-from waymark.tasks.checks import CheckSwitches
+from waymark.tasks.checks import MAX_PRECHECKS, CheckSwitches
 from waymark.tasks.consolidation import ConsolidationConfig
 from waymark.tasks.coverage import DEFAULT_CELL_M, DEFAULT_MAX_CELLS, MAX_CELLS_CAP, CoverageParams
 from waymark.tasks.judge import OcrJudgeConfig, VlmJudgeConfig
@@ -162,7 +162,13 @@ class RunnerParameters:
         low=1,
         high=FRAME_LIMIT_CAP,
     )
-    precheck: bool = setting(True, 'Judge the first arrival before stopping there.')
+    precheck: bool = setting(True, 'Judge each arrival before stopping there.')
+    precheck_limit: int = setting(
+        MAX_PRECHECKS,
+        'Arrivals of one task judged before the stop (1: only the first, as the digest).',
+        low=1,
+        high=MAX_PRECHECKS,
+    )
     certify: bool = setting(True, 'Judge the final stop (off: every claim stays CLAIMED).')
 
 
@@ -252,7 +258,11 @@ class TaskNodeParameters:
             judge_deadline_s=runner.judge_deadline_s,
             stop_view_count=runner.stop_view_count,
             judge_frames=runner.judge_frames,
-            checks=CheckSwitches(precheck=runner.precheck, certify=runner.certify),
+            checks=CheckSwitches(
+                precheck=runner.precheck,
+                certify=runner.certify,
+                precheck_limit=runner.precheck_limit,
+            ),
         )
 
     def ocr_config(self) -> OcrJudgeConfig:

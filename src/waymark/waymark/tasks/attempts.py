@@ -14,9 +14,10 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from waymark.agent.exclusions import Exclusions
 from waymark.geometry import Pose
 from waymark.tasks.outcomes import Word
 from waymark.tasks.records import TaskGoal
@@ -62,8 +63,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class RecallQuery:
-    """One memory query of a task. Entries in `excluded_entry_ids`, and anything within
-    `exclusion_radius_m` of `excluded_positions`, must not come back. `search_radius_m`
+    """One memory query of a task. Nothing `exclusions` names may come back. `search_radius_m`
     widens the search around `origin` when set (None: the recall's own default);
     `frontier_radius_m` asks to explore unseen ground that near the robot first; `note`
     is the recovery note of the failed attempt, for the next one to read; `briefing` the
@@ -73,9 +73,7 @@ class RecallQuery:
     goal: RunGoal
     origin: Pose
     max_candidates: int
-    excluded_entry_ids: tuple[str, ...] = ()
-    excluded_positions: tuple[tuple[float, float], ...] = ()
-    exclusion_radius_m: float = 0.0
+    exclusions: Exclusions = field(default_factory=Exclusions)
     search_radius_m: float | None = None
     frontier_radius_m: float | None = None
     relocalise: bool = False

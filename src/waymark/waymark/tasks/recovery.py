@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from waymark.agent.exclusions import MAX_EXCLUDED, MAX_EXCLUSION_RADIUS_M, Exclusions
 from waymark.tasks.outcomes import Scope
 
 # The bounds of every count a signal or parameter carries; larger values are input errors.
@@ -224,6 +225,11 @@ class PlanParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 < value <= 1000.0):
                 raise ValueError(f'{name} must be in (0, 1000] m, got {value}')
+        if self.exclusion_radius_m > MAX_EXCLUSION_RADIUS_M:
+            raise ValueError(
+                f'exclusion_radius_m must be at most {MAX_EXCLUSION_RADIUS_M:g} m, '
+                f'got {self.exclusion_radius_m}'
+            )
         if not (math.isfinite(self.widen_factor) and 1.0 <= self.widen_factor <= 10.0):
             raise ValueError(f'widen_factor must be in [1, 10], got {self.widen_factor}')
         if self.search_radius_m > self.max_search_radius_m:
@@ -239,9 +245,10 @@ class RecoveryPlan:
     """What the next attempt does, for the runner to carry out.
 
     Every scope keeps the map, places, ledger and memory, and starts a fresh agent
-    conversation. `excluded_*` leave the searched places out of the next memory query
-    (an entry id, or anything within `exclusion_radius_m` of a position); ATTEMPT excludes
-    only the candidate just tried. `search_radius_m` is None where the search is not
+    conversation. `exclusions` leave the searched places out of the next memory query
+    (an entry id, or anything within the exclusion radius of a position); ATTEMPT excludes
+    the candidate just tried and the surroundings of every stop the judge refused, the
+    wider scopes every place searched. `search_radius_m` is None where the search is not
     widened; `frontier_radius_m` is None where no exploring happens. `collect_views`
     turns in place for four heading-bucketed views; `relocalise` matches them against
     named places and map epochs, over the whole place graph when `place_graph`."""
@@ -249,9 +256,7 @@ class RecoveryPlan:
     scope: Scope
     next_candidate: bool
     requery: bool
-    excluded_entry_ids: tuple[str, ...]
-    excluded_positions: tuple[tuple[float, float], ...]
-    exclusion_radius_m: float
+    exclusions: Exclusions
     search_radius_m: float | None
     frontier_radius_m: float | None
     collect_views: bool
@@ -259,21 +264,33 @@ class RecoveryPlan:
     place_graph: bool
 
 
-def plan_for(scope: Scope, searched: Sequence[Searched], params: PlanParams) -> RecoveryPlan:
+def plan_for(
+    scope: Scope,
+    searched: Sequence[Searched],
+    params: PlanParams,
+    refused: Sequence[Searched] = (),
+) -> RecoveryPlan:
     """What `scope` means in waymark. Scopes are cumulative: each re-examines what the
     narrower ones do and more. `searched` is in the order visited; the last is the
-    candidate the failed attempt ended on."""
+    candidate the failed attempt ended on. `refused` are the stops the judge ruled out,
+    excluded with their surroundings at every scope."""
     recent = tuple(searched)[-params.max_exclusions :]
     if scope is Scope.ATTEMPT:
         recent = recent[-1:]
+        around = tuple(refused)[-params.max_exclusions :]
+    else:
+        around = recent
     wide = scope >= Scope.ROOM
+    positions = tuple(dict.fromkeys((p.x, p.y) for p in around))[-MAX_EXCLUDED:]
     return RecoveryPlan(
         scope=scope,
         next_candidate=scope is Scope.ATTEMPT,
         requery=scope >= Scope.PLACE,
-        excluded_entry_ids=tuple(dict.fromkeys(place.entry_id for place in recent)),
-        excluded_positions=() if scope is Scope.ATTEMPT else tuple((p.x, p.y) for p in recent),
-        exclusion_radius_m=params.exclusion_radius_m,
+        exclusions=Exclusions(
+            entry_ids=tuple(dict.fromkeys(place.entry_id for place in recent))[-MAX_EXCLUDED:],
+            positions=positions,
+            radius_m=params.exclusion_radius_m if positions else 0.0,
+        ),
         search_radius_m=(
             min(params.search_radius_m * params.widen_factor, params.max_search_radius_m)
             if wide

@@ -3,9 +3,12 @@
 
 A task is a chain of attempts that share one budget. Each attempt recalls a candidate from
 memory, drives to it, and at the stop turns for views and claims: COMPLETE when the drive
-arrived, INCOMPLETE when it did not. The first arrival is checked before the robot stops
-(a judge that is sure it is the wrong place sends the task on); a failed attempt goes to
-the recovery controller, whose note the next attempt reads. The task closes with the last
+arrived, INCOMPLETE when it did not. Each arrival is checked before the robot stops (a
+judge that is sure it is the wrong place sends the task on, and nothing within the
+exclusion radius of that stop is tried again in this task); a failed attempt goes to the
+recovery controller, whose note the next attempt reads. Only the drive of an attempt that
+did not end at a refused stop counts as progress: the stop views, and the way to a place
+the judge ruled out, show nothing new about where the goal is. The task closes with the last
 claim and the judge's certificate, or stops (budget, cancel, a refused drive, no goal, an
 error) without a claim. Every path ends in a record in the ledger.
 
@@ -22,6 +25,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from waymark.agent.exclusions import MAX_EXCLUDED, Exclusions
 from waymark.geometry import Pose
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.tasks.attempts import (
@@ -188,9 +192,12 @@ class _TaskState:
     anchor: str = ''
     pre_stop: JudgeVerdict | None = None
     stop_pose: BodyPose | None = None
+    refused: list[Searched] = field(default_factory=list)  # stops the judge ruled out
     steps_in_attempt: int = 0
     attempt_started_ns: int = 0
     area_at_attempt: float = 0.0
+    drive_ended_ns: int = 0
+    area_after_drive: float = 0.0
     recallable: bool = True
     briefing: str = ''
     lesson_ids: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
@@ -276,6 +283,8 @@ class TaskRunner:
             self._boundary(state, Phase.DRIVE, f'to {candidate.label}')
             deadline = self._deadline(state, 'drive')
             result = self.drive.drive(candidate.goal_pose, deadline, state.cancel)
+            state.drive_ended_ns = self.clock.time_ns()
+            state.area_after_drive = self.body.signals().explored_area_m2
             state.spent.distance_m += result.distance_m
             state.spent.agent_steps += 1  # a drive is a step, so no two stops share a count
             state.steps_in_attempt += 1
@@ -304,6 +313,7 @@ class TaskRunner:
                     return self._close(state, Claim.COMPLETE, evidence, _arrived(candidate))
                 failure = f'the judge refused the stop at {candidate.label}: {decision.evidence}'
                 state.stops.append(Stop(candidate.label, decision.verdict))
+                state.refused.append(state.searched[-1])
             else:
                 failure = f'the drive to {candidate.label} failed: {result.message or "no reason"}'
                 state.stops.append(Stop(candidate.label))
@@ -345,21 +355,21 @@ class TaskRunner:
         state.area_at_attempt = self.body.signals().explored_area_m2
 
     def _next_candidate(self, state: _TaskState) -> Candidate | None:
-        """The next queued candidate, or a fresh recall when the queue is empty; an
-        entry driven to once in this task never comes back."""
+        """The next queued candidate that breaks no exclusion, or a fresh recall when none
+        is left; an entry driven to once in this task never comes back, nor anything near
+        a stop the judge refused."""
+        plan = state.plan
+        exclusions = self._exclusions(state)
+        state.queue = [c for c in state.queue if not _excluded(c, exclusions)]
         if state.queue:
             return state.queue.pop(0)
         if not state.recallable:
             return None
-        plan = state.plan
-        searched_ids = tuple(dict.fromkeys(place.entry_id for place in state.searched))
         query = RecallQuery(
             goal=state.goal,
             origin=self.body.pose().pose,
             max_candidates=self.params.max_candidates,
-            excluded_entry_ids=tuple(dict.fromkeys((*searched_ids, *_plan_ids(plan)))),
-            excluded_positions=plan.excluded_positions if plan else (),
-            exclusion_radius_m=plan.exclusion_radius_m if plan else 0.0,
+            exclusions=exclusions,
             search_radius_m=plan.search_radius_m if plan else None,
             frontier_radius_m=plan.frontier_radius_m if plan else None,
             relocalise=plan.relocalise if plan else False,
@@ -370,11 +380,24 @@ class TaskRunner:
         state.spent.agent_steps += result.steps
         state.steps_in_attempt += result.steps
         self._check_cancel(state, Phase.RECALL)
-        fresh = [c for c in result.candidates if not _excluded(c, query)]
+        fresh = [c for c in result.candidates if not _excluded(c, exclusions)]
         state.queue = fresh[: self.params.max_candidates]
         if not state.queue and not state.searched:
             raise _TaskStoppedError(TerminationReason.NO_GOAL, 'memory has no candidate')
         return state.queue.pop(0) if state.queue else None
+
+    def _exclusions(self, state: _TaskState) -> Exclusions:
+        """What no candidate of this task may be: every entry driven to, the last plan's
+        places, and the surroundings of every refused stop (at every scope)."""
+        planned = state.plan.exclusions if state.plan else Exclusions()
+        ids = (*(place.entry_id for place in state.searched), *planned.entry_ids)
+        positions = (*planned.positions, *((place.x, place.y) for place in state.refused))
+        radius = self.params.plan.exclusion_radius_m
+        return Exclusions(
+            entry_ids=tuple(dict.fromkeys(ids))[-MAX_EXCLUDED:],
+            positions=tuple(dict.fromkeys(positions))[-MAX_EXCLUDED:],
+            radius_m=radius if positions else 0.0,
+        )
 
     def _evidence(self, state: _TaskState) -> JudgeInput:
         """Turn at the stop for views and gather what the judge may see."""
@@ -404,10 +427,16 @@ class TaskRunner:
         write the note the next attempt reads."""
         failed = state.last_failed
         measured = self.body.signals()
+        if refused_stop:  # the way to a place ruled out, and its views: nothing new
+            new_area, new_frames = 0.0, 0
+        else:  # the drive's ground and frames; the stop views after it are not progress
+            new_area = max(0.0, state.area_after_drive - state.area_at_attempt)
+            since_attempt = self.body.frames_since(state.attempt_started_ns)
+            new_frames = max(0, since_attempt - self.body.frames_since(state.drive_ended_ns))
         signals = RecoverySignals(
             steps_in_attempt=state.steps_in_attempt,
-            new_area_m2=max(0.0, measured.explored_area_m2 - state.area_at_attempt),
-            new_frames=self.body.frames_since(state.attempt_started_ns),
+            new_area_m2=new_area,
+            new_frames=new_frames,
             tracking_lost=measured.tracking_lost,
             first_visit=measured.first_visit,
             last_scope=state.last_scope,
@@ -432,7 +461,7 @@ class TaskRunner:
         state.note_lines.append(line[:MAX_ITEM_CHARS])
         if not decision.recover:
             return
-        plan = plan_for(decision.scope, state.searched, self.params.plan)
+        plan = plan_for(decision.scope, state.searched, self.params.plan, state.refused)
         state.plan = plan
         state.last_scope = decision.scope
         state.spent.recoveries += 1
@@ -519,20 +548,10 @@ class TaskRunner:
         return closed
 
 
-def _plan_ids(plan: RecoveryPlan | None) -> tuple[str, ...]:
-    return plan.excluded_entry_ids if plan is not None else ()
-
-
-def _excluded(candidate: Candidate, query: RecallQuery) -> bool:
-    """Whether a recalled candidate breaks the query's exclusions: a recall that ignores
-    them would otherwise send the robot back where it has been."""
-    if candidate.entry_id in query.excluded_entry_ids:
-        return True
-    x, y = candidate.target
-    return any(
-        math.hypot(x - ex, y - ey) <= query.exclusion_radius_m
-        for ex, ey in query.excluded_positions
-    )
+def _excluded(candidate: Candidate, exclusions: Exclusions) -> bool:
+    """Whether a candidate breaks the exclusions: a recall that ignores them, or a queued
+    sighting of a thing already ruled out, would send the robot back where it has been."""
+    return exclusions.excludes(candidate.entry_id, *candidate.target)
 
 
 def _arrived(candidate: Candidate) -> str:

@@ -102,13 +102,14 @@ def question_text(query: RecallQuery, max_chars: int) -> str:
     else:
         ask = f'Where is {goal.text}?'
     records: list[str] = []
-    if query.excluded_entry_ids:
-        listed = ', '.join(query.excluded_entry_ids[:_MAX_LISTED])
+    excluded = query.exclusions
+    if excluded.entry_ids:
+        listed = ', '.join(excluded.entry_ids[:_MAX_LISTED])
         records.append(f'Already searched, answer elsewhere: memory entries {listed}.')
-    if query.excluded_positions and query.exclusion_radius_m > 0:
-        spots = '; '.join(f'({x:.1f}, {y:.1f})' for x, y in query.excluded_positions[:_MAX_LISTED])
+    if excluded.positions and excluded.radius_m > 0:
+        spots = '; '.join(f'({x:.1f}, {y:.1f})' for x, y in excluded.positions[:_MAX_LISTED])
         records.append(
-            f'Ruled out: anything within {query.exclusion_radius_m:.1f} m of {spots} (map frame).'
+            f'Ruled out: anything within {excluded.radius_m:.1f} m of {spots} (map frame).'
         )
     if query.search_radius_m is not None:
         x, y, _ = query.origin.position
