@@ -46,6 +46,7 @@ from waymark.agent.bintrack import (
     secondary_anchor,
 )
 from waymark.agent.evidence import clock, describe_hits, parse_time, quote
+from waymark.agent.exclusions import Exclusions
 from waymark.agent.llm import ChatClient, ChatReply, LLMError, LLMUnavailableError, image_part
 from waymark.agent.memory_api import MemoryBackend, MemoryUnavailableError
 from waymark.agent.relations import (
@@ -141,6 +142,8 @@ class AgentQuestion:
     sessions: tuple[str, ...] = ()
     image: np.ndarray | None = None  # RGB photo of the target, when the user gave one
     robot_pose: tuple[float, float, float, float] | None = None  # x, y, z, yaw (map)
+    # Where the answer must not be (a task's searched places): never shown, never answered.
+    exclusions: Exclusions = field(default_factory=Exclusions)
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,11 @@ class _Run:
     def show(self, hits: Sequence[Hit]) -> None:
         for hit in hits:
             self.shown.setdefault(hit.record.id, hit)
+
+    def admitted(self, hits: Sequence[Hit]) -> list[Hit]:
+        """`hits` less the entries the question excludes."""
+        excluded = self.question.exclusions
+        return [hit for hit in hits if not excluded.excludes_entry(hit.record.id)]
 
     def count(self, reply: ChatReply) -> None:
         self.answer.llm_calls += 1
@@ -390,7 +398,7 @@ class Agent:
                     )
                     continue
             try:
-                hits = self._search(run, arguments)
+                hits = run.admitted(self._search(run, arguments))
                 content = describe_hits(
                     hits, run.question.now_ns, config.max_text_chars, config.time_zone
                 )
@@ -606,6 +614,11 @@ class Agent:
         if final.kind == POSITION:
             source = self._checked(run, self._goal(final, cited, list(run.shown.values())))
             goal, target = self._place(run, source, cited)
+            if run.question.exclusions.excludes(source.record.id, target.x, target.y):
+                raise _RejectedError(
+                    f'the answer points at ({target.x:.1f}, {target.y:.1f}), a place already '
+                    'searched and ruled out: answer with another memory'
+                )
             if source.record.id not in final.evidence_ids:  # name the goal's memory too
                 cited = [source, *cited]
         elif final.kind == TIME:
@@ -662,10 +675,14 @@ class Agent:
         )
         run.answer = answer
         best = run.verified[0] if run.verified else self._checked(run, None)
-        if best is None:
-            hits = self._similar(run)
-            best = next((hit for hit in hits if hit.record.pose_valid), None)
-            answer.evidence = hits
+        if best is None or self._ruled_out(run, best):
+            hits = run.admitted(self._similar(run))
+            best = next(
+                (hit for hit in hits if hit.record.pose_valid and not self._ruled_out(run, hit)),
+                None,
+            )
+            # The goal's memory first: a caller takes the first evidence as the answer's.
+            answer.evidence = [best, *(hit for hit in hits if hit is not best)] if best else hits
         else:
             answer.evidence = [best]
         if best is None:
@@ -683,6 +700,14 @@ class Agent:
             f'{self._clock(record.stamp_ns)}{seen}.'
         )
         return None
+
+    def _ruled_out(self, run: _Run, hit: Hit) -> bool:
+        """Whether the question excludes `hit`, or where it shows the thing to be."""
+        excluded = run.question.exclusions
+        if not excluded:
+            return False
+        x, y = self._located(hit, f'{run.question.question} {run.last_query}')
+        return excluded.excludes(hit.record.id, x, y)
 
     def _place(self, run: _Run, source: Hit, cited: Sequence[Hit]) -> tuple[Goal, TargetEstimate]:
         """Where the goal's memory saw the thing the question names, helped by the other
