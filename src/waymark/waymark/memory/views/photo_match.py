@@ -42,7 +42,7 @@ class PhotoMatchParams:
     features: int = 1000  # keypoints kept per image
     ratio: float = 0.75  # Lowe's ratio: best match distance below this share of the second
     ransac_px: float = 5.0  # RANSAC reprojection threshold, pixels at max_side_px
-    min_inliers: int = 15  # verified inliers for "the same thing"
+    min_inliers: int = 12  # verified inliers for "the same thing"
     textured_keypoints: int = 100  # keypoints for an image to be judged at all
     image_limits: ImageLimits = field(default_factory=ImageLimits)
 
