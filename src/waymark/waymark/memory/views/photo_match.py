@@ -34,7 +34,14 @@ _MIN_HOMOGRAPHY_MATCHES = 4
 
 @dataclass(frozen=True)
 class PhotoMatchParams:
-    """How images are compared, and what counts as a match (calibrated, see the module)."""
+    """How images are compared, and what counts as a match.
+
+    `min_inliers` 12 is the least count that matched none of 204 pairs of different
+    landmarks on the calibration worlds (seeds 100-104, small; the most such a pair had
+    was 10) and matches 38.7 % of the 204 views of the photographed landmark: a match
+    is rare but sure. `textured_keypoints` 500 is the least count at which at most 5 % of
+    the views that do show the landmark (4.4 %) have it and no match, and so rule a right
+    stop out; it rules out 13.7 % of the views of other landmarks."""
 
     max_side_px: int = 640  # a larger image is shrunk to this longer side before matching
     min_side_px: int = 32  # a smaller image is refused: it holds no features worth matching
@@ -43,7 +50,7 @@ class PhotoMatchParams:
     ratio: float = 0.75  # Lowe's ratio: best match distance below this share of the second
     ransac_px: float = 5.0  # RANSAC reprojection threshold, pixels at max_side_px
     min_inliers: int = 12  # verified inliers for "the same thing"
-    textured_keypoints: int = 100  # keypoints for an image to be judged at all
+    textured_keypoints: int = 500  # keypoints for a lack of match to mean anything
     image_limits: ImageLimits = field(default_factory=ImageLimits)
 
     def __post_init__(self) -> None:
