@@ -1,6 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""`python -m waymark bench {ingest,search,storage,planner,scans,all}`: run benchmarks, print
-their tables, write `<out>/<benchmark>.json`."""
+"""`python -m waymark bench {ingest,search,storage,planner,scans,photo_match,all}`: run
+benchmarks, print their tables, write `<out>/<benchmark>.json`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from waymark.benchmarks.common import write_json
 from waymark.cli import ArgumentParser, UsageError, add_output_flags, fail
 from waymark.memory.storage.index_params import HNSW, SERVER_INDEXES, SQ8, VECTOR_CODES
 
-BENCHMARKS = ('ingest', 'search', 'storage', 'planner', 'scans')
+BENCHMARKS = ('ingest', 'search', 'storage', 'planner', 'scans', 'photo_match')
 
 
 def check_results(out: Path, chosen: Sequence[str], overwrite: bool) -> None:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
         prog='waymark bench',
         description='Measure ingest rate, search latency and recall, and storage of memory, '
-        'the navigation planner, and the scan-by-scan map.',
+        "the navigation planner, the scan-by-scan map, and the photo matcher's calibration.",
     )
     parser.add_argument('benchmark', choices=[*BENCHMARKS, 'all'])
     parser.add_argument(

@@ -60,6 +60,7 @@ from waymark.tasks.consolidation import consolidate
 from waymark.tasks.house_notes import HouseNotesStore
 from waymark.tasks.judge import OcrJudge
 from waymark.tasks.ledger import LedgerReader
+from waymark.tasks.photo_judge import PhotoFirstJudge, PhotoJudge
 
 PROG = 'python -m waymark task-eval'
 TASK_LAYER = 'task-layer'
@@ -174,7 +175,7 @@ def _run(args) -> int:
     settings = ViewSettings(text_model=args.text_model, image_model=args.image_model)
     reader = TextReader()
     reader.load()
-    judge = OcrJudge(reader)
+    judge = PhotoFirstJudge(PhotoJudge(), OcrJudge(reader))
     suite = SuiteScores()
     for world_seed in args.worlds:
         started = time.monotonic()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from waymark.agent.llm import LLMConfig
 from waymark.llm_client import api_key_from_env
+from waymark.memory.views.photo_match import PhotoMatchParams
 from waymark.parameters.common import POSE_TYPES
 from waymark.settings import setting
 from waymark.tasks.checks import MAX_PRECHECKS, CheckSwitches
@@ -176,7 +177,8 @@ class RunnerParameters:
 class JudgeParameters:
     backend: str = setting(
         'ocr',
-        'ocr: reads the stop views for the goal text, no server; vlm: a model over judge.base_url.',
+        'ocr: matches a goal photo in the stop views, then reads them for the goal text, no '
+        'server; vlm: a model over judge.base_url.',
         choices=JUDGE_BACKENDS,
     )
     coverage: float = setting(
@@ -184,6 +186,19 @@ class JudgeParameters:
     )
     ocr_min_confidence: float = setting(
         0.5, 'Least OCR confidence of a line read (ocr).', low=0.0, high=1.0
+    )
+    photo_min_inliers: int = setting(
+        PhotoMatchParams().min_inliers,
+        'Verified inliers between a goal photo and a stop view for a match (ocr: photo goals '
+        'are matched first).',
+        low=4,
+        high=1000,
+    )
+    photo_textured_keypoints: int = setting(
+        PhotoMatchParams().textured_keypoints,
+        'Keypoints a stop view needs for a lack of match to rule the stop out (ocr).',
+        low=1,
+        high=10_000,
     )
     base_url: str = setting('', 'OpenAI-compatible server of the judge VLM (vlm).')
     model: str = setting('Qwen/Qwen2.5-VL-7B-Instruct', 'Judge VLM (vlm).')
@@ -267,6 +282,12 @@ class TaskNodeParameters:
 
     def ocr_config(self) -> OcrJudgeConfig:
         return OcrJudgeConfig(coverage=self.judge.coverage)
+
+    def photo_match(self) -> PhotoMatchParams:
+        return PhotoMatchParams(
+            min_inliers=self.judge.photo_min_inliers,
+            textured_keypoints=self.judge.photo_textured_keypoints,
+        )
 
     def judge_llm(self) -> VlmJudgeConfig | None:
         """The VLM judge's model; None for the ocr backend."""

@@ -32,6 +32,7 @@ from std_msgs.msg import String
 
 from waymark.agent.llm import ChatClient
 from waymark.memory.views.ocr import TextReader
+from waymark.memory.views.photo_match import PhotoMatcher
 from waymark.parameters.tasks import TaskNodeParameters
 from waymark.tasks.attempts import RunGoal
 from waymark.tasks.consolidation import consolidate
@@ -39,6 +40,7 @@ from waymark.tasks.house_notes import NOTE_NAMES, HouseNotesReader, HouseNotesSt
 from waymark.tasks.judge import Judge, OcrJudge, VlmJudge
 from waymark.tasks.ledger import TaskLedger, UnknownTaskError
 from waymark.tasks.outcomes import Budget, Spent, TerminationReason
+from waymark.tasks.photo_judge import PhotoFirstJudge, PhotoJudge
 from waymark.tasks.places import PlaceBook, PlacePose, PlaceView
 from waymark.tasks.records import GoalModality, RecordFormatError, TaskGoal
 from waymark.tasks.runner import BudgetLeft, Feedback, TaskRunner
@@ -190,7 +192,8 @@ class TaskNode(Node):
         vlm = params.judge_llm()
         if vlm is not None:
             return VlmJudge(ChatClient(vlm.llm), vlm)
-        return OcrJudge(TextReader(params.judge.ocr_min_confidence), params.ocr_config())
+        ocr = OcrJudge(TextReader(params.judge.ocr_min_confidence), params.ocr_config())
+        return PhotoFirstJudge(PhotoJudge(PhotoMatcher(params.photo_match())), ocr)
 
     # -- tasks ---------------------------------------------------------------------------
 
