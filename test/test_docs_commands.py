@@ -44,6 +44,9 @@ from support.message_fields import UnknownFieldError, set_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / 'docs' / 'deployment.md', ROOT / 'docs' / 'go1.md', ROOT / 'README.md')
+# Docs whose commands are checked against the message types only: they go to task_node,
+# which the running stack of these tests does not start (its own tests drive it).
+TYPE_CHECKED_DOCS = (ROOT / 'docs' / 'tasks.md',)
 # The guides whose every command is accounted for (CHECKED or NOT_HERE, below).
 GUIDES = (ROOT / 'docs' / 'go1.md', ROOT / 'docs' / 'deployment.md')
 SHELL_FENCES = {'', 'bash', 'sh', 'shell', 'console'}  # other fences (yaml) are files
@@ -125,10 +128,10 @@ def parse_command(line: str, where: str = '') -> Command | None:
     return Command(where, kind, positional[0], positional[1], request, tuple(flags))
 
 
-def documented_commands() -> tuple[list[Command], list[str]]:
-    """The commands of the docs, and what could not be parsed (file:line: why)."""
+def documented_commands(docs: tuple[Path, ...] = DOCS) -> tuple[list[Command], list[str]]:
+    """The commands of `docs`, and what could not be parsed (file:line: why)."""
     commands, errors = [], []
-    for path in DOCS:
+    for path in docs:
         if not path.is_file():
             continue
         for number, line in fenced_lines(path):
@@ -160,6 +163,7 @@ def request_of(command: Command):
 
 
 COMMANDS, PARSE_ERRORS = documented_commands()
+TASK_COMMANDS, TASK_PARSE_ERRORS = documented_commands(TYPE_CHECKED_DOCS)
 
 
 def command_id(command: Command) -> str:
@@ -235,7 +239,7 @@ def test_a_command_line_is_parsed_as_the_ros2_cli_reads_it():
 
 
 def test_every_documented_command_parses():
-    assert not PARSE_ERRORS, '\n'.join(PARSE_ERRORS)
+    assert not PARSE_ERRORS + TASK_PARSE_ERRORS, '\n'.join(PARSE_ERRORS + TASK_PARSE_ERRORS)
 
 
 def test_the_docs_show_a_command_for_every_service_and_action_a_user_calls():
@@ -265,7 +269,13 @@ def test_the_deployment_guide_links_to_files_and_sections_that_exist():
             assert section in {slug(h) for h in headings}, f'{link}: no such section'
 
 
-@pytest.mark.parametrize('command', COMMANDS, ids=command_id)
+def test_the_task_guide_shows_a_command_for_every_task_endpoint():
+    shown = {command.short_name for command in TASK_COMMANDS}
+    wanted = {'run_task', 'mark', 'list_tasks', 'get_task', 'feedback'}
+    assert wanted <= shown, f'no command in tasks.md for {sorted(wanted - shown)}'
+
+
+@pytest.mark.parametrize('command', COMMANDS + TASK_COMMANDS, ids=command_id)
 def test_every_documented_command_names_a_real_type_and_real_fields(command):
     kind = command.type_name.split('/')[1]
     assert kind == ('srv' if command.kind == 'service' else 'action'), command.where

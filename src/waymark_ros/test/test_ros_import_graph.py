@@ -24,8 +24,9 @@ RANKS = {
     'ros': 0,
     'nodes': 1,
     'launch_support': 1,
-    'client': 1,  # the Python client of a running stack
-    'tools': 2,
+    'client_results': 1,  # what the client's task calls return
+    'client': 2,  # the Python client of a running stack
+    'tools': 3,
 }
 # The project's limit for a node module: what outgrows it moves to a helper in its room.
 NODE_MODULE_MAX_LINES = 400

@@ -9,130 +9,23 @@ a camera that shows a printed sign. The judge is the real OCR judge.
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-
 import pytest
-from nav_msgs.msg import Odometry
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
-from sensor_msgs.msg import CompressedImage
-from std_msgs.msg import String
+from rclpy.action import ActionClient
 
 from waymark.agent.exclusions import Exclusions
 from waymark.geometry import Pose
 from waymark.tasks.attempts import RecallQuery, RunGoal
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.records import GoalModality, TaskGoal
-from waymark_interfaces.action import Ask, GoTo, RunTask
-from waymark_interfaces.msg import MemoryHit, TaskSummary
+from waymark_interfaces.action import RunTask
+from waymark_interfaces.msg import TaskSummary
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.nodes.task.recall import question_text
-from waymark_ros.ros import qos
 from waymark_testing.actions import connect, result_of, send
 from waymark_testing.ros_harness import wait_until
-from waymark_testing.signs import sign_jpeg
+from waymark_testing.task_robot import GOAL_XY, SIGN, TASK_NODE_SETTINGS, StandIns
 
 pytestmark = pytest.mark.dds
-
-SIGN = 'PHARMACY'
-GOAL_XY = (1.5, 0.5)
-
-
-class StandIns:
-    """Ask, GoTo, odometry and camera of the robot the task node drives."""
-
-    def __init__(self, ros) -> None:
-        self.go_to_mode = 'reach'  # reach | refuse | hold
-        self.go_to_goals = 0
-        self.pose = (0.0, 0.0, 0.0, 1.0, 0.0)  # x, y, qz, qw, unused
-        self.sent = {'pose': 0, 'frame': 0}  # how many of each were published
-        self._lock = threading.Lock()
-        node = ros.node
-        group = ReentrantCallbackGroup()
-        with ros.paused():
-            self.ask = ActionServer(
-                node, Ask, 'ask', execute_callback=self._ask, callback_group=group
-            )
-            self.go_to = ActionServer(
-                node,
-                GoTo,
-                'go_to',
-                execute_callback=self._go_to,
-                goal_callback=lambda _goal: GoalResponse.ACCEPT,
-                cancel_callback=lambda _goal: CancelResponse.ACCEPT,
-                callback_group=group,
-            )
-        self.odom = node.create_publisher(Odometry, 'odom', qos.state_input(True, 5))
-        self.camera = node.create_publisher(
-            CompressedImage, 'camera/image/compressed', qos.sensor_input(True, 2)
-        )
-        self.image = sign_jpeg(SIGN)
-        self.stats = node.create_publisher(String, 'capture/stats', qos.latched())
-        self.stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2})))
-        node.create_timer(0.05, self._publish_pose)
-        node.create_timer(0.2, self._publish_image)
-
-    def _ask(self, handle) -> Ask.Result:
-        feedback = Ask.Feedback(step=1, tool='search')
-        handle.publish_feedback(feedback)
-        result = Ask.Result(success=True, status=Ask.Result.STATUS_ANSWERED)
-        answer = result.answer
-        answer.kind = answer.KIND_POSITION
-        answer.text = 'the pharmacy sign'
-        answer.has_goal = True
-        answer.goal.header.frame_id = 'map'
-        answer.goal.pose.position.x, answer.goal.pose.position.y = GOAL_XY
-        answer.goal.pose.orientation.w = 1.0
-        answer.evidence = [MemoryHit(id='tour:7')]
-        handle.succeed()
-        return result
-
-    def _go_to(self, handle) -> GoTo.Result:
-        self.go_to_goals += 1
-        result = GoTo.Result()
-        if self.go_to_mode == 'refuse':
-            handle.abort()
-            result.outcome, result.message = GoTo.Result.OUTCOME_REFUSED, 'no path'
-            return result
-        if self.go_to_mode == 'hold':
-            deadline = time.monotonic() + 60.0
-            while not handle.is_cancel_requested and time.monotonic() < deadline:
-                time.sleep(0.05)
-            handle.canceled()
-            result.outcome = GoTo.Result.OUTCOME_CANCELED
-            return result
-        target = handle.request.target.pose
-        with self._lock:
-            q = target.orientation
-            self.pose = (target.position.x, target.position.y, q.z, q.w, 0.0)
-            turned = dict(self.sent)
-        # Reached once a pose and a frame were sent after the turn.
-        deadline = time.monotonic() + 30.0
-        while time.monotonic() < deadline and any(
-            self.sent[kind] <= turned[kind] for kind in turned
-        ):
-            time.sleep(0.05)
-        handle.succeed()
-        result.outcome = GoTo.Result.OUTCOME_REACHED
-        return result
-
-    def _publish_pose(self) -> None:
-        msg = Odometry()
-        msg.header.frame_id = 'map'
-        with self._lock:
-            x, y, qz, qw, _ = self.pose
-        msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
-        msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = qz, qw
-        self.odom.publish(msg)
-        with self._lock:
-            self.sent['pose'] += 1
-
-    def _publish_image(self) -> None:
-        self.camera.publish(CompressedImage(format='jpeg', data=self.image))
-        with self._lock:
-            self.sent['frame'] += 1
 
 
 @pytest.fixture
@@ -141,14 +34,7 @@ def robot(ros):
 
 
 def start_tasks(ros, launch, data_dir, **parameters):
-    settings = {
-        'data_dir': str(data_dir),
-        'inputs.frame_period_s': 0.0,
-        'runner.stop_view_count': 2,
-        'runner.judge_frames': 4,
-        'runner.max_attempts': 1,
-        **parameters,
-    }
+    settings = {'data_dir': str(data_dir), **TASK_NODE_SETTINGS, **parameters}
     launch('task_node', **settings)
     with ros.paused() as node:
         client = ActionClient(node, RunTask, 'run_task')

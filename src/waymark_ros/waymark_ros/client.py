@@ -1,5 +1,5 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""The Python API of a running waymark stack: ask, query, drive, cancel, sessions.
+"""The Python API of a running waymark stack: ask, query, drive, cancel, sessions, tasks.
 
     waymark = Waymark(node)
     waymark.wait_until_ready()
@@ -29,7 +29,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionClient
 from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -40,10 +39,28 @@ from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
 from unique_identifier_msgs.msg import UUID
 
-from waymark.geometry import quaternion_from_yaw, yaw_from_quaternion
-from waymark_interfaces.action import Ask, GoTo
+from waymark.geometry import quaternion_from_yaw
+from waymark_interfaces.action import Ask, GoTo, RunTask
 from waymark_interfaces.msg import Answer
-from waymark_interfaces.srv import DeleteSession, ListSessions, Query
+from waymark_interfaces.srv import (
+    DeleteSession,
+    Feedback,
+    GetTask,
+    ListSessions,
+    ListTasks,
+    Mark,
+    Query,
+)
+from waymark_ros.client_results import (
+    FAILED,
+    OK,
+    FeedbackResult,
+    MarkResult,
+    TaskRecordResult,
+    TaskResult,
+    TasksResult,
+    xy_yaw,
+)
 from waymark_ros.ros import qos
 from waymark_ros.ros.conversions import stamp_to_ns
 from waymark_ros.ros.navigation_client import OUTCOMES
@@ -52,8 +69,7 @@ from waymark_ros.ros.navigation_client import OUTCOMES
 SERVER_MISSING = 'server_missing'  # the server did not appear within server_wait_s
 NO_REPLY = 'no_reply'  # no reply within the call's timeout_s (an accepted goal is canceled)
 REJECTED = 'rejected'  # the action server did not accept the goal
-OK = 'ok'
-FAILED = 'failed'
+REFUSED = 'refused'  # run_task: the goal was refused (by task_node, or not sent)
 # The reasoner's STATUS_* of Query and Ask, by name.
 ANSWER_STATUSES = {
     Query.Response.STATUS_ANSWERED: 'answered',
@@ -70,7 +86,10 @@ SERVERS = {
     'memory': ('list_sessions', 'delete_session'),
     'reasoner': ('query', 'ask'),
     'navigator': ('go_to',),
+    'task': ('run_task', 'mark', 'list_tasks', 'get_task'),
 }
+# What wait_until_ready waits for unless told: the stack a question and a drive need.
+DEFAULT_SERVERS = ('memory', 'reasoner', 'navigator')
 # A server can be discovered a moment before it has matched the client back; a request
 # sent then gets no reply. A server counts as ready once it has been seen this long.
 MATCH_SETTLE_S = 1.0
@@ -136,7 +155,7 @@ class AskResult:
     @property
     def goal(self) -> tuple[float, float, float] | None:
         """x, y, yaw of the answer's goal in the map frame, if it has one."""
-        return _xy_yaw(self.answer.goal) if self.answer.has_goal else None
+        return xy_yaw(self.answer.goal) if self.answer.has_goal else None
 
     @property
     def target(self) -> Target | None:
@@ -229,6 +248,11 @@ class Waymark:
         self._delete = node.create_client(DeleteSession, 'delete_session', callback_group=group)
         self._ask = ActionClient(node, Ask, 'ask', callback_group=group)
         self._go_to = ActionClient(node, GoTo, 'go_to', callback_group=group)
+        self._run_task = ActionClient(node, RunTask, 'run_task', callback_group=group)
+        self._mark = node.create_client(Mark, 'mark', callback_group=group)
+        self._list_tasks = node.create_client(ListTasks, 'list_tasks', callback_group=group)
+        self._get_task = node.create_client(GetTask, 'get_task', callback_group=group)
+        self._feedback = node.create_client(Feedback, 'feedback', callback_group=group)
         self._outcomes = node.create_subscription(
             String, 'navigation/outcome', self._on_outcome, qos.latched(10), callback_group=group
         )
@@ -238,7 +262,15 @@ class Waymark:
             'delete_session': (self._delete, self._delete.service_is_ready),
             'ask': (self._ask, self._ask.server_is_ready),
             'go_to': (self._go_to, self._go_to.server_is_ready),
+            'run_task': (self._run_task, self._run_task.server_is_ready),
         }
+        for name, client in (
+            ('mark', self._mark),
+            ('list_tasks', self._list_tasks),
+            ('get_task', self._get_task),
+            ('feedback', self._feedback),
+        ):
+            self._endpoints[name] = (client, client.service_is_ready)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._seen: dict[str, float] = {}  # endpoint -> when it was first seen ready
@@ -251,10 +283,10 @@ class Waymark:
     # -- the API -------------------------------------------------------------------------
 
     def wait_until_ready(
-        self, timeout_s: float = 60.0, servers: Collection[str] = tuple(SERVERS)
+        self, timeout_s: float = 60.0, servers: Collection[str] = DEFAULT_SERVERS
     ) -> ReadyResult:
-        """Until the services and actions of `servers` (memory, reasoner, navigator) are
-        all up, or `timeout_s` has passed."""
+        """Until the services and actions of `servers` (memory, reasoner, navigator, task)
+        are all up, or `timeout_s` has passed."""
         unknown = set(servers) - set(SERVERS)
         if unknown:
             raise ValueError(f'unknown servers {sorted(unknown)}; known: {list(SERVERS)}')
@@ -369,13 +401,14 @@ class Waymark:
             return Drive(*problem)
         result = done.result
         outcome = OUTCOMES.get(result.outcome, f'unknown ({result.outcome})')
-        final = _xy_yaw(result.final_pose) if result.final_pose.header.frame_id else None
+        final = xy_yaw(result.final_pose) if result.final_pose.header.frame_id else None
         return Drive(outcome, result.message, round(time.monotonic() - sent, 2), final)
 
     def cancel(self) -> bool:
-        """Cancel this client's Ask and GoTo goals in flight, and the drives to answers
-        that its asks wait for (the navigator's current goal). Returns at once; the calls
-        cancelled end with status cancelled / outcome canceled. False: nothing to cancel."""
+        """Cancel this client's Ask, GoTo and RunTask goals in flight, and the drives to
+        answers that its asks wait for (the navigator's current goal). Returns at once; the
+        calls cancelled end with status cancelled / outcome canceled / termination
+        canceled. False: nothing to cancel."""
         with self._lock:
             goals = list(self._in_flight.values())
             for goal in goals:
@@ -425,13 +458,125 @@ class Waymark:
             response.segments_deleted,
         )
 
+    def run_task(
+        self,
+        text: str = '',
+        photo: CompressedImage | None = None,
+        place: str = '',
+        time_budget_s: float = 0.0,
+        distance_budget_m: float = 0.0,
+        agent_step_budget: int = 0,
+        timeout_s: float = 900.0,
+        on_progress: Callable[[RunTask.Feedback], None] | None = None,
+    ) -> TaskResult:
+        """Run one task with task_node's RunTask action and wait for how it ended. The
+        goal is a `place` marked before, a `photo` of the target (`text` its optional
+        caption) or a `text` description. The budgets override task_node's defaults (0
+        keeps them). Progress (phase, attempt, budget left) also goes to `on_progress` as
+        it comes. A task still running at `timeout_s` (keep it above the time budget) is
+        canceled and ends no_reply; cancel() stops it as a stopped, canceled task."""
+        if place and (text or photo is not None):
+            return TaskResult(REFUSED, 'not sent: a place goal takes no text or photo')
+        if not (place or text or photo is not None):
+            return TaskResult(REFUSED, 'not sent: give a text, a photo or a place')
+        goal = RunTask.Goal(
+            text=text,
+            place_name=place,
+            time_budget_s=float(time_budget_s),
+            distance_budget_m=float(distance_budget_m),
+            agent_step_budget=int(agent_step_budget),
+        )
+        if place:
+            goal.modality = RunTask.Goal.MODALITY_PLACE
+        elif photo is not None:
+            goal.modality, goal.photo = RunTask.Goal.MODALITY_PHOTO, photo
+        else:
+            goal.modality = RunTask.Goal.MODALITY_TEXT
+        progress: list[RunTask.Feedback] = []
+
+        def on_feedback(message) -> None:
+            progress.append(message.feedback)
+            if on_progress is not None:
+                on_progress(message.feedback)
+
+        done, problem = self._run_goal('run_task', goal, time.monotonic() + timeout_s, on_feedback)
+        if done is None:
+            return TaskResult(*problem, progress=tuple(progress))
+        return TaskResult.of(done.result, tuple(progress))
+
+    def mark(self, name: str, timeout_s: float = 30.0) -> MarkResult:
+        """Name the place where the robot stands (task_node's `mark`); marking a name
+        again replaces that place."""
+        response, problem = self._call(
+            'mark', Mark.Request(name=name), time.monotonic() + timeout_s
+        )
+        return MarkResult(*problem) if response is None else MarkResult.of(response)
+
+    def tasks(self, limit: int = 0, timeout_s: float = 10.0) -> TasksResult:
+        """The newest tasks of the ledger, newest first (`limit` 0: task_node's default;
+        a larger one is capped by it)."""
+        response, problem = self._call(
+            'list_tasks', ListTasks.Request(limit=int(limit)), time.monotonic() + timeout_s
+        )
+        return TasksResult(*problem) if response is None else TasksResult.of(response)
+
+    def task(self, task_id: str, timeout_s: float = 10.0) -> TaskRecordResult:
+        """One task's record from the ledger (task_node's `get_task`)."""
+        response, problem = self._call(
+            'get_task', GetTask.Request(task_id=task_id), time.monotonic() + timeout_s
+        )
+        return TaskRecordResult(*problem) if response is None else TaskRecordResult.of(response)
+
+    def feedback(
+        self,
+        correct: bool,
+        query_id: str = '',
+        task_id: str = '',
+        true_position: tuple[float, float, float] | None = None,
+        frame_id: str = 'map',
+        timeout_s: float = 30.0,
+    ) -> FeedbackResult:
+        """A person's word on an answer (`query_id`: its trace_id) or a task (`task_id`),
+        sent to reasoner_node's `feedback`: it counts for the lessons they were given.
+        `true_position`: where the thing really is (x, y, z in `frame_id`), when known.
+        Exactly one id is sent; otherwise nothing is and the result is failed."""
+        if bool(query_id) == bool(task_id):
+            return FeedbackResult(FAILED, 'not sent: name exactly one of query_id and task_id')
+        request = Feedback.Request(query_id=query_id, task_id=task_id, correct=bool(correct))
+        if true_position is not None:
+            request.has_true_position = True
+            request.true_position.header.frame_id = frame_id
+            point = request.true_position.point
+            point.x, point.y, point.z = (float(v) for v in true_position)
+        response, problem = self._call('feedback', request, time.monotonic() + timeout_s)
+        if response is None:
+            return FeedbackResult(*problem)
+        return FeedbackResult(
+            OK if response.success else FAILED,
+            response.message,
+            response.calibrated,
+            response.reflection_queued,
+        )
+
     def close(self) -> None:
         """Destroy the clients made on the node (the node itself stays)."""
         self._ask.destroy()
         self._go_to.destroy()
-        for client in (self._query, self._list, self._delete):
+        self._run_task.destroy()
+        for client in (
+            self._query,
+            self._list,
+            self._delete,
+            self._mark,
+            self._list_tasks,
+            self._get_task,
+            self._feedback,
+        ):
             self._node.destroy_client(client)
         self._node.destroy_subscription(self._outcomes)
+        with self._spinning:  # a node left to this executor would never be spun again
+            if self._node.executor is self._executor:
+                self._node.executor = None
         self._executor.shutdown()
 
     # -- requests ------------------------------------------------------------------------
@@ -563,8 +708,3 @@ class Waymark:
 
 def _answer_status(status: int) -> str:
     return ANSWER_STATUSES.get(status, f'unknown ({status})')
-
-
-def _xy_yaw(pose: PoseStamped) -> tuple[float, float, float]:
-    p, q = pose.pose.position, pose.pose.orientation
-    return p.x, p.y, yaw_from_quaternion((q.x, q.y, q.z, q.w))
