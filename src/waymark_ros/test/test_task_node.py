@@ -23,7 +23,7 @@ from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.nodes.task.recall import question_text
 from waymark_testing.actions import connect, result_of, send
 from waymark_testing.ros_harness import wait_until
-from waymark_testing.task_robot import GOAL_XY, SIGN, TASK_NODE_SETTINGS, StandIns
+from waymark_testing.task_robot import GOAL_XY, SIGN, TASK_NODE_SETTINGS, Sighting, StandIns
 
 pytestmark = pytest.mark.dds
 
@@ -156,3 +156,28 @@ def test_a_recall_question_carries_the_exclusions_and_keeps_the_goal_whole():
     assert 'tour:7' in text and '(1.0, 2.0)' in text
     assert 'x' * 100 not in text  # the briefing did not fit and was left out
     assert len(text) <= 300
+
+
+def test_a_stop_at_the_wrong_sign_is_refused_and_the_requery_converts_it(
+    ros, launch, robot, tmp_path
+):
+    """The real task body through a failed first stop to a converted second: four stop
+    views at the wrong sign (a full observation group), a refusal, a re-query that
+    carries the exclusions in the Ask goal, and a certified stop at the right sign."""
+    robot.sightings = [
+        Sighting('tour:3', (1.5, 0.5), 'BAKERY'),
+        Sighting('tour:7', (5.0, 2.0), SIGN),
+    ]
+    client = start_tasks(
+        ros, launch, tmp_path / 'tasks', **{'runner.max_attempts': 3, 'runner.stop_view_count': 4}
+    )
+    result = result_of(send(client, text_goal(f'the sign that says "{SIGN}"')), timeout=120)
+    assert result.status == RunTask.Result.STATUS_CERTIFIED, (result.message, result.evidence)
+    assert result.stop_pose.pose.position.x == pytest.approx(5.0, abs=0.01)
+    first, requery = robot.asked
+    assert list(first.excluded_entry_ids) == [] and not first.excluded_positions
+    assert list(requery.excluded_entry_ids) == ['tour:3']
+    assert [(p.x, p.y) for p in requery.excluded_positions] == [(1.5, 0.5)]
+    assert requery.exclusion_radius_m > 0.0
+    got = ros.call(GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
+    assert got.found and 'bakery' in got.handover.lower()

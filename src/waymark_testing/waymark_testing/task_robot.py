@@ -1,14 +1,22 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """What task_node drives, played by a test process: the reasoner's Ask (an LLM agent)
-answers with one place, the navigator's GoTo (Nav2) reaches, refuses or holds a goal until
-it is canceled, and the robot's odometry (moved to each reached goal) and a camera that
-shows a printed sign. Shared by the task node's tests and the client's task tests."""
+answers with the first remembered sighting the goal does not exclude, the navigator's GoTo
+(Nav2) reaches, refuses or holds a goal until it is canceled, and the robot's odometry
+(moved to each reached goal) and a camera that shows the printed sign nearest the robot.
+Shared by the task node's tests and the client's task tests.
+
+The Ask stand-in is no kinder than reasoner_node: like the agent, it never answers with an
+excluded entry or a place within the exclusion radius of a ruled-out position (it reads
+the goal's fields with the reasoner's own reader), and when nothing is left it answers
+STATUS_NO_ANSWER, as the reasoner does when memory holds nothing that fits."""
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
+from dataclasses import dataclass
 
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -19,6 +27,7 @@ from std_msgs.msg import String
 from waymark_interfaces.action import Ask, GoTo
 from waymark_interfaces.msg import MemoryHit
 from waymark_ros.ros import qos
+from waymark_ros.ros.exclusion_msgs import exclusions_from_goal
 from waymark_testing.signs import sign_jpeg
 
 SIGN = 'PHARMACY'
@@ -33,12 +42,24 @@ TASK_NODE_SETTINGS = {
 }
 
 
+@dataclass(frozen=True)
+class Sighting:
+    """A printed sign memory holds: its entry, where it stands, the word printed on it."""
+
+    entry_id: str
+    xy: tuple[float, float]
+    word: str
+
+
 class StandIns:
     """Ask, GoTo, odometry and camera of the robot the task node drives."""
 
     def __init__(self, ros) -> None:
         self.go_to_mode = 'reach'  # reach | refuse | hold
         self.go_to_goals = 0
+        self.sightings = [Sighting('tour:7', GOAL_XY, SIGN)]  # in the order Ask offers them
+        self.asked: list[Ask.Goal] = []
+        self._images: dict[str, bytes] = {}
         self.pose = (0.0, 0.0, 0.0, 1.0, 0.0)  # x, y, qz, qw, unused
         self.sent = {'pose': 0, 'frame': 0}  # how many of each were published
         self._lock = threading.Lock()
@@ -61,24 +82,32 @@ class StandIns:
         self.camera = node.create_publisher(
             CompressedImage, 'camera/image/compressed', qos.sensor_input(True, 2)
         )
-        self.image = sign_jpeg(SIGN)
         self.stats = node.create_publisher(String, 'capture/stats', qos.latched())
         self.stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2})))
         node.create_timer(0.05, self._publish_pose)
         node.create_timer(0.2, self._publish_image)
 
     def _ask(self, handle) -> Ask.Result:
-        feedback = Ask.Feedback(step=1, tool='search')
-        handle.publish_feedback(feedback)
+        goal = handle.request
+        with self._lock:
+            self.asked.append(goal)
+        handle.publish_feedback(Ask.Feedback(step=1, tool='search'))
+        excluded = exclusions_from_goal(goal)
+        sighting = next(
+            (s for s in self.sightings if not excluded.excludes(s.entry_id, *s.xy)), None
+        )
+        if sighting is None:
+            handle.abort()
+            return Ask.Result(success=False, status=Ask.Result.STATUS_NO_ANSWER)
         result = Ask.Result(success=True, status=Ask.Result.STATUS_ANSWERED)
         answer = result.answer
         answer.kind = answer.KIND_POSITION
-        answer.text = 'the pharmacy sign'
+        answer.text = f'the {sighting.word.lower()} sign'
         answer.has_goal = True
         answer.goal.header.frame_id = 'map'
-        answer.goal.pose.position.x, answer.goal.pose.position.y = GOAL_XY
+        answer.goal.pose.position.x, answer.goal.pose.position.y = sighting.xy
         answer.goal.pose.orientation.w = 1.0
-        answer.evidence = [MemoryHit(id='tour:7')]
+        answer.evidence = [MemoryHit(id=sighting.entry_id)]
         handle.succeed()
         return result
 
@@ -123,6 +152,11 @@ class StandIns:
             self.sent['pose'] += 1
 
     def _publish_image(self) -> None:
-        self.camera.publish(CompressedImage(format='jpeg', data=self.image))
+        with self._lock:
+            here = self.pose[:2]
+        word = min(self.sightings, key=lambda s: math.dist(s.xy, here)).word
+        if word not in self._images:
+            self._images[word] = sign_jpeg(word)
+        self.camera.publish(CompressedImage(format='jpeg', data=self._images[word]))
         with self._lock:
             self.sent['frame'] += 1

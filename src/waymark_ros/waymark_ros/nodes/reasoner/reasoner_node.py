@@ -52,6 +52,7 @@ from visualization_msgs.msg import MarkerArray
 
 from waymark.agent.admission import ADMITTED, BUSY, CANCELLED, Admission
 from waymark.agent.agent import Agent, AgentAnswer, AgentQuestion, StepEvent
+from waymark.agent.exclusions import Exclusions
 from waymark.agent.llm import ChatClient
 from waymark.agent.verifier import Verifier
 from waymark.memory.storage.image_store import ImageStoreReader
@@ -74,6 +75,7 @@ from waymark_ros.nodes.reasoner.memory_client import MemoryClient, memory_deadli
 from waymark_ros.nodes.reasoner.reflector import reflector_for
 from waymark_ros.nodes.reasoner.robot_pose import RobotPose
 from waymark_ros.ros import qos
+from waymark_ros.ros.exclusion_msgs import exclusions_from_goal
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
 from waymark_ros.ros.navigation_client import NavigationClient
@@ -280,11 +282,15 @@ class ReasonerNode(Node):
         cancelled: Callable[[], bool],
     ) -> Reply:
         photo = None
-        if request.image.data:
-            try:
+        try:
+            if request.image.data:
                 photo = self._limits.decode_photo(bytes(request.image.data))
-            except ValueError as error:
-                return Reply(Query.Response.STATUS_REFUSED, str(error))
+            # A Query has no exclusions; an Ask from a task may.
+            exclusions = (
+                exclusions_from_goal(request) if isinstance(request, Ask.Goal) else Exclusions()
+            )
+        except ValueError as error:
+            return Reply(Query.Response.STATUS_REFUSED, str(error))
         with memory_deadline(deadline):
             # Up to the whole memory timeout: a node just started may not have discovered
             # memory_node yet, and asking the model first would be wasted if it is away.
@@ -300,6 +306,7 @@ class ReasonerNode(Node):
                 sessions=tuple(request.sessions),
                 image=photo,
                 robot_pose=self._robot_pose.planar if self._robot_pose else None,
+                exclusions=exclusions,
             )
             result = self._agent.ask(asked, on_step, cancelled, deadline)
             return self._publish(question, result, request)

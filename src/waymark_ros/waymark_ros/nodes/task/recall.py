@@ -3,8 +3,9 @@
 
 A recall query becomes one Ask question: the goal, then what the task layer knows that
 the agent should weigh (the briefing, the last recovery note, where not to go), marked as
-records to read, never as instructions. Ask has no fields for exclusions, so they travel
-in the question; the runner still drops any candidate that breaks them. The agent's
+records to read, never as instructions. The exclusions also travel in the Ask goal's
+fields, which the reasoner applies to what it shows and answers; the runner still drops
+any candidate that breaks them. The agent's
 answer gives at most one candidate; the steps are the Ask feedback messages it sent.
 """
 
@@ -20,6 +21,7 @@ from waymark.tasks.records import GoalModality
 from waymark_interfaces.action import Ask
 from waymark_ros.nodes.task.action_call import ActionCallError, ActionWaits, call_action
 from waymark_ros.ros.conversions import pose_from_msg
+from waymark_ros.ros.exclusion_msgs import exclusions_to_goal
 
 _MAX_LISTED = 20  # excluded entries and positions named in one question
 _MAX_LESSONS = 20  # lesson ids kept from one answer
@@ -47,6 +49,7 @@ class AskRecall:
         goal = Ask.Goal()
         goal.question = question_text(query, self._max_chars)
         goal.navigate = False  # the runner drives; the reasoner only answers
+        exclusions_to_goal(query.exclusions, goal)
         if query.goal.goal.modality is GoalModality.PHOTO:
             goal.image.format = 'jpeg'
             goal.image.data = query.goal.photo
