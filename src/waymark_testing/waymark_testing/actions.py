@@ -4,10 +4,19 @@
 from __future__ import annotations
 
 import time
+import uuid
+import weakref
+
+from action_msgs.msg import GoalStatusArray
+from rclpy.action.client import ClientGoalHandle
+from rclpy.qos import qos_profile_action_status_default
+from unique_identifier_msgs.msg import UUID
 
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
 from waymark_testing.ros_harness import MATCH_SETTLE_S, wait_until
+
+RESEND_S = 5.0  # an unanswered goal is sent again after this long
 
 
 def go_to(x: float, y: float, yaw: float = 0.0, frame: str = 'map') -> GoTo.Goal:
@@ -27,12 +36,60 @@ def connect(client, timeout_s: float = 30.0) -> None:
     time.sleep(2 * MATCH_SETTLE_S)
 
 
-def send(client, goal, feedback=None):
-    """Send `goal` and return its handle, which must have been accepted."""
-    future = client.send_goal_async(goal, feedback_callback=feedback)
-    wait_until(future.done, 10, 'goal not answered')
-    handle = future.result()
-    assert handle.accepted
+def send(client, goal, feedback=None, timeout_s: float = 30.0):
+    """Send `goal` and return its handle, which must have been accepted.
+
+    A goal response is lost when the server has not yet matched this client back (Fast
+    DDS drops it; the goal runs all the same), so an unanswered goal is sent again under
+    the same id. The server never runs an id twice: rclpy's ActionServer rejects a goal
+    whose id it already tracks (`_execute_goal_request`, "goal_exists"). A rejected resend
+    therefore means the first was accepted exactly when the server's status lists the id;
+    then the goal is adopted with the handle rclpy would have made.
+    """
+    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+    statuses: list[GoalStatusArray] = []
+    topic = f'{client._action_name}/_action/status'  # rclpy keeps the name there
+    listener = client._node.create_subscription(
+        GoalStatusArray, topic, statuses.append, qos_profile_action_status_default
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        resent = False
+        while True:
+            future = client.send_goal_async(goal, feedback_callback=feedback, goal_uuid=goal_id)
+            give_up = min(deadline, time.monotonic() + RESEND_S)
+            while not future.done() and time.monotonic() < give_up:
+                time.sleep(0.05)
+            if future.done():
+                handle = future.result()
+                if handle.accepted or not resent:
+                    assert handle.accepted, 'goal rejected'
+                    return handle
+                assert _listed(statuses, goal_id), 'goal rejected'
+                return _adopt(client, goal_id)
+            assert time.monotonic() < deadline, f'goal not answered within {timeout_s:.0f} s'
+            future.cancel()  # its request is forgotten: a late response to it is ignored
+            resent = True
+    finally:
+        client._node.destroy_subscription(listener)
+
+
+def _listed(statuses: list[GoalStatusArray], goal_id: UUID) -> bool:
+    wanted = bytes(goal_id.uuid)
+    wait_until(lambda: bool(statuses), 10, 'no action status')
+    return any(
+        bytes(status.goal_info.goal_id.uuid) == wanted
+        for array in statuses
+        for status in array.status_list
+    )
+
+
+def _adopt(client, goal_id: UUID) -> ClientGoalHandle:
+    """The handle of an accepted goal whose response was lost, registered with the client
+    as its response handler would have (so its status and result reach it)."""
+    response = client._action_type.Impl.SendGoalService.Response(accepted=True)
+    handle = ClientGoalHandle(client, goal_id, response)
+    client._goal_handles[bytes(goal_id.uuid)] = weakref.ref(handle)
     return handle
 
 

@@ -1,0 +1,88 @@
+# Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
+"""The test harness's goal sending when a goal response is lost: the goal is sent again
+under its id and adopted only when the server is running it (rclpy's real ActionServer)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from rclpy.action import ActionClient, ActionServer, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+
+from waymark_interfaces.action import GoTo
+from waymark_testing import actions
+from waymark_testing.actions import connect, go_to, result_of, send
+
+pytestmark = pytest.mark.dds
+
+
+class Server:
+    """A GoTo server that runs each goal until released, counting what it was sent."""
+
+    def __init__(self, ros, accept: bool = True) -> None:
+        self.requests = 0
+        self.release = threading.Event()
+        with ros.paused():
+            self.server = ActionServer(
+                ros.node,
+                GoTo,
+                'resend_go_to',
+                execute_callback=self._execute,
+                goal_callback=self._goal,
+                callback_group=ReentrantCallbackGroup(),
+            )
+        self.accept = accept
+
+    def _goal(self, _goal) -> GoalResponse:
+        self.requests += 1
+        return GoalResponse.ACCEPT if self.accept else GoalResponse.REJECT
+
+    def _execute(self, handle) -> GoTo.Result:
+        self.release.wait(30.0)
+        handle.succeed()
+        return GoTo.Result(outcome=GoTo.Result.OUTCOME_REACHED)
+
+
+class LosingFirstResponse:
+    """Wraps the client so the first goal response never arrives, as when the server had
+    not matched the client back: the request reaches the server, the reply is dropped."""
+
+    def __init__(self, client: ActionClient) -> None:
+        self.client = client
+        self.sent = 0
+
+    def send_goal_async(self, goal, **kwargs):
+        self.sent += 1
+        future = self.client.send_goal_async(goal, **kwargs)
+        if self.sent == 1:
+            lost = type(future)()
+            future.add_done_callback(lambda _done: None)
+            return lost
+        return future
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_a_goal_whose_response_was_lost_is_adopted_and_runs_once(ros, monkeypatch):
+    monkeypatch.setattr(actions, 'RESEND_S', 1.0)
+    server = Server(ros)
+    with ros.paused() as node:
+        client = ActionClient(node, GoTo, 'resend_go_to')
+    connect(client)
+    handle = send(LosingFirstResponse(client), go_to(1.0, 0.0))
+    assert handle.accepted and server.requests == 1  # the resend was the known id: not run
+    server.release.set()
+    assert result_of(handle).outcome == GoTo.Result.OUTCOME_REACHED
+
+
+def test_a_rejected_goal_is_not_adopted_even_when_its_response_was_lost(ros, monkeypatch):
+    monkeypatch.setattr(actions, 'RESEND_S', 1.0)
+    server = Server(ros, accept=False)
+    with ros.paused() as node:
+        client = ActionClient(node, GoTo, 'resend_go_to')
+    connect(client)
+    with pytest.raises(AssertionError, match='rejected'):
+        send(LosingFirstResponse(client), go_to(1.0, 0.0))
+    assert server.requests == 2
