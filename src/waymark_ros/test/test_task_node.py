@@ -45,6 +45,7 @@ class StandIns:
     def __init__(self, ros) -> None:
         self.go_to_mode = 'reach'  # reach | refuse | hold
         self.go_to_goals = 0
+        self.asked: list[Ask.Goal] = []  # the recall questions, as sent
         self.pose = (0.0, 0.0, 0.0, 1.0, 0.0)  # x, y, qz, qw, unused
         self.sent = {'pose': 0, 'frame': 0}  # how many of each were published
         self._lock = threading.Lock()
@@ -74,6 +75,7 @@ class StandIns:
         node.create_timer(0.2, self._publish_image)
 
     def _ask(self, handle) -> Ask.Result:
+        self.asked.append(handle.request)
         feedback = Ask.Feedback(step=1, tool='search')
         handle.publish_feedback(feedback)
         result = Ask.Result(success=True, status=Ask.Result.STATUS_ANSWERED)
@@ -233,6 +235,10 @@ def test_the_ocr_judge_certifies_a_stop_that_shows_the_sign(ros, launch, robot, 
     assert result.has_stop
     assert result.stop_pose.pose.position.x == pytest.approx(GOAL_XY[0], abs=0.01)
     assert robot.go_to_goals == 2  # the drive, then one turn for the second stop view
+    # The lessons are looked up by the goal, not by the question with its briefing.
+    (asked,) = robot.asked
+    assert asked.lesson_task == f'the sign that says "{SIGN}"'
+    assert asked.question.startswith(f'Where is {asked.lesson_task}?')
 
 
 def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(
