@@ -193,7 +193,8 @@ class FeedbackDesk:
             raise ValueError(f'the trace of query {query_id} lists its lessons wrongly')
         answer = trace.get('answer') if isinstance(trace.get('answer'), dict) else {}
         uncredited = ''
-        if trace.get('used_fallback') or trace.get('cancelled'):
+        shown = ids or trace.get('lessons_shown')
+        if shown and (trace.get('used_fallback') or trace.get('cancelled')):
             # The model's answer is what lessons guide: a fallback's outcome says nothing of
             # them (a trace written before answers kept the two apart lists them all).
             reason = str(trace.get('fallback_reason') or 'no reason kept')
