@@ -15,6 +15,7 @@ from waymark.lessons.cards import (
     LessonCard,
     Provenance,
     Snapshot,
+    Superseded,
     snapshot_json,
 )
 from waymark.lessons.retrieval import RetrievalParams
@@ -90,6 +91,44 @@ def test_an_outcome_sent_again_under_its_key_is_counted_once_per_card(embed):
     assert counts == {'a': (2, 1.0), 'b': (1, 0.0)}
     with pytest.raises(ValueError, match='outcome key'):
         lessons.calibrate(['a'], 1.0, 'query\nq2')
+
+
+def visits_of(lessons: LessonBank) -> dict[str, tuple[int, float]]:
+    return {c.card_id: (c.visits.count, c.visits.reward_sum) for c in lessons.snapshot().cards}
+
+
+def test_a_persons_word_on_a_task_replaces_the_judges_verdict(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+    lessons.add(card(embed, 'b', ON_THE_WAY, ROUTE_FIRST))
+    assert lessons.calibrate(['a'], 1.0, 'query q0') == 1  # another outcome, kept throughout
+    assert lessons.calibrate(['a'], 1.0, 'task t1') == 1  # the judge certified t1, wrongly
+    assert visits_of(lessons) == {'a': (2, 2.0), 'b': (0, 0.0)}
+    judge = Superseded('task t1', 1.0)
+    # The person says it was not done: a's credit for t1 becomes 0; b never counted t1.
+    assert lessons.calibrate(['a', 'b'], 0.0, 'feedback task t1', judge) == 2
+    assert visits_of(lessons) == {'a': (2, 1.0), 'b': (1, 0.0)}
+    (a, b) = sorted(lessons.snapshot().cards, key=lambda c: c.card_id)
+    assert a.counted == ('query q0', 'task t1', 'feedback task t1')
+    assert b.counted == ('task t1', 'feedback task t1')  # the judge's count, come late, is skipped
+    assert lessons.calibrate(['a', 'b'], 1.0, 'task t1') == 0
+    assert lessons.calibrate(['a', 'b'], 1.0, 'feedback task t1', judge) == 0  # resent
+    assert visits_of(lessons) == {'a': (2, 1.0), 'b': (1, 0.0)}
+
+
+def test_a_replacement_the_counts_cannot_hold_or_without_its_own_key_changes_nothing(embed):
+    lessons = bank(embed, [card(embed, 'a', LAST_SEEN, SORT_BY_TIME)])
+    lessons.add(card(embed, 'b', ON_THE_WAY, ROUTE_FIRST))
+    assert lessons.calibrate(['a', 'b'], 0.0, 'task t1') == 2  # NOT DONE
+    before = visits_of(lessons)
+    with pytest.raises(ValueError, match='cannot give back'):  # it was counted 0, not 1
+        lessons.calibrate(['b', 'a'], 1.0, 'feedback task t1', Superseded('task t1', 1.0))
+    for key in ('', 'task t1'):
+        with pytest.raises(ValueError, match='key of its own'):
+            lessons.calibrate(['a'], 1.0, key, Superseded('task t1', 0.0))
+    with pytest.raises(ValueError, match='in \\[0, 1\\]'):
+        Superseded('task t1', 1.5)
+    assert visits_of(lessons) == before
+    assert all(c.counted == ('task t1',) for c in lessons.snapshot().cards)
 
 
 def test_a_card_remembers_only_its_latest_outcome_keys(embed):

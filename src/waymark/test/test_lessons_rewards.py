@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from waymark.lessons.rewards import feedback_reward, task_reward
+from waymark.lessons.cards import check_outcome_key
+from waymark.lessons.rewards import (
+    feedback_reward,
+    person_task_outcome_key,
+    task_outcome_key,
+    task_reward,
+)
 from waymark.tasks.outcomes import LedgerStatus
 
 
@@ -30,3 +36,8 @@ def test_every_ledger_status_has_a_decided_reward():
 
 def test_a_confirmation_pays_one_and_a_correction_zero():
     assert (feedback_reward(True), feedback_reward(False)) == (1.0, 0.0)
+
+
+def test_a_persons_word_on_a_task_has_a_key_of_its_own():
+    judge, person = task_outcome_key('t1'), person_task_outcome_key('t1')
+    assert judge != person and check_outcome_key(judge) and check_outcome_key(person)

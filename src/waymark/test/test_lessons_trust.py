@@ -75,3 +75,13 @@ def test_impossible_visits_and_priors_are_refused():
     for bad in (dict(weight=0.0), dict(weight=math.inf), dict(mean=1.5)):
         with pytest.raises(ValueError):
             TrustPrior(**bad)
+
+
+def test_a_withdrawn_outcome_leaves_the_counts_it_was_added_to():
+    assert Visits(3, 2.0).without(1.0) == Visits(2, 1.0)
+    assert Visits(1, 0.0).without(0.0) == Visits()
+    for visits, reward in ((Visits(), 0.0), (Visits(2, 2.0), 0.0), (Visits(2, 0.0), 1.0)):
+        with pytest.raises(ValueError, match='cannot give back'):
+            visits.without(reward)
+    with pytest.raises(ValueError, match='in \\[0, 1\\]'):
+        Visits(2, 1.0).without(-0.5)

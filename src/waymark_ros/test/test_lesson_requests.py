@@ -128,3 +128,44 @@ def test_bad_requests_are_refused_and_failures_reported_without_raising():
     answer_export(service(BankMode.ACQUIRE), relative, nowhere, counts)
     assert not nowhere.success and 'absolute path' in nowhere.message
     assert counts == Counter(lessons_refused=1, lessons_add_failed=1, exports_refused=1)
+
+
+def test_a_calibration_in_place_of_another_withdraws_it_and_a_bad_one_counts_nothing():
+    lessons, counts = service(BankMode.ACQUIRE), Counter()
+    added = AddLesson.Response()
+    assert answer_add(lessons, add_request(), added, counts)
+    judge = CalibrateLessons.Request(
+        lesson_ids=[added.id], reward=1.0, outcome='CERTIFIED', outcome_key='task t1'
+    )
+    assert answer_calibrate(lessons, judge, CalibrateLessons.Response(), counts)
+    for replaces_key, replaces_reward, why in (
+        ('task t1', 1.5, 'in [0, 1]'),
+        ('task t1', 0.0, 'cannot give back'),  # the judge counted 1, not 0
+        ('feedback task t1', 1.0, 'key of its own'),
+    ):
+        refused = CalibrateLessons.Response()
+        bad = CalibrateLessons.Request(
+            lesson_ids=[added.id],
+            reward=0.0,
+            outcome_key='feedback task t1',
+            replaces_key=replaces_key,
+            replaces_reward=replaces_reward,
+        )
+        assert not answer_calibrate(lessons, bad, refused, counts)
+        assert not refused.success and why in refused.message, refused.message
+    (card,) = lessons.bank.snapshot().cards
+    assert (card.visits.count, card.visits.reward_sum) == (1, 1.0)  # nothing refused counted
+    person = CalibrateLessons.Request(
+        lesson_ids=[added.id],
+        reward=0.0,
+        outcome='feedback on task t1: wrong',
+        outcome_key='feedback task t1',
+        replaces_key='task t1',
+        replaces_reward=1.0,
+    )
+    replaced = CalibrateLessons.Response()
+    assert answer_calibrate(lessons, person, replaced, counts)
+    assert replaced.success and replaced.calibrated == 1
+    assert replaced.message.endswith("in place of 'task t1' where it had counted")
+    (card,) = lessons.bank.snapshot().cards
+    assert (card.visits.count, card.visits.reward_sum) == (1, 0.0)

@@ -15,7 +15,7 @@ import pytest
 
 from waymark.lessons.prompt import HEADER
 from waymark.tasks.ledger import TaskLedger
-from waymark.tasks.outcomes import Claim
+from waymark.tasks.outcomes import Claim, JudgeVerdict, VerdictKind
 from waymark.tasks.records import GoalModality, TaskGoal, TaskRecord
 from waymark_interfaces.srv import (
     AddLesson,
@@ -33,6 +33,7 @@ pytestmark = pytest.mark.dds
 
 LAST_SEEN = 'where did I last see the fire extinguisher?'
 LESSON = 'When asked for the last sighting, order the sightings by time first.'
+FALLS_BACK = 'when did I last see the fire extinguisher, once more?'
 
 
 def started(ros, launch, data_dir, **params):
@@ -167,7 +168,15 @@ def test_the_reasoner_puts_the_lessons_before_the_question_and_names_them_in_the
     publish_and_wait(ros, [keyframe(i, t) for i, t in enumerate(SIGNS)], stats, len(SIGNS))
     card = add(ros).id
     answer = tool_call('final_answer', {'kind': 'text', 'text': 'Not seen.', 'confidence': 0.2})
-    server = ScriptedLLMServer([answer] * 6)
+
+    def model(body: dict):  # searches, then answers; the question marked to fall back never
+        if FALLS_BACK in body['messages'][1]['content']:
+            return tool_call('no_such_tool', {})
+        if not any(message['role'] == 'tool' for message in body['messages']):
+            return tool_call('retrieve_from_text', {'query': 'fire extinguisher'})
+        return answer
+
+    server = ScriptedLLMServer(model)
     try:
         launch(
             'reasoner_node',
@@ -218,8 +227,48 @@ def test_the_reasoner_puts_the_lessons_before_the_question_and_names_them_in_the
         nowhere.has_true_position, nowhere.true_position.point.x = True, math.nan
         assert 'not finite' in ros.call(Feedback, 'feedback', nowhere).message
         assert lessons_for(ros).lessons[0].visits == 1  # nothing refused was counted
+
+        # An answer that fell back was shown the lesson but credits it nothing.
+        fell = ros.call(Query, 'query', Query.Request(question=FALLS_BACK), timeout_s=60)
+        assert fell.success and fell.answer.used_fallback, fell.message
+        assert list(fell.answer.lessons_shown) == [card] and list(fell.answer.lesson_ids) == []
+        assert 'not credited' in fell.answer.lessons_note
+        word = feedback(ros, query_id=fell.answer.trace_id, correct=False)
+        assert word.success and word.calibrated == 0 and 'used the fallback' in word.message
+        assert lessons_for(ros).lessons[0].visits == 1
+
+        # A task's question: the goal line, then a briefing that alone is over lessons/get's
+        # 1000 characters. The lessons are looked up by the goal (or the lesson_task given).
+        briefed = f'{LAST_SEEN}\nRecords to read: ' + 'the hall was searched. ' * 60
+        assert len(briefed) > 1000
+        for request in (
+            Query.Request(question=briefed),
+            Query.Request(question='what colour was the sofa?', lesson_task=LAST_SEEN),
+        ):
+            got = ros.call(Query, 'query', request, timeout_s=60)
+            assert got.success and list(got.answer.lesson_ids) == [card], got.answer.lessons_note
+        too_long = Query.Request(question=LAST_SEEN, lesson_task='y' * 1001)
+        refused = ros.call(Query, 'query', too_long, timeout_s=60)
+        assert refused.status == Query.Response.STATUS_REFUSED and 'lesson_task' in refused.message
     finally:
         server.close()
+
+
+def certified_task(ledger: TaskLedger, card: str) -> str:
+    """A task the judge certified, its answers given `card`, closed in `ledger`."""
+    task_id = ledger.begin(TaskGoal(GoalModality.TEXT, 'the fire extinguisher'), 'test')
+    opened = ledger.open_task(task_id)
+    seen = JudgeVerdict(VerdictKind.COMPLETE, evidence='a red cylinder fills the view')
+    ledger.close(
+        TaskRecord.for_task(
+            opened,
+            opened.started_ns + 1,
+            claim=Claim.COMPLETE,
+            certificate=seen,
+            lesson_ids=(card,),
+        )
+    )
+    return task_id
 
 
 def feedback(ros, **fields):
@@ -237,6 +286,7 @@ def test_feedback_on_a_task_counts_for_the_lessons_in_its_ledger_record(ros, lau
             opened, opened.started_ns + 1, claim=Claim.COMPLETE, lesson_ids=(card, 'evicted')
         )
     )
+    certified = certified_task(ledger, card)  # by the judge, wrongly
     del ledger  # the runner that wrote this history is gone; task_node writes now
     launch('task_node', data_dir=str(tmp_path / 'tasks'))
     launch('reasoner_node', **{'memory.data_dir': str(tmp_path / 'm'), 'traces.dir': ''})
@@ -248,6 +298,22 @@ def test_feedback_on_a_task_counts_for_the_lessons_in_its_ledger_record(ros, lau
     again = feedback(ros, task_id=task_id, correct=True)  # a second word on the same task
     assert again.success and again.calibrated == 0, again.message
     assert lessons_for(ros).lessons[0].visits == 1
+
+    # task_node counted the judge's verdict (as its on_task_closed does).
+    judge = calibrate([card], 1.0, f'task {certified}')
+    judge.outcome_key = f'task {certified}'
+    assert ros.call(CalibrateLessons, 'lessons/calibrate', judge).calibrated == 1
+    given = lessons_for(ros).lessons[0]
+    assert (given.visits, given.trust) == (2, pytest.approx(2 / 4))
+    # A person says it was not done: the judge's 1 is replaced by their 0.
+    corrected = feedback(ros, task_id=certified, correct=False)
+    assert corrected.success and corrected.calibrated == 1, corrected.message
+    assert f"in place of 'task {certified}'" in corrected.message
+    given = lessons_for(ros).lessons[0]
+    assert (given.visits, given.trust) == (2, pytest.approx(1 / 4))
+    retried = ros.call(CalibrateLessons, 'lessons/calibrate', judge)  # the judge's, sent again
+    assert retried.success and retried.calibrated == 0
+    assert lessons_for(ros).lessons[0].visits == 2
     unknown = feedback(ros, task_id='no-such-task', correct=True)
     assert not unknown.success and 'no task' in unknown.message
     off = feedback(ros, query_id='0123456789abcdef', correct=True)

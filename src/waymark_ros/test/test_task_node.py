@@ -120,6 +120,10 @@ def test_the_ocr_judge_certifies_a_stop_that_shows_the_sign(ros, launch, robot, 
     assert result.has_stop
     assert result.stop_pose.pose.position.x == pytest.approx(GOAL_XY[0], abs=0.01)
     assert robot.go_to_goals == 2  # the drive, then one turn for the second stop view
+    # The lessons are looked up by the goal, not by the question with its briefing.
+    (asked,) = robot.asked
+    assert asked.lesson_task == f'the sign that says "{SIGN}"'
+    assert asked.question.startswith(f'Where is {asked.lesson_task}?')
 
 
 def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(

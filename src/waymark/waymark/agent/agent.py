@@ -144,6 +144,8 @@ class AgentQuestion:
     robot_pose: tuple[float, float, float, float] | None = None  # x, y, z, yaw (map)
     # Where the answer must not be (a task's searched places): never shown, never answered.
     exclusions: Exclusions = field(default_factory=Exclusions)
+    # What the lessons are looked up by (a task's goal); '' looks them up by the question.
+    lesson_task: str = ''
 
 
 @dataclass(frozen=True)
@@ -178,17 +180,24 @@ class AgentAnswer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    # The lessons put before the question: the cards a verified outcome will calibrate.
+    # The lessons put before the question, and of those the ones a verified outcome of
+    # this answer may calibrate: all of them for the model's own answer, none for the
+    # fallback's or a cancelled one (the lessons guided nothing the person or judge saw).
+    lessons_shown: tuple[str, ...] = ()
     lesson_ids: tuple[str, ...] = ()
+    # Why no lessons were shown or credited ('no lessons: ...'); '' when they were.
+    lessons_note: str = ''
 
 
 @dataclass(frozen=True)
 class LessonsGiven:
     """A lesson source's answer for one question: the block to put before it ('' for
-    none) and the ids of the lessons in it."""
+    none), the ids of the lessons in it, and why there are none when the source could not
+    give any ('no lessons: ...'; '' when none were similar enough)."""
 
     block: str = ''
     lesson_ids: tuple[str, ...] = ()
+    note: str = ''
 
 
 @dataclass(frozen=True)
@@ -313,6 +322,8 @@ class Agent:
             run.answer = AgentAnswer(
                 trace_id=run.trace_id,
                 fallback_reason=f'{MEMORY_UNAVAILABLE}: {error}',
+                lessons_shown=run.answer.lessons_shown,
+                lessons_note=_uncredited(run.answer, 'memory could not be searched'),
                 **{key: getattr(run.answer, key) for key in _COUNTS},
             )
             run.answer.text = run.answer.fallback_reason
@@ -333,8 +344,9 @@ class Agent:
             if (name != 'retrieve_from_image' or _has_photo(run))
             and (name != 'search_between' or config.search_between)
         ]
-        given = self._lessons_for(run.question.question)
-        run.answer.lesson_ids = given.lesson_ids
+        given = self._lessons_for(run.question.lesson_task or run.question.question)
+        run.answer.lessons_shown = run.answer.lesson_ids = given.lesson_ids
+        run.answer.lessons_note = given.note
         question = self._question_text(run)
         if given.block:
             question = f'{given.block}\n\n{question}'
@@ -348,6 +360,8 @@ class Agent:
             if cancelled():
                 run.answer.cancelled = True
                 run.answer.fallback_reason = 'cancelled'
+                run.answer.lesson_ids = ()
+                run.answer.lessons_note = _uncredited(run.answer, 'the question was cancelled')
                 return None
             if time.monotonic() >= run.deadline:
                 return self._fallback(run, f'deadline of {config.deadline_s:g} s reached')
@@ -417,14 +431,14 @@ class Agent:
             searches += 1
         return self._fallback(run, f'no usable answer within {config.max_steps} searches')
 
-    def _lessons_for(self, question: str) -> LessonsGiven:
+    def _lessons_for(self, task: str) -> LessonsGiven:
         if self.lessons is None:
             return LessonsGiven()
         try:
-            return self.lessons(question)
+            return self.lessons(task)
         except Exception as error:  # lessons help; a question never fails for them
             _LOG.warning('no lessons for this question: %s', error)
-            return LessonsGiven()
+            return LessonsGiven(note=f'no lessons: {error}')
 
     def _question_text(self, run: _Run) -> str:
         question = run.question
@@ -670,7 +684,9 @@ class Agent:
             trace_id=run.trace_id,
             used_fallback=True,
             fallback_reason=reason,
-            lesson_ids=run.answer.lesson_ids,  # they were in front of the question all the same
+            # Shown, but the answer is not the model's: its outcome says nothing of them.
+            lessons_shown=run.answer.lessons_shown,
+            lessons_note=_uncredited(run.answer, "the answer is the fallback's"),
             **{key: getattr(run.answer, key) for key in _COUNTS},
         )
         run.answer = answer
@@ -827,6 +843,8 @@ class Agent:
                 'evidence': [hit.record.id for hit in answer.evidence],
             },
             'lesson_ids': list(answer.lesson_ids),
+            'lessons_shown': list(answer.lessons_shown),
+            'lessons_note': answer.lessons_note,
             'localisation': run.localised,
             'used_fallback': answer.used_fallback,
             'fallback_reason': answer.fallback_reason,
@@ -838,6 +856,13 @@ class Agent:
 
 
 _COUNTS = ('llm_calls', 'retrievals', 'verifier_calls', 'prompt_tokens', 'completion_tokens')
+
+
+def _uncredited(answer: AgentAnswer, why: str) -> str:
+    """The lessons note of an answer whose lessons are not credited, for `why`."""
+    if not answer.lessons_shown:
+        return answer.lessons_note
+    return f'lessons shown, not credited: {why}'
 
 
 def _similarity(hit: Hit) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from waymark.lessons.cards import LessonCard, Snapshot, check_outcome_key
+from waymark.lessons.cards import LessonCard, Snapshot, Superseded, check_outcome_key
 from waymark.lessons.retrieval import Candidate, Ranked, RetrievalParams, rank
 from waymark.lessons.store import LessonStore
 from waymark.lessons.trust import TrustPrior
@@ -120,16 +120,27 @@ class LessonBank:
         by_id = {card.card_id: card for card in cards}
         return [Retrieved(by_id[r.lesson_id], r) for r in rank(candidates, self.params)]
 
-    def calibrate(self, card_ids: Sequence[str], reward: float, key: str = '') -> int:
+    def calibrate(
+        self,
+        card_ids: Sequence[str],
+        reward: float,
+        key: str = '',
+        replaces: Superseded | None = None,
+    ) -> int:
         """Counts one verified outcome with `reward` for each card that guided it; cards
         gone since (evicted) are skipped, and with a `key`, so are cards that counted that
-        key before. Returns how many were updated."""
+        key before. With `replaces` (a person's word on a task the judge decided), a card
+        that counted the superseded outcome has it withdrawn first, so a wrong verdict
+        does not stay in its counts. Returns how many were updated; a card that cannot
+        give the superseded reward back refuses the whole calibration (ValueError)."""
         self._writable()
         if key:
             check_outcome_key(key)
+        if replaces is not None and (not key or replaces.key == key):
+            raise ValueError('an outcome that replaces another needs a key of its own')
         with self._lock:
             updated = [
-                card.counting(reward, key)
+                card.counting(reward, key, replaces)
                 for card in (self._cards.get(card_id) for card_id in dict.fromkeys(card_ids))
                 if card is not None and not (key and key in card.counted)
             ]

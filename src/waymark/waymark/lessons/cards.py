@@ -95,11 +95,34 @@ class LessonCard:
     def trust(self, prior: TrustPrior) -> float:
         return self.visits.score(prior)
 
-    def counting(self, reward: float, key: str = '') -> LessonCard:
+    def counting(
+        self, reward: float, key: str = '', replaces: Superseded | None = None
+    ) -> LessonCard:
         """The card once one more verified outcome is counted, remembered by `key` when
-        one is given."""
-        counted = (*self.counted, key)[-MAX_COUNTED_KEYS:] if key else self.counted
-        return replace(self, visits=self.visits.after(reward), counted=counted)
+        one is given. With `replaces`, the outcome it supersedes is withdrawn when this
+        card counted it, and otherwise remembered as counted, so it never counts later."""
+        visits, counted = self.visits, self.counted
+        if replaces is not None:
+            if replaces.key in counted:
+                visits = visits.without(replaces.reward)
+            else:
+                counted = (*counted, replaces.key)
+        counted = (*counted, key) if key else counted
+        return replace(self, visits=visits.after(reward), counted=counted[-MAX_COUNTED_KEYS:])
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """An outcome a later one replaces (the judge's verdict on a task, once a person gave
+    their word on it): its key and the reward it was counted with."""
+
+    key: str
+    reward: float
+
+    def __post_init__(self) -> None:
+        check_outcome_key(self.key)
+        if not (math.isfinite(self.reward) and 0.0 <= self.reward <= 1.0):
+            raise ValueError(f'a replaced reward must be in [0, 1], got {self.reward}')
 
 
 def check_outcome_key(key: str) -> str:

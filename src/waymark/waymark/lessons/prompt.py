@@ -68,11 +68,28 @@ def lesson_block(lessons: Sequence[ShownLesson]) -> str:
     return '\n\n'.join(parts)
 
 
+def lesson_task(question: str, task: str = '') -> str:
+    """What a question's lessons are looked up by: `task` (a task's goal) when given, else
+    the question's first line, so that records appended below a goal (a task's briefing)
+    neither push the text over the limit nor steer the similarity. Whitespace is collapsed
+    and the text cut at a word to MAX_TASK_CHARS, the most lessons/get takes; a `task`
+    over that is refused (ValueError), as its sender chose it."""
+    if len(task) > MAX_TASK_CHARS:
+        raise ValueError(f'lesson_task is over {MAX_TASK_CHARS} characters ({len(task)})')
+    first = next((line for line in question.splitlines() if line.strip()), '')
+    text = ' '.join((task if task.strip() else first).split())
+    if len(text) <= MAX_TASK_CHARS:
+        return text
+    head = text[: MAX_TASK_CHARS + 1].rsplit(' ', 1)[0]
+    return head if len(head) <= MAX_TASK_CHARS else text[:MAX_TASK_CHARS]
+
+
 def lesson_source(bank: LessonBank, embed_task: Embed) -> Callable[[str], LessonsGiven]:
     """What the agent calls per question: the bank's lessons for it, as a block."""
 
     def given(question: str) -> LessonsGiven:
-        return lessons_given([ShownLesson.of(f) for f in bank.retrieve(embed_task(question))])
+        found = bank.retrieve(embed_task(lesson_task(question)))
+        return lessons_given([ShownLesson.of(f) for f in found])
 
     return given
 

@@ -15,6 +15,17 @@ def task_reward(status: LedgerStatus) -> float | None:
     return _TASK_REWARDS.get(status)
 
 
+def task_outcome_key(task_id: str) -> str:
+    """The key of the judge's verdict on a task, as its calibration counts it."""
+    return f'task {task_id}'
+
+
+def person_task_outcome_key(task_id: str) -> str:
+    """The key of a person's word on a task: its own, so that it can replace the judge's
+    verdict rather than be taken for a repeat of it."""
+    return f'feedback task {task_id}'
+
+
 def feedback_reward(correct: bool) -> float:
     """A person's confirmation is a verified outcome: 1 when they said right, else 0."""
     return 1.0 if correct else 0.0

@@ -22,6 +22,7 @@ from waymark.lessons.cards import (
     MAX_TASK_CHARS,
     LessonCard,
     Provenance,
+    Superseded,
     load_snapshot,
     write_snapshot,
 )
@@ -57,8 +58,14 @@ class LessonService:
         """The lessons to give for `task`; ValueError for an empty or over-long task."""
         return self.bank.retrieve(self.embedder.embed(_task_text(task)))
 
-    def calibrate(self, card_ids: Sequence[str], reward: float, key: str = '') -> int:
-        return self.bank.calibrate(card_ids, reward, key)
+    def calibrate(
+        self,
+        card_ids: Sequence[str],
+        reward: float,
+        key: str = '',
+        replaces: Superseded | None = None,
+    ) -> int:
+        return self.bank.calibrate(card_ids, reward, key, replaces)
 
     def add(self, task: str, summary: str, lesson: str, provenance: Provenance) -> Added:
         vector = self.embedder.embed(_task_text(task))

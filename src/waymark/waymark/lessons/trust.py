@@ -54,3 +54,13 @@ class Visits:
         if not (math.isfinite(reward) and 0.0 <= reward <= 1.0):
             raise ValueError(f'a reward must be in [0, 1], got {reward}')
         return Visits(self.count + 1, self.reward_sum + reward)
+
+    def without(self, reward: float) -> Visits:
+        """The visits once an outcome counted with `reward` is withdrawn (a later word
+        replaces it); ValueError when these counts cannot hold it."""
+        if not (math.isfinite(reward) and 0.0 <= reward <= 1.0):
+            raise ValueError(f'a reward must be in [0, 1], got {reward}')
+        rest = self.reward_sum - reward
+        if self.count < 1 or not 0.0 <= rest <= self.count - 1:
+            raise ValueError(f'{self} cannot give back an outcome of reward {reward:g}')
+        return Visits(self.count - 1, rest)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from waymark.lessons.rewards import task_reward
+from waymark.lessons.cards import Superseded
+from waymark.lessons.rewards import task_outcome_key, task_reward
 from waymark.tasks.records import TaskRecord
 from waymark_interfaces.srv import CalibrateLessons
 from waymark_ros.ros import qos
@@ -40,14 +41,24 @@ class LessonCalibrator:
             callback_group=ReentrantCallbackGroup(),  # answered while a caller waits
         )
 
-    def calibrate(self, lesson_ids: list[str], reward: float, outcome: str, key: str) -> Calibrated:
-        """Counts the outcome named `key` ('task <id>', 'query <id>') at most once per
-        lesson, however often it is sent."""
+    def calibrate(
+        self,
+        lesson_ids: list[str],
+        reward: float,
+        outcome: str,
+        key: str,
+        replaces: Superseded | None = None,
+    ) -> Calibrated:
+        """Counts the outcome named `key` ('task <id>', 'feedback task <id>', 'query
+        <id>') at most once per lesson, however often it is sent; in place of `replaces`
+        on the cards that counted it."""
         if not lesson_ids:
             return Calibrated(False, 0, 'no lessons guided it')
         request = CalibrateLessons.Request(
             lesson_ids=lesson_ids, reward=reward, outcome=outcome, outcome_key=key
         )
+        if replaces is not None:
+            request.replaces_key, request.replaces_reward = replaces.key, replaces.reward
         response, missing = call_within(self._client, request, self.timeout_s)
         if response is None:
             return Calibrated(False, 0, f'lessons/calibrate: {missing} in {self.timeout_s:g} s')
@@ -58,7 +69,7 @@ class LessonCalibrator:
         reward = task_reward(record.status)
         if reward is None or not record.lesson_ids:
             return
-        key = f'task {record.task_id}'
+        key = task_outcome_key(record.task_id)
         done = self.calibrate(list(record.lesson_ids), reward, key, key)
         said = f'lessons of task {record.task_id} ({record.status}): {done.message}'
         if done.counted:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from waymark.lessons.bank import ReadOnlyError, Retrieved
+from waymark.lessons.cards import Superseded
 from waymark.lessons.service import LessonService, provenance
 from waymark_interfaces.msg import Lesson
 from waymark_interfaces.srv import AddLesson, CalibrateLessons, ExportLessons, GetLessons
@@ -74,8 +75,15 @@ def answer_calibrate(
     lessons: LessonService, request: CalibrateLessons.Request, response, counts: Counter[str]
 ) -> bool:
     key = request.outcome_key
+
+    def calibrate() -> int:
+        replaces = None
+        if request.replaces_key:
+            replaces = Superseded(request.replaces_key, float(request.replaces_reward))
+        return lessons.calibrate(list(request.lesson_ids), float(request.reward), key, replaces)
+
     calibrated = _attempt(
-        lambda: lessons.calibrate(list(request.lesson_ids), float(request.reward), key),
+        calibrate,
         response,
         counts,
         'calibrate',
@@ -89,6 +97,8 @@ def answer_calibrate(
         f'{request.outcome or "an outcome"} (reward {request.reward:g}) counted for '
         f'{calibrated} of {named} lessons'
     ) + (f' (the others are gone or counted {key!r} before)' if key and calibrated < named else '')
+    if request.replaces_key and calibrated:
+        response.message += f', in place of {request.replaces_key!r} where it had counted'
     counts['calibrations'] += 1
     return calibrated > 0
 

@@ -80,7 +80,9 @@ def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:
         confidence=float(min(1.0, max(0.0, answer.confidence))),
         used_fallback=answer.used_fallback,
         trace_id=answer.trace_id,
+        lessons_shown=list(answer.lessons_shown),
         lesson_ids=list(answer.lesson_ids),
+        lessons_note=answer.lessons_note,
     )
     if answer.goal is not None:
         g = answer.goal

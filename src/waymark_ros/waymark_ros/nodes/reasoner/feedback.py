@@ -3,10 +3,14 @@
 verified outcome, for the lessons the answer was given.
 
 A query's lessons are read from its trace (the answer's trace_id), a task's from its ledger
-record (task_node's get_task). Every path answers explicitly; nothing is counted unless
-memory_node acknowledged it. An answer or task counts once per lesson, however often its
-feedback is sent and whether or not the judge counted the task already: the outcome key
-('query <id>', 'task <id>') is the same for both.
+record (task_node's get_task). Only the lessons an answer may be credited with count: none
+for an answer that used the fallback or was cancelled (the model's reasoning, which the
+lessons guided, was not what was checked), and the response says so. Every path answers
+explicitly; nothing is counted unless memory_node acknowledged it. An answer or task
+counts once per lesson, however often its feedback is sent (outcome key 'query <id>' or
+'feedback task <id>'). A person's word on a task the judge decided replaces the judge's
+verdict ('task <id>') on the cards that counted it, so a wrong verdict does not stay in
+the bank, and the judge's calibration arriving later counts nothing.
 
 With a reflector (`lessons.reflect`), each verified outcome is also queued for reflection,
 whether or not its answer was given lessons: that is how the bank gets its cards. The
@@ -18,16 +22,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from waymark.agent.trace import TraceWriter
-from waymark.lessons.cards import check_outcome_key
+from waymark.lessons.cards import Superseded, check_outcome_key
 from waymark.lessons.reflect import ReflectionInput, names_shown, record_of
 from waymark.lessons.reflection_queue import ReflectionJob
-from waymark.lessons.rewards import feedback_reward, task_reward
+from waymark.lessons.rewards import (
+    feedback_reward,
+    person_task_outcome_key,
+    task_outcome_key,
+    task_reward,
+)
 from waymark.tasks.records import RecordFormatError, TaskRecord
 from waymark_interfaces.srv import Feedback, GetTask, ReflectOnTask
 from waymark_ros.nodes.reasoner.reflector import Reflector
@@ -43,13 +52,16 @@ class Verified:
     """What a person's word is about: its key, the lessons it was given, and what a
     reflection on it needs."""
 
-    about: str  # the outcome key
-    lesson_ids: list[str]
+    about: str  # what the word is on ('query <id>', 'task <id>'), the reflection's key
+    lesson_ids: list[str]  # those that may be credited
     task: str  # the question or the task's goal; '' when there is none to reflect on
     record: str
     answer: str = ''
     names: tuple[str, ...] = ()
     judged: tuple[float, str] | None = None  # the judge's reward and finding, when verified
+    key: str = ''  # the calibration's outcome key; '' : `about`
+    replaces: Superseded | None = None  # the judge's verdict, which a person's word replaces
+    uncredited: str = ''  # why lessons that were shown are not credited
 
 
 class FeedbackDesk:
@@ -89,9 +101,12 @@ class FeedbackDesk:
         response.reflection_queued = queued == 'queued'
         if not verified.lesson_ids:
             response.success, response.calibrated = True, 0
-            response.message = f'{verified.about} was given no lessons; {said}'
+            why = verified.uncredited or 'it was given no lessons to credit'
+            response.message = f'{verified.about} credits no lessons ({why}); {said}'
             return response
-        done = self._calibrator.calibrate(verified.lesson_ids, reward, outcome, verified.about)
+        done = self._calibrator.calibrate(
+            verified.lesson_ids, reward, outcome, verified.key or verified.about, verified.replaces
+        )
         response.success, response.calibrated = done.counted, done.cards if done.counted else 0
         response.message = f'{outcome}: {done.message}; {said}'
         if done.counted:
@@ -103,7 +118,7 @@ class FeedbackDesk:
     def reflect_on_task(self, request: ReflectOnTask.Request, response):
         """task_node's word that a task closed: queued when its judge verified it."""
         try:
-            about = check_outcome_key(f'task {request.task_id}')
+            about = check_outcome_key(task_outcome_key(request.task_id))
             if self._reflector is None:
                 raise ValueError('reflection off (lessons.reflect)')
             verified = self._of_task(request.task_id, about)
@@ -159,8 +174,9 @@ class FeedbackDesk:
         if request.query_id:
             about = check_outcome_key(f'query {request.query_id}')
             return self._of_query(request.query_id, about)
-        about = check_outcome_key(f'task {request.task_id}')
-        return self._of_task(request.task_id, about)
+        about = check_outcome_key(task_outcome_key(request.task_id))
+        key = check_outcome_key(person_task_outcome_key(request.task_id))
+        return replace(self._of_task(request.task_id, about), key=key)
 
     def _of_query(self, query_id: str, about: str) -> Verified:
         traces = self._traces()
@@ -176,6 +192,18 @@ class FeedbackDesk:
         if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
             raise ValueError(f'the trace of query {query_id} lists its lessons wrongly')
         answer = trace.get('answer') if isinstance(trace.get('answer'), dict) else {}
+        uncredited = ''
+        shown = ids or trace.get('lessons_shown')
+        if shown and (trace.get('used_fallback') or trace.get('cancelled')):
+            # The model's answer is what lessons guide: a fallback's outcome says nothing of
+            # them (a trace written before answers kept the two apart lists them all).
+            reason = str(trace.get('fallback_reason') or 'no reason kept')
+            uncredited = (
+                'the answer was cancelled'
+                if trace.get('cancelled')
+                else f'the answer used the fallback: {reason}'
+            )
+            ids = []
         return Verified(
             about,
             ids[:MAX_LESSON_IDS],
@@ -183,6 +211,7 @@ class FeedbackDesk:
             record_of(trace),
             str(answer.get('text') or ''),
             tuple(names_shown(trace)),
+            uncredited=uncredited,
         )
 
     def _of_task(self, task_id: str, about: str) -> Verified:
@@ -205,4 +234,8 @@ class FeedbackDesk:
             judged = (reward, f'the judge {found}: {certificate.evidence or "(no words)"}')
         names = (*record.places, *(certificate.places_searched if certificate else ()))
         ids = list(record.lesson_ids)
-        return Verified(about, ids, record.goal.text, how, names=names, judged=judged)
+        # What task_node's calibration counted for the judge's verdict, if anything.
+        replaces = Superseded(about, reward) if reward is not None else None
+        return Verified(
+            about, ids, record.goal.text, how, names=names, judged=judged, replaces=replaces
+        )

@@ -55,6 +55,8 @@ from waymark.agent.agent import Agent, AgentAnswer, AgentQuestion, StepEvent
 from waymark.agent.exclusions import Exclusions
 from waymark.agent.llm import ChatClient
 from waymark.agent.verifier import Verifier
+from waymark.lessons.cards import MAX_TASK_CHARS
+from waymark.lessons.prompt import lesson_task
 from waymark.memory.storage.image_store import ImageStoreReader
 from waymark.parameters.reasoner import ReasonerParameters
 from waymark_interfaces.action import Ask
@@ -257,6 +259,8 @@ class ReasonerNode(Node):
             )
         except Exception as error:  # a bug must cost one answer, not the node
             return self._failed(request.question[:80], error)
+        if not problem and len(request.lesson_task) > MAX_TASK_CHARS:
+            problem = f'lesson_task is over {MAX_TASK_CHARS} characters'
         if problem:
             self.get_logger().warning(f'refused a question: {problem}')
             return Reply(Query.Response.STATUS_REFUSED, problem)
@@ -307,6 +311,7 @@ class ReasonerNode(Node):
                 image=photo,
                 robot_pose=self._robot_pose.planar if self._robot_pose else None,
                 exclusions=exclusions,
+                lesson_task=lesson_task(request.question, request.lesson_task),
             )
             result = self._agent.ask(asked, on_step, cancelled, deadline)
             return self._publish(question, result, request)
@@ -324,6 +329,7 @@ class ReasonerNode(Node):
             f'{question!r}: {result.kind}{" (fallback)" if result.used_fallback else ""} in '
             f'{result.latency_s:.1f} s, {result.steps} steps, {result.llm_calls} LLM calls; '
             f'trace {result.trace_id}; {message}'
+            + (f'; {result.lessons_note}' if result.lessons_note else '')
         )
         if status == Query.Response.STATUS_ANSWERED:
             self._answer_publisher.publish(answer)

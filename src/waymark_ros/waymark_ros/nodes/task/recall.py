@@ -16,6 +16,7 @@ import threading
 from rclpy.action import ActionClient
 from rclpy.node import Node
 
+from waymark.lessons.prompt import lesson_task
 from waymark.tasks.attempts import MAX_DESCRIPTION_CHARS, Candidate, RecallQuery, RecallResult
 from waymark.tasks.records import GoalModality
 from waymark_interfaces.action import Ask
@@ -48,6 +49,9 @@ class AskRecall:
     def recall(self, query: RecallQuery, deadline: float) -> RecallResult:
         goal = Ask.Goal()
         goal.question = question_text(query, self._max_chars)
+        # Lessons of tasks like this goal, not like its briefing; bounded, as the reasoner
+        # refuses a longer one. A photo goal without words leaves it to the question.
+        goal.lesson_task = lesson_task(' '.join(query.goal.goal.text.split()))
         goal.navigate = False  # the runner drives; the reasoner only answers
         exclusions_to_goal(query.exclusions, goal)
         if query.goal.goal.modality is GoalModality.PHOTO:
