@@ -9,6 +9,11 @@ a camera that shows a printed sign. The judge is the real OCR judge.
 
 from __future__ import annotations
 
+import struct
+import zlib
+
+import cv2
+import numpy as np
 import pytest
 from rclpy.action import ActionClient
 
@@ -129,21 +134,47 @@ def test_the_ocr_judge_certifies_a_stop_that_shows_the_sign(ros, launch, robot, 
 def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(
     ros, launch, robot, tmp_path
 ):
-    client = start_tasks(ros, launch, tmp_path / 'tasks')
+    data = tmp_path / 'tasks'
+    client = start_tasks(ros, launch, data)
     mixed = RunTask.Goal(modality=RunTask.Goal.MODALITY_TEXT, text='the hall', place_name='x')
     refused = result_of(send(client, mixed))
     assert refused.status == RunTask.Result.STATUS_REFUSED
     assert 'does not use place_name' in refused.message
-    photo = RunTask.Goal(modality=RunTask.Goal.MODALITY_PHOTO)
-    photo.photo.format, photo.photo.data = 'jpeg', b'not a picture'
+    for data_bytes, why in (
+        (b'not a picture', 'cannot read the image header'),
+        (jpeg_of(np.full((16, 16, 3), 90, np.uint8)), '16x16 px'),
+        (png_header(20_000, 20_000), 'over the pixel limit'),
+    ):
+        photo = RunTask.Goal(modality=RunTask.Goal.MODALITY_PHOTO)
+        photo.photo.format, photo.photo.data = 'jpeg', data_bytes
+        result = result_of(send(client, photo))
+        assert result.status == RunTask.Result.STATUS_REFUSED, result.message
+        assert why in result.message and result.task_id == ''
+    assert not (data / 'photos').exists()  # nothing of a refused photo is kept
     unknown = RunTask.Goal(modality=RunTask.Goal.MODALITY_PLACE, place_name='the attic')
-    for goal in (photo, unknown):
-        result = result_of(send(client, goal))
-        assert result.status == RunTask.Result.STATUS_STOPPED, result.message
-        assert result.termination == RunTask.Result.TERMINATION_NO_GOAL
+    result = result_of(send(client, unknown))
+    assert result.status == RunTask.Result.STATUS_STOPPED, result.message
+    assert result.termination == RunTask.Result.TERMINATION_NO_GOAL
     assert robot.go_to_goals == 0
     listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
-    assert len(listed.tasks) == 2  # the refusal is not a task
+    assert len(listed.tasks) == 1  # refusals are not tasks
+
+
+def jpeg_of(rgb: np.ndarray) -> bytes:
+    return cv2.imencode('.jpg', rgb)[1].tobytes()
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG whose header claims `width` x `height` (no pixel data follows): what a
+    decompression bomb shows before it is decoded."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body))
+        )
+
+    header = struct.pack('>IIBBBBB', width, height, 8, 2, 0, 0, 0)
+    return b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IEND', b'')
 
 
 def test_a_recall_question_carries_the_exclusions_and_keeps_the_goal_whole():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from waymark.agent.exclusions import MAX_EXCLUDED, Exclusions
 from waymark.geometry import Pose
-from waymark.memory.storage.image_codec import ImageLimits, decode_image
+from waymark.memory.storage.image_codec import ImageLimits
 from waymark.tasks.attempts import (
     Body,
     BodyPose,
@@ -42,6 +42,7 @@ from waymark.tasks.attempts import (
 )
 from waymark.tasks.briefing import BriefingLimits, briefing
 from waymark.tasks.checks import CheckSwitches, StopChecks
+from waymark.tasks.goal_photo import check_goal_photo
 from waymark.tasks.house_notes import HouseNotesReader
 from waymark.tasks.judge import MAX_PLACE_NAMES, Judge, JudgeInput, MechanicalRecord
 from waymark.tasks.ledger import TaskLedger
@@ -330,7 +331,7 @@ class TaskRunner:
         goal = state.goal
         if goal.goal.modality is GoalModality.PHOTO:
             try:
-                decode_image(goal.photo, self.params.image_limits)
+                check_goal_photo(goal.photo, self.params.image_limits)
             except ValueError as error:
                 raise _TaskStoppedError(
                     TerminationReason.NO_GOAL, f'the goal photo does not decode: {error}'

@@ -226,7 +226,7 @@ def list_tasks_failed(message: str) -> ListTasks.Response:
 @dataclass(frozen=True)
 class TaskRequest:
     """A RunTask goal checked field by field. The photo is still undecoded bytes: whether
-    it shows anything is the runner's to find out (and to record as NO_GOAL)."""
+    it decodes is checked next (`tasks.goal_photo`), before anything is stored."""
 
     modality: GoalModality
     text: str

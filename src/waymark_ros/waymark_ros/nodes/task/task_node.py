@@ -36,6 +36,7 @@ from waymark.memory.views.photo_match import PhotoMatcher
 from waymark.parameters.tasks import TaskNodeParameters
 from waymark.tasks.attempts import RunGoal
 from waymark.tasks.consolidation import consolidate
+from waymark.tasks.goal_photo import check_goal_photo
 from waymark.tasks.house_notes import NOTE_NAMES, HouseNotesReader, HouseNotesStore
 from waymark.tasks.judge import Judge, OcrJudge, VlmJudge
 from waymark.tasks.ledger import TaskLedger, UnknownTaskError
@@ -216,6 +217,8 @@ class TaskNode(Node):
             request = task_request(
                 handle.request, self._default_budget, params.max_text_chars, params.max_photo_bytes
             )
+            if request.photo:  # before anything is stored: a photo that is no goal is refused
+                check_goal_photo(request.photo, self._runner.params.image_limits)
             goal = self._run_goal(request.modality, request.text, request.place_name, request.photo)
         except (ValueError, OSError) as error:
             handle.abort()
