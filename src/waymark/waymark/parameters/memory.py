@@ -112,7 +112,7 @@ class PhotoRerankParameters:
     top: int = setting(
         PhotoRerankParams.top,
         'Best hits of a photo search verified against their stored pictures (ORB, RANSAC); '
-        'the verified go first. About 20 ms each; 0: none.',
+        'the verified go first. About 10 ms each at 640x480; 0: none.',
         low=0,
         high=MAX_TOP,
     )
