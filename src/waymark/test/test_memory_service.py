@@ -118,7 +118,7 @@ def test_text_search_by_meaning_through_the_text_view(
     assert best('fresh bread') == 'BAKERY'
     assert best('borrow a book') == 'LIBRARY'
     assert service.search(SearchQuery(Mode.TEXT, 5, sessions=['elsewhere'], text='pharmacy')) == []
-    with pytest.raises(ValueError, match='image-text embedder'):
+    with pytest.raises(ValueError, match='a view that embeds photos'):
         service.search(SearchQuery(Mode.IMAGE, 1, image=signs[0]))
     service.store.close()
 

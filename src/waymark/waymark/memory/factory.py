@@ -27,6 +27,7 @@ from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.storage.view_index import IN_PROCESS
 from waymark.memory.views.captioner import Captioner, CaptionerConfig, CaptionWorker
+from waymark.memory.views.photo_rerank import PhotoRerankParams
 from waymark.memory.views.registry import VIEWS
 from waymark.memory.views.text import TextView, caption_views
 from waymark.memory.views.view import View, ViewKind, level_dims
@@ -65,6 +66,8 @@ class MemoryConfig:
     robot_id: str = ''
     # search_backend 'auto': most view rows of the sessions being written kept in process.
     hot_rows: int = DEFAULT_HOT_ROWS
+    # How photo searches' best hits are verified against their stored pictures.
+    photo_rerank: PhotoRerankParams = field(default_factory=PhotoRerankParams)
 
     def __post_init__(self) -> None:
         check_robot_id(self.robot_id)
@@ -127,4 +130,5 @@ def open_memory(config: MemoryConfig, views: Sequence[View]) -> MemoryService:
         segments=segments,
         image_limits=config.image_limits,
         max_places=config.max_places,
+        photo_rerank=config.photo_rerank,
     )

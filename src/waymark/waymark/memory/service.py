@@ -47,6 +47,7 @@ from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
 from waymark.memory.storage.record_table import SessionSummary
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.views.fusion import best_per_entry, reciprocal_rank_fusion
+from waymark.memory.views.photo_rerank import PhotoReranker, PhotoRerankParams
 from waymark.memory.views.view import View, level_dims
 
 MAX_QUERY_CHARS = 1000
@@ -93,10 +94,12 @@ class MemoryService:
         segments: SegmentMemory | None = None,
         image_limits: ImageLimits | None = None,
         max_places: int = DEFAULT_MAX_PLACES,
+        photo_rerank: PhotoRerankParams | None = None,
     ) -> None:
         """`views`: every view of both levels; the store keeps exactly their frame views
         (open it with `level_dims(views, FRAME)`), and named places (`places`) by those of
-        them it keeps at the place level."""
+        them it keeps at the place level. `photo_rerank`: how photo searches' best hits
+        are verified against their stored pictures (None or `top` 0: not at all)."""
         wanted = level_dims(views, FRAME)
         for view, dim in wanted.items():
             if store.view_dims.get(view) != dim:
@@ -115,6 +118,9 @@ class MemoryService:
         self._write_lock = threading.RLock()
         self._ingested = 0
         self._ingest_seconds = 0.0
+        self.reranker = None
+        if photo_rerank is not None and photo_rerank.top > 0:
+            self.reranker = PhotoReranker(photo_rerank, image_store.image_of)
         self.places = PlaceBook(
             store, image_store, self._views, self._write_lock, self.image_limits, max_places
         )
@@ -295,18 +301,27 @@ class MemoryService:
         self, image: np.ndarray, k: int, sessions: Sequence[str] | None, level: str
     ) -> list[Hit]:
         """Entries that look like `image` (RGB uint8), by the views that embed photos
-        (fused by reciprocal rank when there are several)."""
+        (fused by reciprocal rank when there are several), the best of them re-ranked by
+        geometric verification against their stored pictures (photo_rerank). Every view
+        embeds the photo before anything is searched, so a photo one cannot take is one
+        ValueError."""
         names = self.image_views(level)
         if not names:
-            raise ValueError('image search needs an image-text embedder')
-        rows = _rows_wanted(k, level)
-        rankings = [
-            self.store.search_view(
-                name, self._views[name].embed_image(image), rows, sessions, level
+            raise ValueError(
+                'image search needs a view that embeds photos (an image-text model, or the '
+                'photo view)'
             )
-            for name in names
+        vectors = {name: self._views[name].embed_image(image) for name in names}
+        rows = _rows_wanted(k, level)
+        if self.reranker is not None:
+            rows = max(rows, self.reranker.rows(k))
+        rankings = [
+            self.store.search_view(name, vector, rows, sessions, level)
+            for name, vector in vectors.items()
         ]
         fused = rankings[0] if len(rankings) == 1 else reciprocal_rank_fusion(rankings)
+        if self.reranker is not None:
+            fused = self.reranker.rerank(fused, image)
         return _entries(fused, level)[:k]
 
     def image_views(self, level: str = FRAME) -> list[str]:
@@ -318,17 +333,28 @@ class MemoryService:
         ]
 
     def _chosen_views(self, level: str, views: Sequence[str] | None) -> list[str]:
+        """The views a text query is embedded by: those named, else every enabled one that
+        embeds text (a view without a model here is kept, and refused by the caller)."""
         enabled = self.store.views(level)
         if not enabled:
             raise ValueError(f'no embedding views are enabled at the {level} level')
         if not views:
-            return enabled
+            chosen = [name for name in enabled if self._takes_text(name)]
+            if not chosen:
+                raise ValueError(f'no view at the {level} level embeds text; enabled: {enabled}')
+            return chosen
         unknown = sorted(set(views) - set(enabled))
         if unknown:
             raise ValueError(
                 f'views {unknown} are not enabled at the {level} level; enabled: {enabled}'
             )
+        pictures = sorted(name for name in views if not self._takes_text(name))
+        if pictures:
+            raise ValueError(f'views {pictures} describe pictures and cannot be searched by text')
         return list(dict.fromkeys(views))
+
+    def _takes_text(self, name: str) -> bool:
+        return name not in self._views or self._views[name].text_queries
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ from waymark.memory.storage.index_params import IndexParams
 from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY
 from waymark.memory.storage.view_index import IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.views.captioner import CaptionerConfig
+from waymark.memory.views.photo_match import PhotoMatchParams
+from waymark.memory.views.photo_rerank import MAX_TOP, PhotoRerankParams
 from waymark.memory.views.registry import ViewSettings
 from waymark.parameters.common import comma_list
 from waymark.parameters.lessons import LessonParameters
@@ -103,6 +105,33 @@ class CaptionerParameters:
     )
     max_tokens: int = setting(CaptionerConfig.max_tokens, 'Tokens per caption.', low=16, high=4096)
     queue_size: int = setting(1000, 'Segments waiting for captions.', low=1, high=1_000_000)
+
+
+@dataclass(frozen=True)
+class PhotoRerankParameters:
+    top: int = setting(
+        PhotoRerankParams.top,
+        'Best hits of a photo search verified against their stored pictures (ORB, RANSAC); '
+        'the verified go first. About 10 ms each at 640x480; 0: none.',
+        low=0,
+        high=MAX_TOP,
+    )
+    min_inliers: int = setting(
+        PhotoMatchParams.min_inliers,
+        'Verified inliers for a hit to show the photographed thing.',
+        low=4,
+        high=1000,
+    )
+    max_side_px: int = setting(
+        PhotoMatchParams.max_side_px,
+        'Longer side pictures are shrunk to before matching.',
+        low=64,
+        high=4096,
+    )
+
+    def params(self) -> PhotoRerankParams:
+        match = PhotoMatchParams(min_inliers=self.min_inliers, max_side_px=self.max_side_px)
+        return PhotoRerankParams(top=self.top, match=match)
 
 
 @dataclass(frozen=True)
@@ -244,6 +273,7 @@ class MemoryParameters(ViewSettings):
     captioner: CaptionerParameters = field(default_factory=CaptionerParameters)
     index: IndexParams = field(default_factory=IndexParams)
     retention: RetentionParameters = field(default_factory=RetentionParameters)
+    photo_rerank: PhotoRerankParameters = field(default_factory=PhotoRerankParameters)
     lessons: LessonParameters = field(default_factory=LessonParameters)
 
     @property
@@ -279,6 +309,7 @@ class MemoryParameters(ViewSettings):
             max_places=self.max_places,
             robot_id=self.robot_id,
             hot_rows=self.hot_rows,
+            photo_rerank=self.photo_rerank.params(),
         )
 
     def keyframe_rules(self) -> KeyframeRules:

@@ -102,7 +102,11 @@ class PhotoMatcher:
         """The features of JPEG or PNG bytes. Raises ValueError (ImageDecodeError) for
         bytes that do not decode, an image over `image_limits` (refused before decoding)
         or one with a side under `min_side_px`."""
-        image = decode_image(data, self.params.image_limits)
+        return self.image_features(decode_image(data, self.params.image_limits))
+
+    def image_features(self, image: np.ndarray) -> Features:
+        """The features of a decoded RGB uint8 picture; ImageDecodeError for one with a
+        side under `min_side_px`."""
         height, width = image.shape[:2]
         if min(height, width) < self.params.min_side_px:
             raise ImageDecodeError(

@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from waymark.memory.views import image, text
+from waymark.memory.views import image, photo_descriptor, text
 from waymark.memory.views.view import ViewKind
 
-VIEWS: tuple[ViewKind, ...] = (image.KIND, text.KIND)
+VIEWS: tuple[ViewKind, ...] = (image.KIND, text.KIND, photo_descriptor.KIND)
 
 
 def settings_of(kinds: Sequence[ViewKind]) -> type:

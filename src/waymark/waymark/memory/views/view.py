@@ -52,6 +52,8 @@ class View(ABC):
     pools_frames: ClassVar[bool] = False
     # It embeds a query photo (`embed_image`).
     image_queries: ClassVar[bool] = False
+    # It embeds a description (`embed_text`): a text search with no views named uses it.
+    text_queries: ClassVar[bool] = True
 
     @property
     @abstractmethod
