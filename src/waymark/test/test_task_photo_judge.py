@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from waymark.memory.views.photo_match import PhotoMatcher, PhotoMatchParams
 from waymark.tasks.judge import JudgeInput, MechanicalRecord
 from waymark.tasks.outcomes import JudgeVerdict, VerdictKind
 from waymark.tasks.photo_judge import PhotoFirstJudge, PhotoJudge
@@ -122,3 +123,14 @@ def test_when_neither_can_tell_the_unknown_says_why_for_both(pictures):
     assert verdict.verdict is VerdictKind.UNKNOWN and verdict.source == 'photo+ocr'
     assert verdict.evidence.startswith('photo: no stop view matches')
     assert '; ocr: read something' in verdict.evidence
+
+
+def test_a_sparse_goal_photo_can_confirm_a_stop_but_never_rule_one_out(pictures):
+    """Under `textured_keypoints` the goal photo still matches the thing it shows; without
+    a match it cannot say the stop is elsewhere (a sparse photo misses too often)."""
+    sparse = PhotoJudge(PhotoMatcher(PhotoMatchParams(features=400, textured_keypoints=500)))
+    found = sparse.judge(task([pictures['goal seen']], pictures['goal']))
+    assert found.verdict is VerdictKind.COMPLETE, found.evidence
+    missed = sparse.judge(task([pictures['other'], pictures['third']], pictures['goal']))
+    assert missed.verdict is VerdictKind.UNKNOWN, missed.evidence
+    assert 'needed to rule a stop out' in missed.evidence

@@ -78,6 +78,7 @@ class World:
         # Every camera frame's stamp, as a real body logs them: some on each drive, and
         # the stop views (four by default, never fewer than the controller's group).
         self.frame_stamps: list[int] = []
+        self.facing: list[tuple[float, float] | None] = []  # what each stop turned to first
         self.frames_per_drive = 6
 
     def candidate(self, entry_id: str, x: float) -> Candidate:
@@ -118,7 +119,8 @@ class World:
     def pose(self) -> BodyPose:
         return BodyPose(Pose.from_xyz_yaw(*self.position, 0.0, 0.0), 'map', 2)
 
-    def stop_views(self, count: int, deadline: float) -> list[StopView]:
+    def stop_views(self, count: int, deadline: float, facing=None) -> list[StopView]:
+        self.facing.append(facing)
         self._hook('views')
         image = self.scenes.get(self.at, BLANK)
         stamp = self.clock.time_ns()

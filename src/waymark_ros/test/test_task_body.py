@@ -12,6 +12,8 @@ from geometry_msgs.msg import Pose as PoseMsg
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import Header
 
+from waymark.navigation.follower import wrap_angle
+from waymark.tasks.attempts import DriveOutcome, DriveResult
 from waymark.tasks.coverage import CoverageParams
 from waymark.tasks.stop_views import heading_bucket
 from waymark_ros.nodes.task.body import RosBody
@@ -101,3 +103,44 @@ def test_no_pose_at_all_fails_after_the_timeout():
     with pytest.raises(PoseUnavailableError):
         track.current()
     assert time.monotonic() - started >= 0.3
+
+
+class TurningDrive:
+    """A GoTo that turns the base where it was sent; a camera thread shows a frame of
+    wherever the base stands every 20 ms, as a live camera does."""
+
+    def __init__(self, body: RosBody, track: PoseTrack) -> None:
+        self.body, self.track = body, track
+        self.headings: list[float] = []
+        self.pose = (0.0, 0.0, 0.0)
+        self.stop = threading.Event()
+        self.camera = threading.Thread(target=self._film, daemon=True)
+        self.camera.start()
+
+    def _film(self) -> None:
+        while not self.stop.wait(0.02):
+            look(self.body, self.track, *self.pose, 'frame')
+
+    def drive(self, goal, deadline, cancel):
+        self.headings.append(goal.yaw)
+        x, y, _ = goal.position
+        self.pose = (x, y, goal.yaw)
+        return DriveResult(DriveOutcome.REACHED)
+
+
+def test_stop_views_start_facing_the_target_and_turn_a_full_circle_from_there(track):
+    body = RosBody(track, drive=None, frame_period_s=0.0, ring_length=32)
+    body._drive = drive = TurningDrive(body, track)
+    try:
+        wait_for_frame = time.monotonic() + 5.0
+        while body.latest_frame() is None and time.monotonic() < wait_for_frame:
+            time.sleep(0.02)
+        views = body.stop_views(4, time.monotonic() + 10.0, facing=(0.0, 2.0))
+        expected = [wrap_angle(math.pi / 2 + k * math.pi / 2) for k in range(4)]
+        assert drive.headings == pytest.approx(expected)  # the first turn faces the target
+        assert {heading_bucket(view.heading) for view in views} == {0, 1, 2, 3}
+        drive.headings.clear()
+        body.stop_views(2, time.monotonic() + 10.0, facing=(2.0, 0.05))  # faced already
+        assert len(drive.headings) == 1  # no first turn, one turn for the second view
+    finally:
+        drive.stop.set()

@@ -197,15 +197,20 @@ class SimBase:
     def pose(self) -> BodyPose:
         return BodyPose(Pose.from_xyz_yaw(self.x, self.y, 0.0, self.yaw))
 
-    def stop_views(self, count: int, deadline: float) -> list[StopView]:
-        """Turn a full circle, one view every 2 pi / count from the current yaw, until the
-        deadline."""
+    def stop_views(
+        self, count: int, deadline: float, facing: tuple[float, float] | None = None
+    ) -> list[StopView]:
+        """Turn a full circle, one view every 2 pi / count from the heading towards
+        `facing` (the current yaw without it), until the deadline."""
         self.stops.append((self.x, self.y, self.yaw))
+        start = self.yaw
+        if facing is not None and math.dist(facing, (self.x, self.y)) > 1e-6:
+            start = math.atan2(facing[1] - self.y, facing[0] - self.x)
         views = []
         for k in range(count):
             if k and self.clock.monotonic() + self.params.turn_s_per_view > deadline:
                 break
-            heading = self.yaw + 2.0 * math.pi * k / count
+            heading = start + 2.0 * math.pi * k / count
             self.clock.advance(self.params.turn_s_per_view)
             frame = _Frame(self.clock.time_ns(), self.x, self.y, heading)
             self._log(frame)

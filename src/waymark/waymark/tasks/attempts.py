@@ -144,8 +144,13 @@ class BodySignals:
 class Body(Protocol):
     def pose(self) -> BodyPose: ...
 
-    def stop_views(self, count: int, deadline: float) -> Sequence[StopView]:
-        """Turn in place and take up to `count` heading-bucketed views."""
+    def stop_views(
+        self, count: int, deadline: float, facing: tuple[float, float] | None = None
+    ) -> Sequence[StopView]:
+        """Turn in place and take up to `count` heading-bucketed views, the first facing
+        the map point `facing` when given (where the goal should be), the rest a full turn
+        from there: a goal between two views at the arrival heading may fall at the edge of
+        both."""
         ...
 
     def recent_frames(self, since_ns: int, limit: int) -> Sequence[StopView]:

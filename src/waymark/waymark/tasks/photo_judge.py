@@ -3,9 +3,10 @@
 
 `PhotoJudge` compares the goal photo with each stop view by verified local features
 (`waymark.memory.views.photo_match`): a stop view with enough inliers shows the goal
-(complete); stop views that all have features to match and none that matches show
-somewhere else (incomplete); otherwise (a blank wall, a view that does not decode, no stop
-views) it cannot tell (unknown). A text goal is not its to judge. Look-alike objects
+(complete); stop views that all have features to match and none that matches, for a goal
+photo with features enough to be sure of that, show somewhere else (incomplete);
+otherwise (a blank wall, a view that does not decode, no stop views, a sparse goal photo)
+it cannot tell (unknown). A text goal is not its to judge. Look-alike objects
 match each other, so it tells an object from other objects, not one of two identical ones
 apart.
 
@@ -51,10 +52,10 @@ class PhotoJudge:
             goal = self.matcher.features(task.goal_photo)
         except ValueError as error:
             return JudgeVerdict.failed(self.source, f'the goal photo: {error}', steps)
-        if not self.matcher.textured(goal):
+        if goal.count < self.matcher.params.min_inliers:
             return self._unknown(
                 f'the goal photo has {goal.count} keypoints, under the '
-                f'{self.matcher.params.textured_keypoints} needed to match it',
+                f'{self.matcher.params.min_inliers} a match needs',
                 steps,
             )
         stops = task.stop_frames
@@ -92,6 +93,13 @@ class PhotoJudge:
             f'{seen.match.view_keypoints} keypoints'
             for seen in compared
         )
+        if not self.matcher.textured(goal):  # a match was possible; ruling out is not
+            return self._unknown(
+                f'no stop view matches the goal photo ({counts}; {need} inliers needed), but '
+                f'the goal photo has only {goal.count} keypoints, under the '
+                f'{self.matcher.params.textured_keypoints} needed to rule a stop out',
+                steps,
+            )
         bare = [seen for seen in compared if not seen.match.textured]
         if undecodable or bare:
             return self._unknown(

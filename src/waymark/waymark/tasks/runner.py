@@ -300,7 +300,7 @@ class TaskRunner:
                 )
             reached = result.outcome is DriveOutcome.REACHED
             self._boundary(state, Phase.VERIFY, f'at {candidate.label}', spend=False)
-            evidence = self._evidence(state)
+            evidence = self._evidence(state, candidate.target)
             self._check_cancel(state, Phase.VERIFY)
             if reached:
                 state.anchor = candidate.label
@@ -400,10 +400,12 @@ class TaskRunner:
             radius_m=radius if positions else 0.0,
         )
 
-    def _evidence(self, state: _TaskState) -> JudgeInput:
-        """Turn at the stop for views and gather what the judge may see."""
+    def _evidence(self, state: _TaskState, target: tuple[float, float]) -> JudgeInput:
+        """Turn at the stop for views, the first facing the candidate's target, and gather
+        what the judge may see."""
         params = self.params
-        views = self.body.stop_views(params.stop_view_count, self._deadline(state, 'view'))
+        deadline = self._deadline(state, 'view')
+        views = self.body.stop_views(params.stop_view_count, deadline, facing=target)
         views = latest_per_bucket(views)[-params.stop_view_count :]
         earlier = self.body.recent_frames(state.started_ns, params.judge_frames)
         frames = select_frames(views, earlier, params.judge_frames)

@@ -26,12 +26,15 @@ from collections.abc import Sequence
 from sensor_msgs.msg import CompressedImage
 
 from waymark.geometry import Pose
+from waymark.navigation.follower import wrap_angle
 from waymark.tasks.attempts import BodyPose, BodySignals, DriveOutcome
 from waymark.tasks.stop_views import HEADING_BUCKETS, StopView, latest_per_bucket
 from waymark_ros.nodes.task.drive import GoToDrive
 from waymark_ros.nodes.task.pose_track import PoseTrack
 
 _POLL_S = 0.05  # how often a stop view looks for a new frame
+_FACING_MIN_M = 0.1  # a target nearer than this gives no heading to face
+_FACING_TOLERANCE_RAD = math.radians(10.0)  # facing it already: no first turn
 
 
 class RosBody:
@@ -92,16 +95,21 @@ class RosBody:
         pose = self._track.current()
         return BodyPose(pose, self._track.map_frame, epoch[1] if epoch else 0)
 
-    def stop_views(self, count: int, deadline: float) -> Sequence[StopView]:
+    def stop_views(
+        self, count: int, deadline: float, facing: tuple[float, float] | None = None
+    ) -> Sequence[StopView]:
         start = self._track.current()
         x, y, _ = start.position
+        first = start.yaw
+        if facing is not None and math.dist(facing, (x, y)) > _FACING_MIN_M:
+            first = math.atan2(facing[1] - y, facing[0] - x)
         views: list[StopView] = []
         never = threading.Event()  # the runner honours cancel between its calls
         for k in range(count):
             if time.monotonic() >= deadline:
                 break
-            if k:
-                heading = start.yaw + 2.0 * math.pi * k / count
+            heading = first + 2.0 * math.pi * k / count
+            if k or abs(wrap_angle(heading - start.yaw)) > _FACING_TOLERANCE_RAD:
                 turn = self._drive.drive(Pose.from_xyz_yaw(x, y, 0.0, heading), deadline, never)
                 if turn.outcome is not DriveOutcome.REACHED:
                     continue
