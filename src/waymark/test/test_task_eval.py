@@ -28,6 +28,7 @@ from waymark.evaluation.task_scoring import (
     kind_table,
     spl,
     summarise,
+    task_table,
 )
 from waymark.evaluation.task_sequences import (
     MAX_TASKS,
@@ -388,6 +389,26 @@ def test_kind_table_gives_each_kind_and_flow_a_row():
     ]  # no instance or photo-with-writing task: no row
     with pytest.raises(ValueError):
         kind_table({})
+
+
+def test_task_table_lists_each_task_under_every_flow(scorer):
+    sequence = _sequence(SIGN, SIGN)
+    turn = (0.0, math.pi / 2, math.pi, -math.pi / 2)
+    refused = TaskOutcome(
+        (4.0, 3.5, 0.0), turn, 9.0, LedgerStatus.NOT_DONE, first_stop=(7.0, 3.5, 0.0), attempts=3
+    )
+    layer = scorer.score_run(sequence, [refused, refused])
+    single = scorer.score_run(sequence, [TaskOutcome.single_shot((7.0, 3.5, 0.0), 6.0)] * 2)
+    lines = task_table(sequence, {TASK_LAYER: layer, SINGLE_SHOT: single}).splitlines()
+    assert lines[0] == (
+        '| task | kind | goal | task-layer success | first stop | status | attempts '
+        '| single-shot success | first stop | status | attempts |'
+    )
+    # A right first stop the judge refused, then a wrong last one: the task a flow lost.
+    assert lines[2] == (
+        '| 1 | sign | go to the BANK sign | no | yes | NOT DONE | 3 | yes | - | - | 1 |'
+    )
+    assert len(lines) == 4
 
 
 def test_acceptance_figures_are_on_equal_terms():

@@ -46,6 +46,7 @@ from waymark.evaluation.task_scoring import (
     comparison_table,
     kind_table,
     summarise,
+    task_table,
 )
 from waymark.evaluation.task_sequences import (
     StepKind,
@@ -215,6 +216,7 @@ def _run(args) -> int:
                 print(f'\n## {sequence.id} ({len(sequence.tasks)} tasks)\n')
                 per_flow = {flow: summarise([run], SEARCHED_KINDS) for flow, run in scores.items()}
                 print(comparison_table(per_flow))
+                print(task_table(sequence, scores))
                 _say(f'{sequence.id} done at {time.monotonic() - started:.0f} s')
         finally:
             memory.store.close()

@@ -450,6 +450,31 @@ def kind_table(flows: Mapping[str, Sequence[RunScore]]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def task_table(sequence: TaskSequence, flows: Mapping[str, RunScore]) -> str:
+    """A markdown table with a row per task of one sequence: its kind and goal, then per
+    flow whether it truly succeeded, whether its first stop did (`-` when none was
+    recorded), its ledger status and its attempts, so a task one flow lost can be found."""
+    if not flows:
+        raise ValueError('no flows to compare')
+    header = ['task', 'kind', 'goal']
+    for flow in flows:
+        header += [f'{flow} success', 'first stop', 'status', 'attempts']
+    lines = [_row(header), _row(['---'] * len(header))]
+    for index, step in enumerate(sequence.tasks):
+        tasks = [run.tasks[index] for run in flows.values()]
+        cells = [str(index + 1), tasks[0].kind.value, step.goal[:60] or step.image or '']
+        for task in tasks:
+            first = '-' if task.first_success is None else _yes(task.first_success)
+            status = '-' if task.status is None else str(task.status)
+            cells += [_yes(task.success), first, status, str(task.attempts)]
+        lines.append(_row(cells))
+    return '\n'.join(lines) + '\n'
+
+
+def _yes(flag: bool) -> str:
+    return 'yes' if flag else 'no'
+
+
 def _judged(summary: Summary, rate: Rate) -> str:
     """A judge's rate, or a dash for a flow with no ledger and so no judge."""
     return str(rate) if summary.statuses else NO_JUDGE
