@@ -136,9 +136,7 @@ def done_when(suite: SuiteScores) -> list[str]:
 
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])
-    parser.add_argument(
-        '--out', type=Path, required=True, help='folder for memory, ledgers and notes'
-    )
+    parser.add_argument('--out', type=Path, required=True, help='folder for memory and ledgers')
     parser.add_argument('--size', default='small', choices=SIZES)
     parser.add_argument('--family', default='rooms')
     parser.add_argument('--worlds', type=int, nargs='+', default=[0], help='world seeds')
