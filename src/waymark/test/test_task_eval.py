@@ -168,6 +168,13 @@ def test_stop_near_a_viewpoint_but_facing_away_fails(scorer):
     assert turned.success
 
 
+def test_a_task_that_took_no_stop_views_fails_where_ever_it_stood(scorer):
+    # The runner stopped for want of a candidate, standing by chance in front of the sign.
+    standing = TaskOutcome((7.0, 3.5, 0.0), (), 0.0, LedgerStatus.STOPPED)
+    (task,) = scorer.score_run(_sequence(SIGN), [standing]).tasks
+    assert task.near_view and not task.in_view and not task.success and not task.stopped
+
+
 def test_a_photo_shows_writing_only_with_a_sign_in_its_view(scorer):
     def photo(yaw: float) -> SequenceStep:
         return SequenceStep(

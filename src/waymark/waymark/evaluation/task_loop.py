@@ -533,7 +533,10 @@ def run_task_layer(setting: Setting, sequence: TaskSequence, folder: Path) -> Fl
         record = runner.run(_goal(step, setting.photos), setting.budget)
         first = base.stops[0] if base.stops else None
         outcome = TaskOutcome.from_record(record, setting.runner.stop_view_count)
-        outcomes.append(dataclasses.replace(outcome, first_stop=first))
+        # A task that never stopped looked at nothing: where the robot happened to stand is
+        # no answer (single-shot scores a task without a candidate the same way).
+        headings = outcome.stop_headings if first is not None else ()
+        outcomes.append(dataclasses.replace(outcome, first_stop=first, stop_headings=headings))
         records.append(record)
     return FlowRun(outcomes, records)
 
