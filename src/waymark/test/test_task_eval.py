@@ -14,15 +14,21 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from waymark.evaluation.task_cli import SINGLE_SHOT, TASK_LAYER, SuiteScores, done_when
 from waymark.evaluation.task_geometry import Camera, FreeSpace, nearest_distance
 from waymark.evaluation.task_scoring import (
+    CPU_JUDGED_KINDS,
+    SEARCHED_KINDS,
+    GoalKind,
     RunScore,
     TaskOutcome,
     TaskScore,
     TaskScorer,
     comparison_table,
+    kind_table,
     spl,
     summarise,
+    task_table,
 )
 from waymark.evaluation.task_sequences import (
     MAX_TASKS,
@@ -152,8 +158,36 @@ def test_stop_near_a_viewpoint_but_facing_away_fails(scorer):
     stop = (7.0, 3.5, math.pi)  # 3 m in front of the sign, looking back west
     near, seen = scorer.stop_succeeds('sign-0', stop, (math.pi,))
     assert near and not seen
-    (task,) = scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(stop, 5.0)]).tasks
+    (task,) = scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(stop, 5.0, 1)]).tasks
     assert not task.success and task.spl == 0.0
+    # Single-shot turns in place for the runner's four views too, and one of them faces it.
+    assert TaskOutcome.single_shot(stop, 5.0).stop_headings == pytest.approx(
+        (math.pi, 1.5 * math.pi, 2.0 * math.pi, 2.5 * math.pi)
+    )
+    (turned,) = scorer.score_run(_sequence(SIGN), [TaskOutcome.single_shot(stop, 5.0)]).tasks
+    assert turned.success
+
+
+def test_a_task_that_took_no_stop_views_fails_where_ever_it_stood(scorer):
+    # The runner stopped for want of a candidate, standing by chance in front of the sign.
+    standing = TaskOutcome((7.0, 3.5, 0.0), (), 0.0, LedgerStatus.STOPPED)
+    (task,) = scorer.score_run(_sequence(SIGN), [standing]).tasks
+    assert task.near_view and not task.in_view and not task.success and not task.stopped
+
+
+def test_a_photo_shows_writing_only_with_a_sign_in_its_view(scorer):
+    def photo(yaw: float) -> SequenceStep:
+        return SequenceStep(
+            kind=StepKind.PHOTO, target='sign-0', pose=(7.0, 3.5, yaw), image='images/p.png'
+        )
+
+    assert scorer.goal_kind(photo(0.0)) is GoalKind.PHOTO_WRITING  # facing the BANK sign
+    assert scorer.goal_kind(photo(math.pi)) is GoalKind.PHOTO_PLAIN  # facing the bare wall
+    assert scorer.goal_kind(SIGN) is GoalKind.SIGN
+    (task,) = scorer.score_run(
+        _sequence(photo(math.pi)), [TaskOutcome.single_shot(None, 0.0)]
+    ).tasks
+    assert task.kind is GoalKind.PHOTO_PLAIN and not task.stopped
 
 
 def test_stop_facing_the_target_succeeds_and_a_turn_in_place_finds_it(scorer):
@@ -242,9 +276,10 @@ def _task(
     first_success=None,
     attempts=1,
     stopped=True,
+    kind=GoalKind.SIGN,
 ) -> TaskScore:
     return TaskScore(
-        number=1, kind=StepKind.SIGN, revisit=revisit, success=success, near_view=success,
+        number=1, kind=kind, revisit=revisit, success=success, near_view=success,
         in_view=success, shortest_m=2.0, path_m=4.0, spl=spl(success, 2.0, 4.0),
         status=status, recoveries=recoveries, first_success=first_success, attempts=attempts,
         stopped=stopped,
@@ -308,6 +343,112 @@ def test_comparison_table_puts_flows_side_by_side():
     assert all(line.count('|') == 4 for line in lines)
     with pytest.raises(ValueError):
         comparison_table({})
+
+
+def _kinds_run(name: str, *tasks: TaskScore) -> RunScore:
+    return RunScore(name, tasks)
+
+
+def test_summaries_by_kind_leave_places_out_and_count_chains_by_those_tasks():
+    place, plain = GoalKind.PLACE, GoalKind.PHOTO_PLAIN
+    runs = [
+        _kinds_run('a', _task(True, kind=place), _task(False, first_success=False)),
+        _kinds_run('b', _task(True, kind=place), _task(True, kind=plain)),
+        _kinds_run('c', _task(True, kind=place)),  # no searched task: no chain to count
+    ]
+    searched = summarise(runs, SEARCHED_KINDS)
+    assert (searched.success.hits, searched.success.total) == (1, 2)
+    assert (searched.chain_success.hits, searched.chain_success.total) == (1, 2)
+    places = summarise(runs, (place,))
+    assert (places.success.hits, places.success.total) == (3, 3)
+    assert summarise(runs).tasks == 5  # every kind by default
+
+
+def test_kind_table_gives_each_kind_and_flow_a_row():
+    certified = LedgerStatus.CERTIFIED
+    layer = [
+        _kinds_run(
+            'a',
+            _task(True, certified, first_success=False, attempts=2),  # converted
+            _task(False, LedgerStatus.STOPPED, stopped=False, kind=GoalKind.PHOTO_PLAIN),
+            _task(True, certified, kind=GoalKind.PLACE),
+        )
+    ]
+    single = [
+        _kinds_run(
+            'a',
+            _task(False),
+            _task(False, stopped=False, kind=GoalKind.PHOTO_PLAIN),
+            _task(True, kind=GoalKind.PLACE),
+        )
+    ]
+    lines = kind_table({TASK_LAYER: layer, SINGLE_SHOT: single}).splitlines()
+    assert lines[0].startswith('| kind | flow | n | success | CERTIFIED and true |')
+    assert lines[2:] == [
+        '| sign | task-layer | 1 | 100.0 % (1/1) | 100.0 % (1/1) | 100.0 % (1/1) '
+        '| 100.0 % (1/1) | 0 |',
+        '| sign | single-shot | 1 | 0.0 % (0/1) | \u2013 | \u2013 | 0.0 % (0/1) | 0 |',
+        '| photo without writing | task-layer | 1 | 0.0 % (0/1) | - | - | 0.0 % (0/1) | 1 |',
+        '| photo without writing | single-shot | 1 | 0.0 % (0/1) | \u2013 | \u2013 '
+        '| 0.0 % (0/1) | 1 |',
+        '| place | task-layer | 1 | 100.0 % (1/1) | 100.0 % (1/1) | 100.0 % (1/1) | - | 0 |',
+        '| place | single-shot | 1 | 100.0 % (1/1) | \u2013 | \u2013 | - | 0 |',
+    ]  # no instance or photo-with-writing task: no row
+    with pytest.raises(ValueError):
+        kind_table({})
+
+
+def test_task_table_lists_each_task_under_every_flow(scorer):
+    sequence = _sequence(SIGN, SIGN)
+    turn = (0.0, math.pi / 2, math.pi, -math.pi / 2)
+    refused = TaskOutcome(
+        (4.0, 3.5, 0.0), turn, 9.0, LedgerStatus.NOT_DONE, first_stop=(7.0, 3.5, 0.0), attempts=3
+    )
+    layer = scorer.score_run(sequence, [refused, refused])
+    single = scorer.score_run(sequence, [TaskOutcome.single_shot((7.0, 3.5, 0.0), 6.0)] * 2)
+    lines = task_table(sequence, {TASK_LAYER: layer, SINGLE_SHOT: single}).splitlines()
+    assert lines[0] == (
+        '| task | kind | goal | task-layer success | first stop | status | attempts '
+        '| single-shot success | first stop | status | attempts |'
+    )
+    # A right first stop the judge refused, then a wrong last one: the task a flow lost.
+    assert lines[2] == (
+        '| 1 | sign | go to the BANK sign | no | yes | NOT DONE | 3 | yes | - | - | 1 |'
+    )
+    assert len(lines) == 4
+
+
+def test_acceptance_figures_are_on_equal_terms():
+    certified = LedgerStatus.CERTIFIED
+    suite = SuiteScores()
+    suite.add(
+        TASK_LAYER,
+        _kinds_run(
+            'a',
+            _task(True, certified, first_success=False, attempts=2),  # sign, converted
+            _task(False, LedgerStatus.NOT_DONE, first_success=False, kind=GoalKind.INSTANCE),
+            _task(True, certified, kind=GoalKind.PLACE),
+            _task(True, certified, kind=GoalKind.PLACE),
+        ),
+    )
+    suite.add(
+        SINGLE_SHOT,
+        _kinds_run(
+            'a',
+            _task(False),
+            _task(False, kind=GoalKind.INSTANCE),
+            _task(True, kind=GoalKind.PLACE),
+            _task(True, kind=GoalKind.PLACE),
+        ),
+    )
+    lines = done_when(suite)
+    # Places apart: 1/2 against 0/2 is +50 points, not 3/4 against 2/4 (+25).
+    assert lines[0].startswith('task layer minus single-shot success (places apart): +50.0 points')
+    assert lines[1] == 'P(true success | CERTIFIED): 100.0 % (1/1) (wanted >= 95 %)'
+    # The instance goal's failed first attempt is not among the kinds a CPU judge decides.
+    assert GoalKind.INSTANCE not in CPU_JUDGED_KINDS
+    assert lines[2].startswith('failed first attempts converted (sign, photo with writing')
+    assert '100.0 % (1/1)' in lines[2]
 
 
 def test_camera_rejects_a_bad_field_of_view():

@@ -159,7 +159,15 @@ def test_a_photo_is_recalled_by_its_writing_when_memory_has_no_image_view(settin
     assert found and math.dist(found[0].target, (10.0, 3.5)) < 2.0
 
 
-def test_a_short_sequence_runs_end_to_end(setting, tmp_path):
+def test_a_short_sequence_runs_end_to_end(setting, tmp_path, monkeypatch):
+    depths = []
+    recall = MemoryRecall.recall
+
+    def recording(self, query, deadline):
+        depths.append(query.max_candidates)
+        return recall(self, query, deadline)
+
+    monkeypatch.setattr(MemoryRecall, 'recall', recording)
     sequence = TaskSequence(
         id='two-rooms-s0', world='two-rooms', world_seed=0, size='test', seed=0, start=START,
         steps=[
@@ -185,7 +193,13 @@ def test_a_short_sequence_runs_end_to_end(setting, tmp_path):
     assert again.revisit and again.success
     # The robot was brought to the dock to mark it, so only the signs cost a drive.
     assert sign.path_m > 0.0 and dock.path_m == 0.0 and again.path_m > 0.0
+    layer_depths, depths[:] = list(depths), []
     single = run_single_shot(setting, sequence, tmp_path / 'single')
     assert single.records == [] and len(single.outcomes) == 3
-    assert all(len(outcome.stop_headings) == 1 for outcome in single.outcomes if outcome.stop)
-    scorer.score_run(sequence, single.outcomes)  # the same sequence scores both flows
+    # Equal terms: single-shot recalls as deep as the runner, from the same start it stops
+    # where the runner first stopped, and it is scored on as many stop views.
+    assert set(depths) == set(layer_depths) == {setting.runner.max_candidates}
+    assert single.outcomes[0].stop == pytest.approx(layer.outcomes[0].first_stop)
+    views = setting.runner.stop_view_count
+    assert all(len(outcome.stop_headings) == views for outcome in single.outcomes)
+    assert scorer.score_run(sequence, single.outcomes).tasks[0].success

@@ -2,7 +2,7 @@
 """Photo matcher calibration: verified inliers between a goal photo and stop views.
 
 Generated worlds of `CALIBRATION_SEEDS` (size small), which no scored evaluation uses:
-the task evaluation scores worlds 0 and 1 (`task-eval --worlds 0 1`) and the standard
+the task evaluation scores worlds 0 to 7 (`task-eval --worlds 0 ... 7`) and the standard
 suite seeds 0 and 1. For every landmark a goal photo is taken as the task evaluation
 takes one (facing the landmark from a free viewpoint 1.5-3 m off, at the tour frames'
 320x240), and stop views as the runner takes them (640x480, from other free viewpoints

@@ -8,10 +8,11 @@ frames on the way (`Body`); `MemoryRecall` turns the ranked memory hits of the g
 candidates, located as the embedder-only answerer locates its answer. Memory is the
 world's tour, rendered and read once per world.
 
-Two flows run the same sequences: `task-layer` (the TaskRunner with its judge and
-recovery) and `single-shot` (Ask then GoTo: the best candidate once, drive, stop). A
-third, `task-layer+notes`, reruns the task layer with the house notes that the first run's
-records were consolidated into (mechanically: no LLM here). Ground truth only scores.
+Two flows run the same sequences on equal terms: `task-layer` (the TaskRunner with its
+judge and recovery) and `single-shot` (Ask then GoTo: the best candidate once, drive,
+stop). Both recall as deep (the runner's `max_candidates` per query, so the same memory
+hits are read and the same candidate comes first) and both turn in place for the runner's
+stop views. Ground truth only scores.
 """
 
 from __future__ import annotations
@@ -56,7 +57,6 @@ from waymark.tasks.attempts import (
     RecallResult,
     RunGoal,
 )
-from waymark.tasks.house_notes import HouseNotesReader
 from waymark.tasks.judge import Judge, photo_words
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.outcomes import Budget
@@ -511,12 +511,7 @@ def _robot(setting: Setting, sequence: TaskSequence) -> tuple[SimClock, SimBase,
     return clock, base, recall
 
 
-def run_task_layer(
-    setting: Setting,
-    sequence: TaskSequence,
-    folder: Path,
-    notes: HouseNotesReader | None = None,
-) -> FlowRun:
+def run_task_layer(setting: Setting, sequence: TaskSequence, folder: Path) -> FlowRun:
     """The sequence through the task runner; `folder` holds its ledger and places."""
     clock, base, recall = _robot(setting, sequence)
     ledger = TaskLedger(folder / 'ledger', fsync=False)
@@ -528,7 +523,7 @@ def run_task_layer(
         base,
         setting.judge,
         places,
-        notes,
+        None,  # no house notes: the embedding recall reads no text evidence
         setting.runner,
         clock,
         sequence.id[:64],
@@ -543,14 +538,17 @@ def run_task_layer(
         record = runner.run(_goal(step, setting.photos), setting.budget)
         first = base.stops[0] if base.stops else None
         outcome = TaskOutcome.from_record(record, setting.runner.stop_view_count)
-        outcomes.append(dataclasses.replace(outcome, first_stop=first))
+        # A task that never stopped looked at nothing: where the robot happened to stand is
+        # no answer (single-shot scores a task without a candidate the same way).
+        headings = outcome.stop_headings if first is not None else ()
+        outcomes.append(dataclasses.replace(outcome, first_stop=first, stop_headings=headings))
         records.append(record)
     return FlowRun(outcomes, records)
 
 
 def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> FlowRun:
     """Ask then GoTo: the best candidate (a named place from the same PlaceBook), one
-    drive, stop; no views, no judge, no recovery, no ledger."""
+    drive, stop, and the runner's turn in place; no judge, no recovery, no ledger."""
     clock, base, recall = _robot(setting, sequence)
     places = PlaceBook(folder / 'places.json', fsync=False)
     outcomes = []
@@ -569,7 +567,10 @@ def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> F
         if result.outcome is DriveOutcome.REFUSED:
             outcomes.append(TaskOutcome.single_shot(None, 0.0))
             continue
-        outcomes.append(TaskOutcome.single_shot((base.x, base.y, base.yaw), result.distance_m))
+        views = setting.runner.stop_view_count
+        base.clock.advance(views * setting.sim.turn_s_per_view)
+        stop = (base.x, base.y, base.yaw)
+        outcomes.append(TaskOutcome.single_shot(stop, result.distance_m, views))
     return FlowRun(outcomes, [])
 
 
@@ -582,7 +583,8 @@ def _single_target(
         except UnknownPlaceError:
             return None
         return Pose.from_xyz_yaw(marked.x, marked.y, 0.0, marked.yaw)
-    query = RecallQuery(goal, base.pose().pose, max_candidates=1)
+    # As deep as the runner's first recall, so the same hits are read and ranked alike.
+    query = RecallQuery(goal, base.pose().pose, max_candidates=setting.runner.max_candidates)
     deadline = base.clock.monotonic() + setting.runner.recall_deadline_s
     found = recall.recall(query, deadline).candidates
     return found[0].goal_pose if found else None

@@ -8,6 +8,11 @@ success by the shortest free path from the task's start to the nearest successfu
 position over the path driven. A ledger status is the robot's own word, so it is scored
 too: CERTIFIED against true success gives the judge's precision and recall.
 
+Every task is reported under its goal kind (`GoalKind`): a photo counts as one with writing
+only when a sign is in its field of view, since without an image view writing is all a
+photo can be searched by. A named place succeeds by construction in every flow (its pose
+was marked), so the headline rates leave places out and report them apart.
+
 Tasks are chained: the first starts at the sequence's start, a MARK moves the robot to the
 marked pose, and every other task starts where the one before it stopped.
 """
@@ -18,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -29,7 +35,8 @@ from waymark.evaluation.task_geometry import (
     viewpoints,
 )
 from waymark.evaluation.task_sequences import SequenceStep, StepKind, TaskSequence
-from waymark.sim.landmarks import landmarks
+from waymark.geometry import Pose
+from waymark.sim.landmarks import landmarks, visible_landmarks
 from waymark.sim.world import World
 from waymark.tasks.outcomes import LedgerStatus
 from waymark.tasks.records import GoalModality, TaskRecord
@@ -39,6 +46,24 @@ SUCCESS_RADIUS_M = 1.0
 NO_JUDGE = '\u2013'  # what a flow without a ledger shows for the judge's rates
 
 Pose2 = tuple[float, float, float]
+
+
+class GoalKind(str, Enum):
+    """What a task is scored under: the step's kind, with photos split by whether they
+    show writing."""
+
+    SIGN = 'sign'
+    INSTANCE = 'instance'
+    PHOTO_WRITING = 'photo with writing'
+    PHOTO_PLAIN = 'photo without writing'
+    PLACE = 'place'
+
+
+SEARCHED_KINDS = tuple(kind for kind in GoalKind if kind is not GoalKind.PLACE)
+# Kinds the judges that need no model decide: OCR reads a sign goal's text and a photo's
+# writing, the photo matcher any photo. An instance goal names an object; OCR decides it
+# only when it names a sign nearby, and then it checks the sign, not the object.
+CPU_JUDGED_KINDS = (GoalKind.SIGN, GoalKind.PHOTO_WRITING, GoalKind.PHOTO_PLAIN)
 
 _MODALITY = {
     StepKind.SIGN: GoalModality.TEXT,
@@ -89,9 +114,12 @@ class TaskOutcome:
         )
 
     @classmethod
-    def single_shot(cls, stop: Pose2 | None, path_m: float) -> TaskOutcome:
-        """Ask then GoTo: one drive, one view where it ended facing, no ledger."""
-        return cls(stop, () if stop is None else (stop[2],), path_m)
+    def single_shot(
+        cls, stop: Pose2 | None, path_m: float, views: int = HEADING_BUCKETS
+    ) -> TaskOutcome:
+        """Ask then GoTo: one drive, no ledger; at the stop it turns in place for `views`
+        headings as the runner does, so both flows are scored on the same views."""
+        return cls(stop, () if stop is None else _turn(stop[2], views), path_m)
 
 
 def outcomes_from_records(
@@ -108,7 +136,7 @@ class TaskScore:
     `first_success` is None when the first stop was not recorded."""
 
     number: int  # 1-based, within the sequence
-    kind: StepKind
+    kind: GoalKind
     revisit: bool
     success: bool
     near_view: bool
@@ -159,8 +187,22 @@ class TaskScorer:
         self.camera = camera or Camera()
         self.success_radius_m = success_radius_m
         self.space = space or FreeSpace(world)
-        self._positions = {m.id: m.position[:2] for m in landmarks(world)}
+        marks = landmarks(world)
+        self._positions = {m.id: m.position[:2] for m in marks}
+        self._signs = {m.id for m in marks if m.kind == 'sign'}
         self._views: dict[str, np.ndarray] = {}
+
+    def goal_kind(self, step: SequenceStep) -> GoalKind:
+        """The step's kind; a photo shows writing when a sign is in its field of view."""
+        if step.kind is StepKind.PHOTO:
+            x, y, yaw = step.pose
+            eye = Pose.from_xyz_yaw(x, y, self.camera.height_m, yaw)
+            seen = visible_landmarks(
+                self.world, eye, self.camera.hfov_deg, vfov_deg=self.camera.vfov_deg
+            )
+            writing = any(landmark in self._signs for landmark in seen)
+            return GoalKind.PHOTO_WRITING if writing else GoalKind.PHOTO_PLAIN
+        return GoalKind(step.kind.value)
 
     def views_of(self, landmark_id: str) -> np.ndarray:
         if landmark_id not in self._positions:
@@ -244,7 +286,7 @@ class TaskScorer:
         shortest = path_to_nearest(self.space, self.space.distances_from(*start[:2]), goals)
         return TaskScore(
             number=number,
-            kind=step.kind,
+            kind=self.goal_kind(step),
             revisit=revisit,
             success=success,
             near_view=near,
@@ -315,7 +357,13 @@ class Summary:
     first_visit_success: Rate
 
 
-def summarise(runs: Sequence[RunScore]) -> Summary:
+def summarise(runs: Sequence[RunScore], kinds: Sequence[GoalKind] = tuple(GoalKind)) -> Summary:
+    """The runs' aggregates over the tasks of `kinds` (a run counts toward chain success
+    by those tasks alone)."""
+    kept = [
+        RunScore(run.sequence_id, tuple(t for t in run.tasks if t.kind in kinds)) for run in runs
+    ]
+    runs = [run for run in kept if run.tasks]
     tasks = [task for run in runs for task in run.tasks]
     successes = [task for task in tasks if task.success]
     certified = [task for task in tasks if task.status is LedgerStatus.CERTIFIED]
@@ -377,6 +425,54 @@ def comparison_table(flows: Mapping[str, Summary]) -> str:
     lines = [_row(header), _row(['---'] * len(header))]
     lines += [_row([name, *cells]) for name, cells in rows]
     return '\n'.join(lines) + '\n'
+
+
+def kind_table(flows: Mapping[str, Sequence[RunScore]]) -> str:
+    """A markdown table with a row per goal kind and flow (kinds no task had are left
+    out): how many tasks, how many truly succeeded, how many CERTIFIED ones were true, how
+    many true ones were CERTIFIED, how many failed first attempts were turned into a
+    success, and how many of those never stopped anywhere."""
+    if not flows:
+        raise ValueError('no flows to compare')
+    header = [
+        'kind', 'flow', 'n', 'success', 'CERTIFIED and true', 'judge recall',
+        'failed first attempts converted', 'never stopped',
+    ]  # fmt: skip
+    lines = [_row(header), _row(['---'] * len(header))]
+    for kind in GoalKind:
+        for flow, runs in flows.items():
+            s = summarise(runs, (kind,))
+            if not s.tasks:
+                continue
+            cells = [str(s.tasks), str(s.success), _judged(s, s.judge_precision)]
+            cells += [_judged(s, s.judge_recall), str(s.conversion), str(s.stopless)]
+            lines.append(_row([kind.value, flow, *cells]))
+    return '\n'.join(lines) + '\n'
+
+
+def task_table(sequence: TaskSequence, flows: Mapping[str, RunScore]) -> str:
+    """A markdown table with a row per task of one sequence: its kind and goal, then per
+    flow whether it truly succeeded, whether its first stop did (`-` when none was
+    recorded), its ledger status and its attempts, so a task one flow lost can be found."""
+    if not flows:
+        raise ValueError('no flows to compare')
+    header = ['task', 'kind', 'goal']
+    for flow in flows:
+        header += [f'{flow} success', 'first stop', 'status', 'attempts']
+    lines = [_row(header), _row(['---'] * len(header))]
+    for index, step in enumerate(sequence.tasks):
+        tasks = [run.tasks[index] for run in flows.values()]
+        cells = [str(index + 1), tasks[0].kind.value, step.goal[:60] or step.image or '']
+        for task in tasks:
+            first = '-' if task.first_success is None else _yes(task.first_success)
+            status = '-' if task.status is None else str(task.status)
+            cells += [_yes(task.success), first, status, str(task.attempts)]
+        lines.append(_row(cells))
+    return '\n'.join(lines) + '\n'
+
+
+def _yes(flag: bool) -> str:
+    return 'yes' if flag else 'no'
 
 
 def _judged(summary: Summary, rate: Rate) -> str:
