@@ -218,33 +218,3 @@ def test_a_stop_at_the_wrong_sign_is_refused_and_the_requery_converts_it(
     assert requery.exclusion_radius_m > 0.0
     got = ros.call(GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
     assert got.found and 'bakery' in got.handover.lower()
-
-
-def test_kill_9_mid_recovery_leaves_the_task_stopped_interrupted_at_restart(
-    ros, launch, robot, tmp_path
-):
-    """The first stop is refused at the wrong sign; task_node dies by SIGKILL while the
-    recovered attempt drives to the next candidate. The restarted node finds the task."""
-    robot.sightings = [
-        Sighting('tour:3', (1.5, 0.5), 'BAKERY'),
-        Sighting('tour:7', (5.0, 2.0), SIGN),
-    ]
-    robot.hold_near = (5.0, 2.0)
-    data = tmp_path / 'tasks'
-    settings = {'runner.max_attempts': 3, 'runner.stop_view_count': 4}
-    node = launch('task_node', data_dir=str(data), **(TASK_NODE_SETTINGS | settings))
-    with ros.paused() as ros_node:
-        client = ActionClient(ros_node, RunTask, 'run_task')
-    connect(client)
-    send(client, text_goal(f'the sign that says "{SIGN}"'))
-    wait_until(robot.holding.is_set, 90, 'the recovered attempt never drove')
-    assert len(robot.asked) == 2  # the re-query after the refused stop
-    node.process.kill()
-    node.process.wait(timeout=30)
-    robot.release.set()
-    start_tasks(ros, launch, data)
-    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
-    assert listed.success, listed.message
-    [summary] = listed.tasks
-    assert summary.status == TaskSummary.STATUS_STOPPED
-    assert summary.termination == TaskSummary.TERMINATION_INTERRUPTED
