@@ -126,7 +126,10 @@ def test_a_constant_command_drives_an_exact_arc_for_as_long_as_it_is_sent(ros, l
     x, y, yaw = base.pose()
     assert math.hypot(x - 1.0, y - 3.0) == pytest.approx(1.0, abs=1e-6)  # on the circle
     assert (x, y) == pytest.approx((1.0 + math.sin(yaw), 3.0 - math.cos(yaw)), abs=1e-6)
-    assert yaw == pytest.approx(0.5 * sent_s, abs=0.1)  # turned for as long as it was told
+    # Turned while told, and not on after: the command times out 0.5 s after the last one
+    # arrived (0.5 s more for that one's delay). A loaded machine may stall the sender or
+    # the node for part of the time, which shortens the turn.
+    assert 0.5 * sent_s / 2 < yaw <= 0.5 * (sent_s + 1.0)
     # The arc's length.
     wait_until(lambda: abs(base.stats['distance_m'] - yaw) < 1e-6, 5, 'distance not the arc')
 

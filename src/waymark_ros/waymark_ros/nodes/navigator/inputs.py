@@ -50,6 +50,7 @@ class Inputs:
         self._map_frame = settings.map_frame
         self._lock = threading.Lock()
         self._map: MapState | None = None
+        self._traversable = 0  # cells of the map in use
         self._pose: RobotPose | None = None
         self._epoch: MapEpoch | None = None  # the current one, when known
         inputs = MutuallyExclusiveCallbackGroup()
@@ -223,13 +224,15 @@ class Inputs:
         settings = self._settings
         grid = inflate(occupancy, settings.robot_radius_m, settings.unknown_is_obstacle)
         planner = GridPlanner(grid, settings.planner.config())
+        traversable = int(grid.traversable.sum())
         with self._lock:
             version = self._map.version + 1 if self._map else 1
             self._map = MapState(version, occupancy, grid, planner)
+            self._traversable = traversable
         g = occupancy.geometry
         line = (
             f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
-            f'{int(grid.traversable.sum())} traversable'
+            f'{traversable} traversable'
         )
         if self._scans is None:
             self._logger.info(line)
@@ -241,7 +244,12 @@ class Inputs:
         while the newest cloud was one), scans folded in and skipped."""
         with self._lock:
             version = self._map.version if self._map else 0
-        values = {'map_version': str(version), 'clouds_refused': str(self._refused)}
+            traversable = self._traversable
+        values = {
+            'map_version': str(version),
+            'traversable_cells': str(traversable),
+            'clouds_refused': str(self._refused),
+        }
         if self._scans is not None:
             values.update(self._scans.status())
         message = (

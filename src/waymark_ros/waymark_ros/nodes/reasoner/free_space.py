@@ -5,7 +5,8 @@ checked against, so that a goal near a target is a place the navigator can reach
 The grid is inflated by the robot's radius with the navigator's own code, unknown space
 counted as an obstacle, so a point is free only where the navigator would plan to. Before
 the first map every point is not free. A map in another frame than the map frame, or
-one that cannot be read, is refused with an error and the previous one kept.
+one that cannot be read, is refused with an error and the previous one kept; `refusals`
+counts them and `last_refusal` says why the last one was.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class FreeSpace:
         self._robot_radius_m = robot_radius_m
         self._lock = threading.Lock()
         self._grid: TraversabilityGrid | None = None
+        self.refusals = 0
+        self.last_refusal = ''
         durability = (
             DurabilityPolicy.TRANSIENT_LOCAL if transient_local else DurabilityPolicy.VOLATILE
         )
@@ -67,10 +70,10 @@ class FreeSpace:
         try:
             occupancy = occupancy_map_from_msg(msg)
         except ValueError as error:
-            self._logger.error(f'map on {self.topic} refused: {error}')
+            self._refuse(f'map on {self.topic} refused: {error}')
             return
         if occupancy.frame_id != self._map_frame:
-            self._logger.error(
+            self._refuse(
                 f'map on {self.topic} in frame {occupancy.frame_id!r}, not '
                 f'{self._map_frame!r}: ignored'
             )
@@ -83,3 +86,9 @@ class FreeSpace:
             f'free space from {self.topic}: {g.width}x{g.height} cells of {g.resolution:g} m, '
             f'{int(grid.traversable.sum())} free for a robot of radius {self._robot_radius_m:g} m'
         )
+
+    def _refuse(self, why: str) -> None:
+        with self._lock:
+            self.refusals += 1
+            self.last_refusal = why
+        self._logger.error(why)
