@@ -25,6 +25,7 @@ from waymark.tasks.judge import (
     VlmJudgeConfig,
     coverage,
     goal_words,
+    misread,
     parse_answer,
     photo_words,
 )
@@ -338,6 +339,38 @@ def test_ocr_judges_a_goal_in_capitals(text_reader, signs):
     goal = 'take me to the LIBRARY sign'
     assert judge.judge(task([signs['LIBRARY']], goal=goal)).verdict is VerdictKind.COMPLETE
     assert judge.judge(task([signs['BAKERY']], goal=goal)).verdict is VerdictKind.INCOMPLETE
+
+
+@pytest.mark.parametrize(
+    ('read', 'verdict'),
+    [
+        ('SUITE 296', VerdictKind.UNKNOWN),  # one digit off: a misread or another suite
+        ('SUITE 295', VerdictKind.COMPLETE),
+        ('SUITE 204', VerdictKind.INCOMPLETE),  # two characters off: another suite
+        ('SUITE 2950', VerdictKind.INCOMPLETE),  # not the same length
+        ('OFFICE 296', VerdictKind.INCOMPLETE),  # the other goal word is not there either
+    ],
+)
+def test_ocr_a_goal_word_read_one_character_off_is_unknown_not_incomplete(read, verdict):
+    photo = np.zeros((240, 320, 3), np.uint8)
+    judged = OcrJudge(_Reader(read)).judge(task([jpeg(photo)], goal='go to the SUITE 295 sign'))
+    assert judged.verdict is verdict, judged.evidence
+    if verdict is VerdictKind.UNKNOWN:
+        assert '"295", read one character off' in judged.evidence
+
+
+@pytest.mark.parametrize(
+    ('wanted', 'read', 'near'),
+    [
+        ({'suite', '295'}, 'SUITE 296', {'295'}),
+        ({'pharmacy'}, 'PHARMACV', {'pharmacy'}),
+        ({'b1'}, 'B2', set()),  # too short to call a misread
+        ({'exit'}, 'EXIT', set()),  # read as it is
+        ({'exit'}, 'EDIT EXITS', {'exit'}),
+    ],
+)
+def test_misread_finds_goal_words_read_one_character_off(wanted, read, near):
+    assert misread(wanted, read) == near
 
 
 def test_ocr_stop_views_that_do_not_decode_are_a_failed_check(text_reader):

@@ -42,6 +42,8 @@ _MAX_REPLY_CHARS = 20_000
 MIN_JOINED_WORD = 4
 # A goal's unquoted word names sign text only from this length: "A" or "I" is prose.
 MIN_SIGN_WORD = 2
+# A word this long or longer read one character off may be a misread of the goal's.
+MIN_MISREAD_WORD = 3
 _PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
 
@@ -329,13 +331,32 @@ def _words(text: str) -> set[str]:
     return {word.lower() for word in _WORD.findall(text)}
 
 
+def misread(wanted: set[str], text: str) -> set[str]:
+    """The `wanted` words not in read `text` that a word read there differs from in one
+    character of the same length (from MIN_MISREAD_WORD letters): "SUITE 296" read where
+    the goal is "SUITE 295". OCR confuses 5 and 6, 0 and O, 1 and I; a stop view cannot
+    tell such a misread from another sign one character apart."""
+    read = _words(text)
+    return {
+        goal
+        for goal in wanted - read
+        if len(goal) >= MIN_MISREAD_WORD
+        and any(
+            len(word) == len(goal) and sum(a != b for a, b in zip(word, goal, strict=True)) == 1
+            for word in read
+        )
+    }
+
+
 class OcrJudge:
     """A judge for goals that name readable text, with no model server: a stop view that
     reads enough of the goal's sign text shows the goal; stop views that read only other
     text show somewhere else; with no text read it cannot tell. A goal that names no sign
     text ("the green ball near the blue box") is not its to judge: the signs around a right
     stop would only make it say incomplete, so it answers unknown whatever it reads. A goal
-    photo that shows writing is judged by that writing, read as the stop views are.
+    photo that shows writing is judged by that writing, read as the stop views are. A view
+    that reads the goal but for words one character off (`misread`) is unknown, not
+    incomplete: ruling the stop out would exclude the right sign OCR misread.
 
     Only stop views are read: text passed on the way does not make the stop right.
     """
@@ -381,6 +402,15 @@ class OcrJudge:
             number, text, share = best
             evidence = f'stop view {number} reads {quote(text)}, which has the goal words {goal}'
             return self._verdict(VerdictKind.COMPLETE, evidence, share, steps)
+        for number, text, share in readings:
+            near = misread(wanted, text)
+            if near and share + len(near) / len(wanted) >= self.config.coverage:
+                return self._unknown(
+                    f'stop view {number} reads {quote(text)}: the goal words {goal} but for '
+                    f'{quote(" ".join(sorted(near)))}, read one character off; a misread '
+                    'cannot be told from another sign',
+                    steps,
+                )
         seen = '; '.join(f'stop view {n} reads {quote(text)}' for n, text, _ in readings)
         evidence = f'{seen}; none shows enough of the goal words {goal}'
         return self._verdict(VerdictKind.INCOMPLETE, evidence, 1.0 - best[2], steps)
