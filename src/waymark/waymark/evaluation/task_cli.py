@@ -5,10 +5,11 @@ single-shot Ask then GoTo on the same sequences, one table per run and two over 
     python -m waymark task-eval --out task_eval [--size small] [--worlds 0 1]
         [--sequences 2] [--rate-hz 0.5]
 
-Each world's tour is rendered into memory (text view with OCR; an image view only with
---image-model, without which photo goals find nothing), its sequences drawn from the
-tour's ground truth, and both flows driven closed loop in simulated time, recalling as
-deep and scored on the same stop views. The photo and OCR judges check and certify. The
+Each world's tour is rendered into memory (text view with OCR; the photo view, with no
+model, unless --no-photo-view; an image view with --image-model; with no view a photo
+can be searched by, a photo goal is searched by the writing read in it), its sequences
+drawn from the tour's ground truth, and both flows driven closed loop in simulated time,
+recalling as deep and scored on the same stop views. The photo and OCR judges check and certify. The
 suite's flow table leaves named places out (they succeed by construction in both flows);
 its kind table gives each goal kind apart, places included.
 """
@@ -19,6 +20,7 @@ import io
 import shutil
 import sys
 import time
+from argparse import BooleanOptionalAction
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +151,12 @@ def build_parser() -> ArgumentParser:
     parser.add_argument('--text-model', default='default')
     parser.add_argument('--image-model', default='', help='image view model (photo goals)')
     parser.add_argument(
+        '--photo-view',
+        action=BooleanOptionalAction,
+        default=True,
+        help='keep the photo view (no model) so photo goals are searched by their picture',
+    )
+    parser.add_argument(
         '--standoff-m',
         type=float,
         default=LocalisationParams().standoff_m,
@@ -174,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args) -> int:
     sim = SimParams(width=args.width, height=args.height)
-    settings = ViewSettings(text_model=args.text_model, image_model=args.image_model)
+    settings = ViewSettings(
+        text_model=args.text_model, image_model=args.image_model, photo_view=args.photo_view
+    )
     reader = TextReader()
     reader.load()
     judge = PhotoFirstJudge(PhotoJudge(), OcrJudge(reader))
