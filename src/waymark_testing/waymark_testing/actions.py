@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import time
-import uuid
 import weakref
-
-from rclpy.action.client import ClientGoalHandle
-from unique_identifier_msgs.msg import UUID
 
 from waymark.geometry import quaternion_from_yaw
 from waymark_interfaces.action import GoTo
+from waymark_ros.ros.action_goal import send_goal
 from waymark_testing.ros_harness import MATCH_SETTLE_S, wait_until
 
 RESEND_S = 5.0  # an unanswered goal is sent again after this long
@@ -37,41 +34,18 @@ def connect(client, timeout_s: float = 30.0) -> None:
 def send(client, goal, feedback=None, timeout_s: float = 30.0):
     """Send `goal` and return its handle, which must have been accepted.
 
-    A goal response is lost when the server has not yet matched this client back (Fast
-    DDS drops it; the goal runs all the same), so an unanswered goal is sent again under
-    the same id. The server never runs an id twice: rclpy's ActionServer rejects a goal
-    whose id it already tracks (`_execute_goal_request`, "goal_exists"), so a rejected
-    resend is the first one's acceptance, and the goal is adopted with the handle rclpy
-    would have made. Had the first been rejected too, the result request of the adopted
-    handle is answered STATUS_UNKNOWN (`_execute_get_result_request`: no such goal), which
-    no test takes for a result. Nothing is created on the node here: adding or removing a
+    Sent as the product sends (`waymark_ros.ros.action_goal.send_goal`: again under the
+    same id while unanswered, a rejected resend adopted as the first one's acceptance); an
+    adopted handle is registered with the client as its response handler would have been,
+    so its status reaches it. Nothing is created on the node here: adding or removing a
     subscription while the harness's executor spins can stop it.
     """
-    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
-    deadline = time.monotonic() + timeout_s
-    resent = False
-    while True:
-        future = client.send_goal_async(goal, feedback_callback=feedback, goal_uuid=goal_id)
-        give_up = min(deadline, time.monotonic() + RESEND_S)
-        while not future.done() and time.monotonic() < give_up:
-            time.sleep(0.05)
-        if future.done():
-            handle = future.result()
-            if handle.accepted:
-                return handle
-            assert resent, 'goal rejected'
-            return _adopt(client, goal_id)
-        assert time.monotonic() < deadline, f'goal not answered within {timeout_s:.0f} s'
-        future.cancel()  # its request is forgotten: a late response to it is ignored
-        resent = True
-
-
-def _adopt(client, goal_id: UUID) -> ClientGoalHandle:
-    """The handle of an accepted goal whose response was lost, registered with the client
-    as its response handler would have (so its status and result reach it)."""
-    response = client._action_type.Impl.SendGoalService.Response(accepted=True)
-    handle = ClientGoalHandle(client, goal_id, response)
-    client._goal_handles[bytes(goal_id.uuid)] = weakref.ref(handle)
+    handle = send_goal(client, goal, timeout_s, RESEND_S, feedback)
+    assert handle is not None, f'goal not answered within {timeout_s:.0f} s'
+    assert handle.accepted, 'goal rejected'
+    key = bytes(handle.goal_id.uuid)
+    if key not in client._goal_handles:  # adopted
+        client._goal_handles[key] = weakref.ref(handle)
     return handle
 
 

@@ -110,7 +110,17 @@ class ActionParameters:
         high=120.0,
     )
     accept_wait_s: float = setting(
-        5.0, 'Longest wait for a goal to be accepted.', low=0.1, high=120.0
+        5.0,
+        'Longest wait for a goal to be answered; one never answered is canceled by its id.',
+        low=0.1,
+        high=120.0,
+    )
+    resend_after_s: float = setting(
+        2.0,
+        'A goal not answered this long is sent again under its id (an answer lost in '
+        'discovery); the server runs an id once.',
+        low=0.1,
+        high=120.0,
     )
     cancel_wait_s: float = setting(
         5.0, 'Longest wait for a cancel to be answered.', low=0.1, high=120.0

@@ -6,7 +6,9 @@ client's futures are completed by the node's other executor threads. A goal stil
 running when its deadline passes or the task is canceled is canceled here, so nothing
 keeps moving on behalf of a task that has ended. A server that vanishes while its goal
 runs (its node died) ends the wait once it has been gone for the server wait: the result
-it owed will never come, and the task should not sit out its whole deadline.
+it owed will never come, and the task should not sit out its whole deadline. A goal whose
+answer is lost is sent again under its id, and canceled by it when none comes
+(`waymark_ros.ros.action_goal`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from rclpy.action import ActionClient
 
+from waymark_ros.ros.action_goal import result_status_known, send_goal
 from waymark_ros.ros.service_call import wait_done
 
 _POLL_S = 0.05  # how often a running goal looks at the cancel event and its deadline
@@ -33,6 +36,7 @@ class ActionWaits:
     server_wait_s: float
     accept_wait_s: float
     cancel_wait_s: float
+    resend_after_s: float  # an unanswered goal is sent again (action_goal.send_goal)
 
 
 @dataclass(frozen=True)
@@ -58,12 +62,18 @@ def call_action(
     (monotonic seconds)."""
     if not client.wait_for_server(timeout_sec=_left(deadline, waits.server_wait_s)):
         raise ActionCallError(f'no {name} action server within {waits.server_wait_s:.1f} s')
-    sent = client.send_goal_async(
-        goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
+    handle = send_goal(
+        client,
+        goal,
+        _left(deadline, waits.accept_wait_s),
+        waits.resend_after_s,
+        (lambda msg: feedback(msg.feedback)) if feedback else None,
     )
-    if not wait_done(sent, _left(deadline, waits.accept_wait_s)):
-        raise ActionCallError(f'{name} did not answer the goal within {waits.accept_wait_s:.1f} s')
-    handle = sent.result()
+    if handle is None:
+        raise ActionCallError(
+            f'{name} did not answer the goal within {waits.accept_wait_s:.1f} s; it was '
+            'canceled in case it runs'
+        )
     if not handle.accepted:
         return ActionOutcome(accepted=False)
     result = handle.get_result_async()
@@ -89,7 +99,10 @@ def call_action(
         time.sleep(_POLL_S)
     if not result.done():
         return ActionOutcome(accepted=True, stopped=stopped)
-    return ActionOutcome(accepted=True, result=result.result().result, stopped=stopped)
+    response = result.result()
+    if not result_status_known(response.status):  # an adopted goal the server never held
+        return ActionOutcome(accepted=False)
+    return ActionOutcome(accepted=True, result=response.result, stopped=stopped)
 
 
 def _left(deadline: float, wait_s: float) -> float:

@@ -93,8 +93,12 @@ class TaskNode(Node):
         self._places = PlaceBook(root / 'places.json')
         self._notes = HouseNotesStore(root / 'notes')
 
+        actions = params.actions
         waits = ActionWaits(
-            params.actions.server_wait_s, params.actions.accept_wait_s, params.actions.cancel_wait_s
+            actions.server_wait_s,
+            actions.accept_wait_s,
+            actions.cancel_wait_s,
+            actions.resend_after_s,
         )
         clients = ReentrantCallbackGroup()
         inputs = params.inputs
