@@ -13,7 +13,7 @@ from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOIN
 from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.standoff import standoff_goal
-from waymark.memory.entries import DepthSamples, FrameRecord, Sighting
+from waymark.memory.entries import DepthSamples, FrameRecord, Sighting, TextBox
 from waymark_testing.sightings import POSES, SIGN, seeing
 
 
@@ -124,6 +124,23 @@ def test_an_image_hit_looks_along_the_image_centre():
     assert estimate.method == BEARING
     bearing = math.atan2(estimate.y - record.y, estimate.x - record.x)
     assert bearing == pytest.approx(record.yaw)
+
+
+def test_a_photo_hit_looks_along_where_the_photo_matched_and_ranges_it_by_depth():
+    x, y = POSES[0]
+    record = seeing(0, x, y)
+    sign_box = record.sighting.text_boxes[1]  # where the sign is in the picture
+    region = TextBox('', sign_box.left, sign_box.top, sign_box.right, sign_box.bottom)
+    towards = math.atan2(SIGN[1] - y, SIGN[0] - x)
+    along = locate(record, '', [seeing(1, *POSES[1])], region=region)
+    assert along.method == BEARING  # one ray: a photo region is not triangulated by words
+    assert math.atan2(along.y - y, along.x - x) == pytest.approx(towards, abs=1e-6)
+    grid = np.full((12, 16), math.hypot(SIGN[0] - x, SIGN[1] - y) * math.cos(0.2))
+    ranged = locate(
+        seeing(0, x, y, depth=DepthSamples(16, 12, tuple(grid.ravel()))), '', region=region
+    )
+    assert ranged.method == DEPTH
+    assert math.hypot(ranged.x - SIGN[0], ranged.y - SIGN[1]) < 0.05
 
 
 def test_params_are_validated():

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from waymark.agent.agent import Agent, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
 from waymark.localisation.estimate import TRIANGULATED
-from waymark.memory.entries import Hit
+from waymark.memory.entries import Hit, TextBox
 from waymark.memory.search_query import Mode, SearchQuery
 from waymark_testing.agent_memory import NOW, answer_with_first_hit, scripted
 from waymark_testing.scripted_llm import ScriptedLLMServer, tool_call
@@ -78,3 +79,31 @@ def test_a_blocked_standoff_spot_moves_the_goal_to_a_free_one():
 
     goal = make_agent(None, free_space=free).ask(AgentQuestion(QUESTION, NOW)).goal
     assert free(goal.x, goal.y) and math.hypot(goal.x - direct.x, goal.y - direct.y) > 0.2
+
+
+class PhotoMemory:
+    """Memory that answers a photo search with one frame, verified with the photo's
+    region at the pharmacy sign's box in its picture (as photo_rerank gives it)."""
+
+    def __init__(self, region: bool) -> None:
+        self.record = seeing(0, *POSES[0])
+        box = self.record.sighting.text_boxes[1]
+        self.region = TextBox('', box.left, box.top, box.right, box.bottom) if region else None
+
+    def search(self, query: SearchQuery) -> list[Hit]:
+        assert query.mode == Mode.IMAGE, f'this memory answers photo searches, not {query.mode}'
+        return [Hit(self.record, 0.8, 'photo', self.region)]
+
+
+@pytest.mark.parametrize('verified', [True, False])
+def test_a_photo_answer_looks_along_where_the_photo_matched(verified):
+    memory = PhotoMemory(verified)
+    agent = Agent(None, memory, lambda record: None)
+    photo = np.zeros((240, 320, 3), np.uint8)
+    answer = agent.ask(AgentQuestion('Take me to what this photo shows.', NOW, image=photo))
+    record = memory.record
+    bearing = math.atan2(answer.target.y - record.y, answer.target.x - record.x)
+    towards_sign = math.atan2(SIGN[1] - record.y, SIGN[0] - record.x)
+    # Verified: along the sign; not verified: along the picture's centre, the camera's yaw.
+    assert bearing == pytest.approx(towards_sign if verified else record.yaw, abs=1e-6)
+    assert abs(towards_sign - record.yaw) > 0.1  # the two cases differ

@@ -136,6 +136,10 @@ def test_reranking_reads_at_most_top_pictures_and_keeps_the_unverified_in_order(
     # no error; the others keep their order.
     assert order(poster(3)) == [3, 0, 1, 2, 4, 5, 6, 7]
     assert read == [0, 1, 2, 3]
+    # The verified hit says where its picture shows the photo; the others say nothing.
+    first, *others = reranker.rerank(hits, poster(3))
+    assert first.region is not None and 0.0 <= first.region.left < first.region.right <= 1.0
+    assert all(hit.region is None for hit in others)
     # Entry 6 shows it but lies beyond the top 4: never read, left where it was.
     read.clear()
     assert order(poster(6)) == list(range(8)) and len(read) == 4

@@ -58,3 +58,23 @@ def test_images_it_cannot_use_get_one_clear_error():
         PhotoMatchParams(ratio=1.0)
     with pytest.raises(ValueError, match='min_inliers'):
         PhotoMatchParams(min_inliers=3)
+
+
+@pytest.mark.parametrize('left', [0, 320])
+def test_a_match_says_where_in_the_view_the_photographed_thing_is(matcher, left):
+    """The poster pasted into the left or the right half of a blank wall: the region of
+    the verified correspondences lies on that half, as fractions of the view."""
+    wall = np.full((480, 960, 3), 128, np.uint8)
+    wall[80:400, left + 80 : left + 507] = cv2.resize(poster(1), (427, 320))
+    match = matcher.match(encode(poster(1)), encode(wall))
+    assert matcher.is_match(match), match
+    region = match.region
+    assert region.text == '' and 0.0 <= region.left < region.right <= 1.0
+    centre = region.centre[0] * 960
+    assert left + 80 <= centre <= left + 507  # inside the pasted poster
+    assert 80 / 480 - 0.05 <= region.top < region.bottom <= 400 / 480 + 0.05
+
+
+def test_no_match_has_no_region(matcher):
+    match = matcher.match(encode(poster(1)), encode(np.full((480, 640, 3), 128, np.uint8)))
+    assert match.region is None

@@ -57,3 +57,15 @@ def test_a_sighting_that_is_not_one_is_dropped_and_the_hit_kept():
     nan_depth = replace(SIGHTING, depth=DepthSamples(1, 1, (math.nan,)))
     msg = hit_to_msg(Hit(replace(FRAME, sighting=nan_depth), 0.5, 'text'), 'map')
     assert math.isnan(hit_from_msg(through_dds(msg)).record.sighting.depth.metres[0])
+
+
+def test_a_photo_region_survives_the_round_trip_and_one_outside_the_picture_is_dropped():
+    region = TextBox('', 0.25, 0.5, 0.75, 1.0)  # fractions that float32 holds exactly
+    hit = hit_from_msg(through_dds(hit_to_msg(Hit(FRAME, 0.5, 'photo', region), 'map')))
+    assert hit.region == region
+    assert hit_from_msg(through_dds(hit_to_msg(Hit(FRAME, 0.5, 'photo'), 'map'))).region is None
+    for bad in ([-0.1, 0.0, 0.5, 0.5], [0.5, 0.0, 0.25, 1.0], [math.nan, 0.0, 0.5, 0.5]):
+        msg = hit_to_msg(Hit(FRAME, 0.5, 'photo', region), 'map')
+        msg.photo_region = bad
+        dropped = hit_from_msg(through_dds(msg))
+        assert dropped.region is None and dropped.record.id == FRAME.id, bad

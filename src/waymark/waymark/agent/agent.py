@@ -301,7 +301,7 @@ class Agent:
 
     def _located(self, hit: Hit, query: str) -> tuple[float, float]:
         """Where the thing `hit` shows for `query` is, from that one entry."""
-        estimate = locate(hit.record, query, (), self.config.localisation)
+        estimate = locate(hit.record, query, (), self.config.localisation, hit.region)
         return estimate.x, estimate.y
 
     def ask(
@@ -732,7 +732,7 @@ class Agent:
         record, params = source.record, self.config.localisation
         query = f'{run.question.question} {run.last_query}'
         others = [hit.record for hit in (*cited, *run.shown.values())]
-        target, pose = place(record, query, others, params, self.free_space)
+        target, pose = place(record, query, others, params, self.free_space, source.region)
         goal = Goal(pose.x, pose.y, record.z, pose.yaw, record.map_epoch, record.session)
         run.localised = {'source': record.id, 'target': asdict(target), 'goal': asdict(goal)}
         return goal, target

@@ -384,7 +384,9 @@ class MemoryRecall:
             record = hit.record
             if not record.pose_valid or excluded.excludes_entry(record.id):
                 continue
-            target, standoff = place(record, text, others, self.localisation, self.space.free)
+            target, standoff = place(
+                record, text, others, self.localisation, self.space.free, hit.region
+            )
             spot = (target.x, target.y)
             if excluded.excludes_point(*spot):
                 continue

@@ -1,9 +1,9 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """The direction, in the map, in which a keyframe saw what a query asks about.
 
-A text hit looks along the OCR box whose words best match the query. An image-embedding
-hit looks along the image centre: the best-matching region would need patch embeddings,
-which memory does not keep.
+A text hit looks along the OCR box whose words best match the query. A photo hit looks
+along where the photo matcher verified the photo's content in the entry's picture (a box
+with no text; memory.views.photo_match); one it could not verify, along the image centre.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Ray:
     angle: float  # map yaw, rad
     rise: float  # metres up per metre of horizontal range to what was seen
     record_id: str
-    box: TextBox | None  # the region looked along; None: the image centre
+    box: TextBox | None  # the region looked along (text '': a photo's); None: the centre
 
     @property
     def direction(self) -> tuple[float, float]:

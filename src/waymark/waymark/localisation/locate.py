@@ -28,11 +28,13 @@ def locate(
     query: str,
     others: Iterable[FrameRecord] = (),
     params: LocalisationParams | None = None,
+    region: TextBox | None = None,
 ) -> TargetEstimate:
     """The target of `record`, a hit for `query`, helped by `others` (other hits shown for
     the same question) that read the same words.
 
-    The region looked along is the record's text box best matching the query, else the
+    The region looked along is `region` when given (where a goal photo matched the
+    record's picture), else the record's text box best matching the query, else the
     image centre. Only keyframes of the record's session and map epoch are combined:
     poses of other maps are not comparable. A record without a valid pose or without a
     sighting (stored before sightings were kept) or without the camera's intrinsics gives
@@ -43,14 +45,14 @@ def locate(
         # Without the camera model no region can be turned into a bearing, and a range
         # guessed along the heading would move the goal by a guess: the viewpoint it is.
         return _viewpoint(record, params)
-    box = best_box(record, query, params.min_text_score)
+    box = region or best_box(record, query, params.min_text_score)
     primary = ray(record, box)
     depth = record.sighting.depth
     if depth is not None:
         found = _ranged(record, primary, depth, params)
         if found is not None:
             return found
-    if box is not None:
+    if box is not None and region is None:  # other entries reading the same words
         rays = [primary, *_same_words(record, box, query, others, params)]
         meeting = triangulate(rays, params)
         if meeting is not None:

@@ -9,7 +9,7 @@ from waymark.localisation.estimate import TargetEstimate
 from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
 from waymark.localisation.standoff import FreeSpace, StandoffPose, standoff_goal
-from waymark.memory.entries import FrameRecord
+from waymark.memory.entries import FrameRecord, TextBox
 
 
 def place(
@@ -18,10 +18,11 @@ def place(
     others: Iterable[FrameRecord] = (),
     params: LocalisationParams | None = None,
     is_free: FreeSpace | None = None,
+    region: TextBox | None = None,
 ) -> tuple[TargetEstimate, StandoffPose]:
     """The target `record` shows for `query` (see locate) and the standoff pose facing it,
     on the side the record's camera saw it from; the agent and the baselines share it so
     that they are scored on the same placement."""
-    target = locate(record, query, others, params)
+    target = locate(record, query, others, params, region)
     pose = standoff_goal(target, (record.x, record.y), params, is_free, record.yaw)
     return target, pose

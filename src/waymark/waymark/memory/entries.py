@@ -203,6 +203,9 @@ class Hit:
     record: FrameRecord
     score: float
     view: str
+    # For a photo search, where the photo's content was verified in the entry's picture
+    # (memory.views.photo_rerank); None: not verified, or not a photo search.
+    region: TextBox | None = None
 
 
 def frame_id(session: str, index: int) -> str:

@@ -18,6 +18,7 @@ from waymark.memory.entries import (
     FrameRecord,
     Hit,
     Keyframe,
+    TextBox,
     check_session_name,
 )
 from waymark.memory.ingest.admission import (
@@ -157,6 +158,10 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.text = record.text
     msg.image_ref = record.image_ref
     msg.sighting = sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES)
+    if hit.region is not None:
+        box = hit.region
+        msg.photo_region_valid = True
+        msg.photo_region = [box.left, box.top, box.right, box.bottom]
     if record.kind == PLACE:
         # A place is named by its name: the row that matched is memory's own business.
         name = name_and_room(record)[0]
@@ -173,7 +178,8 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
     a zero position, whatever numbers it carries. The OCR text size is not carried by the
     message and comes back as 0. A sighting that is too long or does not parse is dropped
     (None): the hit still stands for its entry. A place hit's id must be its name's, and
-    its room label (not carried) comes back empty.
+    its room label (not carried) comes back empty. A photo region outside the picture or
+    inverted is dropped (None).
     """
     kind = {value: key for key, value in _HIT_KINDS.items()}.get(msg.kind)
     if kind is None:
@@ -209,4 +215,22 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
     if msg.id and msg.id != expected:
         raise ValueError(f'memory hit id {msg.id!r} does not match its entry {expected!r}')
     score = float(msg.score)
-    return Hit(record=record, score=score if math.isfinite(score) else 0.0, view=msg.view)
+    return Hit(
+        record=record,
+        score=score if math.isfinite(score) else 0.0,
+        view=msg.view,
+        region=_photo_region(msg),
+    )
+
+
+def _photo_region(msg: MemoryHit) -> TextBox | None:
+    """The hit's verified photo region; None when not valid, or not a box within the
+    picture (a non-finite or inverted one says nothing of where to look)."""
+    if not msg.photo_region_valid:
+        return None
+    left, top, right, bottom = (float(v) for v in msg.photo_region)
+    if not all(0.0 <= v <= 1.0 for v in (left, top, right, bottom)):
+        return None
+    if right < left or bottom < top:
+        return None
+    return TextBox('', left, top, right, bottom)

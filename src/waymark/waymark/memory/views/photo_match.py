@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from waymark.memory.entries import TextBox
 from waymark.memory.storage.image_codec import ImageDecodeError, ImageLimits, decode_image
 
 DETECTORS = ('orb', 'sift')
@@ -70,11 +71,12 @@ class PhotoMatchParams:
 
 @dataclass(frozen=True)
 class Features:
-    """One image's keypoints (pixel positions, N x 2) and descriptors (N x 32 bytes for
-    ORB, N x 128 floats for SIFT)."""
+    """One image's keypoints (pixel positions, N x 2, in the analysed copy of `size`:
+    width, height) and descriptors (N x 32 bytes for ORB, N x 128 floats for SIFT)."""
 
     points: np.ndarray
     descriptors: np.ndarray
+    size: tuple[int, int]
 
     @property
     def count(self) -> int:
@@ -90,6 +92,9 @@ class Match:
     goal_keypoints: int
     view_keypoints: int
     textured: bool
+    # Where the verified correspondences lie in the view: the bounding box of its inlier
+    # keypoints, as fractions of its width and height (text ''); None with no inliers.
+    region: TextBox | None = None
 
 
 class PhotoMatcher:
@@ -123,10 +128,11 @@ class PhotoMatcher:
         else:
             detector = cv2.ORB_create(nfeatures=self.params.features)
         keypoints, descriptors = detector.detectAndCompute(gray, None)
+        size = (gray.shape[1], gray.shape[0])
         if descriptors is None:
-            return Features(np.empty((0, 2), np.float32), np.empty((0, 32), np.uint8))
+            return Features(np.empty((0, 2), np.float32), np.empty((0, 32), np.uint8), size)
         points = np.array([point.pt for point in keypoints], dtype=np.float32).reshape(-1, 2)
-        return Features(points, descriptors)
+        return Features(points, descriptors, size)
 
     def textured(self, features: Features) -> bool:
         return features.count >= self.params.textured_keypoints
@@ -141,11 +147,14 @@ class PhotoMatcher:
     def compare(self, goal: Features, view: Features) -> Match:
         """Compare features already computed, so a goal photo is read once per judgement."""
         textured = self.textured(goal) and self.textured(view)
-        return Match(self._inliers(goal, view), goal.count, view.count, textured)
+        inliers = self._inliers(goal, view)
+        return Match(len(inliers), goal.count, view.count, textured, _region(inliers, view.size))
 
-    def _inliers(self, goal: Features, view: Features) -> int:
+    def _inliers(self, goal: Features, view: Features) -> np.ndarray:
+        """The view's keypoints that RANSAC kept (M x 2)."""
+        none = np.empty((0, 2), np.float32)
         if min(goal.count, view.count) < 2:  # the ratio test needs two neighbours
-            return 0
+            return none
         norm = cv2.NORM_L2 if self.params.detector == 'sift' else cv2.NORM_HAMMING
         pairs = cv2.BFMatcher(norm).knnMatch(goal.descriptors, view.descriptors, k=2)
         good = [
@@ -154,8 +163,18 @@ class PhotoMatcher:
             if len(pair) == 2 and pair[0].distance < self.params.ratio * pair[1].distance
         ]
         if len(good) < _MIN_HOMOGRAPHY_MATCHES:
-            return 0
+            return none
         source = goal.points[[m.queryIdx for m in good]]
         target = view.points[[m.trainIdx for m in good]]
         homography, mask = cv2.findHomography(source, target, cv2.RANSAC, self.params.ransac_px)
-        return 0 if homography is None or mask is None else int(mask.sum())
+        if homography is None or mask is None:
+            return none
+        return target[mask.ravel().astype(bool)]
+
+
+def _region(points: np.ndarray, size: tuple[int, int]) -> TextBox | None:
+    if not len(points):
+        return None
+    width, height = size
+    (left, top), (right, bottom) = points.min(axis=0), points.max(axis=0)
+    return TextBox('', left / width, top / height, right / width, bottom / height)

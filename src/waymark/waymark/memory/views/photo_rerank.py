@@ -7,13 +7,15 @@ photographed. The local-feature matcher (photo_match: ORB, ratio test, RANSAC) c
 correspondences that agree on one geometry between the photo and each of the first `top`
 hits' stored pictures; those with at least `min_inliers` show the same thing and go
 first, most inliers first, and the rest keep the views' order. A hit keeps its view and
-score (a count of inliers is on no view's scale), so only the order says it was verified.
+score (a count of inliers is on no view's scale); a verified one gets its `region`, where
+the correspondences lie in its picture, which localisation looks along.
 Bounded: `top` pictures are read (each at most the image store's read limit), each matched
 at the matcher's `max_side_px`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from waymark.memory.entries import FrameRecord, Hit
 from waymark.memory.storage.image_codec import ImageDecodeError
-from waymark.memory.views.photo_match import PhotoMatcher, PhotoMatchParams
+from waymark.memory.views.photo_match import Match, PhotoMatcher, PhotoMatchParams
 
 # Most hits one search re-ranks: each costs a picture read and an ORB match (~10 ms at 640x480).
 MAX_TOP = 100
@@ -57,29 +59,35 @@ class PhotoReranker:
     def inliers(self, photo: np.ndarray, records: Sequence[FrameRecord]) -> list[int]:
         """Verified inliers between an RGB photo and each record's stored picture; 0 for a
         photo or picture too small or unreadable to match."""
+        return [match.inliers if match else 0 for match in self._matches(photo, records)]
+
+    def _matches(self, photo: np.ndarray, records: Sequence[FrameRecord]) -> list[Match | None]:
         try:
             goal = self.matcher.image_features(photo)
         except ImageDecodeError:
-            return [0] * len(records)
-        counts = []
+            return [None] * len(records)
+        matches: list[Match | None] = []
         for record in records:
             data = self._pictures(record)
             try:
                 view = self.matcher.features(data) if data else None
             except ValueError:  # a damaged or oversized file: not verified, not fatal
                 view = None
-            counts.append(0 if view is None else self.matcher.compare(goal, view).inliers)
-        return counts
+            matches.append(None if view is None else self.matcher.compare(goal, view))
+        return matches
 
     def rerank(self, hits: Sequence[Hit], photo: np.ndarray) -> list[Hit]:
         """`hits` with the verified among the first `top` moved to the front."""
         head, tail = list(hits[: self.params.top]), list(hits[self.params.top :])
         if not head:
             return list(hits)
-        counts = self.inliers(photo, [hit.record for hit in head])
+        matches = self._matches(photo, [hit.record for hit in head])
+        counts = [match.inliers if match else 0 for match in matches]
         least = self.params.match.min_inliers
         verified = sorted(
             (i for i, count in enumerate(counts) if count >= least), key=lambda i: -counts[i]
         )
         rest = [head[i] for i, count in enumerate(counts) if count < least]
-        return [head[i] for i in verified] + rest + tail
+        # A verified hit says where in its picture the photographed thing is.
+        shown = [dataclasses.replace(head[i], region=matches[i].region) for i in verified]
+        return shown + rest + tail
