@@ -76,7 +76,17 @@ def run_launch_test(
         for key in ('tests', 'failures', 'errors', 'skipped')
     }
     assert counts['tests'] > 0, output
-    assert counts | {'tests': 0} == dict.fromkeys(counts, 0), f'{counts}:\n{output}'
+    # Why each test failed first: the processes' output after it can fill the tail.
+    failed = [
+        f'{case.get("name")}: {(problem.get("message") or "")[:500]}\n'
+        f'{(problem.text or "")[-2000:]}'
+        for suite in suites
+        for case in suite.iter('testcase')
+        for problem in case
+        if problem.tag in ('failure', 'error')
+    ]
+    why = '\n'.join(failed)
+    assert counts | {'tests': 0} == dict.fromkeys(counts, 0), f'{counts}:\n{why}\n{output}'
     assert done.returncode == 0, output
 
 
