@@ -73,6 +73,24 @@ def test_the_first_pass_writes_after_calibrating_and_later_passes_only_calibrate
     assert (card.visits.count, card.visits.reward_sum) == (7, 7.0)
 
 
+def test_an_answer_that_fell_back_credits_no_lesson(embed):
+    bank = new_bank(embed)
+    run(bank, embed, 0)
+    (card,) = bank.snapshot().cards
+    before = (card.visits.count, card.visits.reward_sum)
+
+    def fell_back(problem: Problem, block: str) -> Solved:
+        return Solved('first', 'no model: the embedder-only answer', by_model=False)
+
+    report = acquire_pass(
+        bank, LAST_SEEN, 1, fell_back, score, lambda i, c: SORT, embed, LeakContext(), 'x', 'env'
+    )
+    assert all(o.lesson_ids == () and o.reward == 0.0 for o in report.outcomes)
+    assert all(o.mean_trust is None for o in report.outcomes)  # binned as given none
+    (card,) = bank.snapshot().cards
+    assert (card.visits.count, card.visits.reward_sum) == before  # its wrong answers count not
+
+
 def test_each_pass_has_its_own_fixed_order(embed):
     orders = [
         [o.problem_id for o in run(new_bank(embed), embed, number).outcomes] for number in (0, 0, 1)

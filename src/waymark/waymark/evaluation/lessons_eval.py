@@ -124,7 +124,11 @@ class AgentSolver:
         prediction = self.answerer.answer(question, photo)
         self.predictions[problem.problem_id] = prediction
         self.last_answer = _answer_words(prediction)
-        return Solved(self.last_answer, record_of(self.answerer.last_trace))
+        return Solved(
+            self.last_answer,
+            record_of(self.answerer.last_trace),
+            by_model=not prediction.used_fallback,
+        )
 
     def score(self, problem: Problem, solved: Solved) -> float:
         del solved  # the prediction behind it is kept

@@ -42,10 +42,12 @@ class Problem:
 
 @dataclass(frozen=True)
 class Solved:
-    """A solver's answer and a condensed record of how it got there."""
+    """A solver's answer and a condensed record of how it got there; `by_model` false
+    when the answer fell back (the model never read the lessons, so none is credited)."""
 
     answer: str
     record: str
+    by_model: bool = True
 
 
 Solve = Callable[[Problem, str], Solved]  # (problem, lessons block) -> answer
@@ -143,8 +145,9 @@ def _answer(
     lessons = bank.retrieve(vector)
     solved = solve(problem, lesson_block([ShownLesson.of(found) for found in lessons]))
     reward = score(problem, solved)
-    trusts = [found.ranked.trust for found in lessons]
-    ids = tuple(found.card.card_id for found in lessons)
+    read = lessons if solved.by_model else []  # a fallback read none of them
+    trusts = [found.ranked.trust for found in read]
+    ids = tuple(found.card.card_id for found in read)
     mean = float(np.mean(trusts)) if trusts else None
     return Outcome(problem.problem_id, reward, ids, mean), solved
 
