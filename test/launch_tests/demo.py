@@ -2,7 +2,8 @@
 """demo.launch.py, run: the synthetic demo end to end, its report written, exit code 0.
 
 The demo exits with 0 only when every question was answered with the right sign and the
-simulated robot reached it and saw it; the report must say the same.
+simulated robot reached it and saw it, its sign task was certified and its photo task
+judged; the report must say the same, with each task's ledger record.
 
 Run by test_launch_testing.py with `python -m launch_testing.launch_test`; reads the
 scratch folder from WAYMARK_LAUNCH_TEST_DIR. Loaded as a module outside sys.modules, so
@@ -56,6 +57,13 @@ class TestTheReport(unittest.TestCase):
         self.assertEqual(report['correct'], len(report['questions']))
         self.assertEqual(report['arrived'], len(report['questions']))
         self.assertTrue((OUT / 'report.md').is_file())
+
+    def test_the_report_says_the_sign_task_was_certified_and_both_were_judged(self):
+        sign, photo = json.loads((OUT / 'report.json').read_text())['tasks']
+        self.assertEqual(sign['status'], 'certified', sign)
+        for task in (sign, photo):
+            self.assertTrue(task['judged'], task)
+            self.assertEqual(task['record']['task_id'], task['task_id'])
 
     def test_no_process_printed_a_traceback(self, proc_output):
         for output in proc_output:

@@ -1,7 +1,8 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
 """End-to-end demo: a synthetic building, recorded as a rosbag2, replayed through the
-nodes over DDS, then questions asked through the client API (the Ask action), and a
-simulated robot driven to each answer by navigator_node.
+nodes over DDS, then questions asked through the client API (the Ask action), a
+simulated robot driven to each answer by navigator_node, and two tasks (a sign named by
+its writing, a photo of another sign) run through task_node, judged and recorded.
 
 Everything runs offline: the world is rendered here, signs are read by OCR, and the
 text view uses a sentence embedder whose weights ship with its Python package. After the
@@ -32,6 +33,7 @@ from waymark.sim.world import World, build_demo_world, occupancy_grid
 from waymark_ros.client import NO_REPLY, SERVER_MISSING, Drive, Target, Waymark
 from waymark_ros.ros.conversions import pose_from_msg
 from waymark_ros.ros.navigation_msgs import occupancy_grid_msg
+from waymark_ros.tools.demo_tasks import TaskOutcome, print_tasks, run_tasks, start_task_node
 from waymark_ros.tools.processes import NodeProcess, start_node, stop_node
 from waymark_ros.tools.replay import replay
 from waymark_ros.tools.stack import StackClient, spin_until, wait_for_ingest
@@ -177,7 +179,9 @@ def put_robot_on_the_map(
     ]
 
 
-def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) -> list[Outcome]:
+def run(
+    out: Path, params_file: Path, seed: int, rate: float, timeout_s: float
+) -> tuple[list[Outcome], list[TaskOutcome]]:
     if not params_file.is_file():
         raise FileNotFoundError(f'parameter file {params_file} not found (run from the workspace)')
     if out.exists():
@@ -186,7 +190,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     started = time.monotonic()
     world = build_demo_world(seed)
     print(
-        f'[1/5] recording a tour of "{world.name}" '
+        f'[1/6] recording a tour of "{world.name}" '
         f'({len(world.rooms)} rooms, {len(world.signs)} signs)'
     )
     info = write_bag(world, out / 'bag', seed=seed)
@@ -194,7 +198,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     camera = truth['camera']
     print(f'      {info.path}: {info.message_counts} in {info.duration_s:.0f} s of robot time')
 
-    print('[2/5] starting memory_node, capture_node, reasoner_node, navigator_node')
+    print('[2/6] starting memory_node, capture_node, reasoner_node, navigator_node')
     rclpy.init()
     client = StackClient()
     executor = SingleThreadedExecutor()
@@ -205,7 +209,7 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
     nodes = start_stack(out, params_file, camera['extrinsic'], session=f'demo-{seed}')
     try:
         spin_until(executor, lambda: 'frames' in client.status['memory'], 120.0, 'memory_node')
-        print(f'[3/5] replaying the bag (rate {rate or "max"}) and building memory')
+        print(f'[3/6] replaying the bag (rate {rate or "max"}) and building memory')
         report = replay(client, info.path, rate=rate, topics=list(info.topics))
         images = sum(n for t, n in report.published.items() if 'image' in t)
         wait_for_ingest(executor, client, images, timeout_s)
@@ -214,9 +218,9 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
             f'      {images} images -> {capture.get("keyframes_published")} keyframes -> '
             f'{memory.get("frames")} memory entries'
         )
-        print('[4/5] publishing the floor plan as the map; a simulated robot takes over /odom')
+        print('[4/6] publishing the floor plan as the map; a simulated robot takes over /odom')
         nodes.extend(put_robot_on_the_map(client, world, truth, out / 'logs', params_file))
-        print('[5/5] asking questions through the Ask action and driving to each answer')
+        print('[5/6] asking questions through the Ask action and driving to each answer')
         ready = waymark.wait_until_ready(timeout_s=30.0)
         if not ready.ready:
             raise TimeoutError(ready.message)
@@ -224,6 +228,9 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
         outcomes = [
             ask(waymark, world, camera, q, target, drive_wait) for q, target in questions_for(world)
         ]
+        print('[6/6] running two tasks through task_node: a sign by its writing, a photo')
+        nodes.append(start_task_node(out, params_file))
+        tasks = run_tasks(waymark, world, camera)
     finally:
         for node in reversed(nodes):
             stop_node(node)
@@ -233,8 +240,9 @@ def run(out: Path, params_file: Path, seed: int, rate: float, timeout_s: float) 
         client.destroy_node()
         rclpy.try_shutdown()
     print_outcomes(outcomes)
-    write_report(out, world, outcomes, time.monotonic() - started)
-    return outcomes
+    print_tasks(tasks)
+    write_report(out, world, outcomes, tasks, time.monotonic() - started)
+    return outcomes, tasks
 
 
 def print_outcomes(outcomes: list[Outcome]) -> None:
@@ -274,7 +282,9 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
     )
 
 
-def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float) -> None:
+def write_report(
+    out: Path, world: World, outcomes: list[Outcome], tasks: list[TaskOutcome], wall_s: float
+) -> None:
     rows = [
         '| question | goal (x, y) | distance to sign (m) | sign in view | correct | drive '
         '| sign in view on arrival |',
@@ -287,13 +297,21 @@ def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float
             f'| {o.question} | {goal} | {distance} | {o.target_in_view} | {o.correct} '
             f'| {o.drive} | {o.target_in_view_on_arrival} |'
         )
+    rows += ['', '| task | status | judge | evidence | task id |', '|---|---|---|---|---|']
+    rows += [
+        f'| {t.goal} | {t.status} ({t.termination}) | {t.verdict} | {t.evidence} | {t.task_id} |'
+        for t in tasks
+    ]
     right = sum(o.correct for o in outcomes)
     arrived = sum(o.arrived for o in outcomes)
+    certified = sum(t.certified for t in tasks)
     (out / 'report.md').write_text(
         f'# waymark demo: {world.name} (seed {world.seed})\n\n'
         f'Embedder-only answers (OCR text view); {right}/{len(outcomes)} correct; the '
         f'simulated robot reached {arrived}/{len(outcomes)} and saw the sign there; '
-        f'wall time {wall_s:.0f} s.\n\n' + '\n'.join(rows) + '\n'
+        f'{certified}/{len(tasks)} tasks certified; wall time {wall_s:.0f} s.\n\n'
+        + '\n'.join(rows)
+        + '\n'
     )
     (out / 'report.json').write_text(
         json.dumps(
@@ -305,6 +323,9 @@ def write_report(out: Path, world: World, outcomes: list[Outcome], wall_s: float
                 'arrived': arrived,
                 'questions': [
                     asdict(o) | {'correct': o.correct, 'arrived': o.arrived} for o in outcomes
+                ],
+                'tasks': [
+                    asdict(t) | {'certified': t.certified, 'judged': t.judged} for t in tasks
                 ],
             },
             indent=1,
@@ -327,8 +348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         '--timeout', type=float, default=900.0, help='longest wait for ingestion, s'
     )
     args = parser.parse_args(argv)
-    outcomes = run(args.out, args.params, args.seed, args.rate, args.timeout)
-    return 0 if outcomes and all(o.correct and o.arrived for o in outcomes) else 1
+    outcomes, tasks = run(args.out, args.params, args.seed, args.rate, args.timeout)
+    answered = outcomes and all(o.correct and o.arrived for o in outcomes)
+    tasks_ok = len(tasks) == 2 and tasks[0].certified and all(t.judged for t in tasks)
+    return 0 if answered and tasks_ok else 1
 
 
 if __name__ == '__main__':
