@@ -49,6 +49,12 @@ def start_tasks(ros, launch, data_dir, **parameters):
     return client
 
 
+def read(ros, srv_type, name: str, request):
+    """A read of the task node's: sent again when unanswered (a request sent before the
+    node has matched this client back is dropped), which changes nothing."""
+    return ros.call(srv_type, name, request, resend_after_s=5.0)
+
+
 def text_goal(text: str) -> RunTask.Goal:
     return RunTask.Goal(modality=RunTask.Goal.MODALITY_TEXT, text=text)
 
@@ -57,7 +63,7 @@ def test_an_open_task_left_by_a_crash_is_recorded_interrupted_at_start(ros, laun
     data = tmp_path / 'tasks'
     left = TaskLedger(data / 'ledger').begin(TaskGoal(GoalModality.TEXT, 'the kitchen'))
     start_tasks(ros, launch, data)
-    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    listed = read(ros, ListTasks, 'list_tasks', ListTasks.Request(limit=10))
     assert listed.success, listed.message
     [summary] = listed.tasks
     assert summary.task_id == left
@@ -72,13 +78,13 @@ def test_a_refused_drive_stops_the_task_and_the_ledger_serves_it(ros, launch, ro
     assert result.status == RunTask.Result.STATUS_STOPPED, result.message
     assert result.termination == RunTask.Result.TERMINATION_DRIVE_REFUSED
     assert result.verdict == RunTask.Result.VERDICT_NONE
-    got = ros.call(GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
+    got = read(ros, GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
     assert got.found, got.message
     assert got.summary.status == TaskSummary.STATUS_STOPPED
     assert 'no path' in got.handover
-    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    listed = read(ros, ListTasks, 'list_tasks', ListTasks.Request(limit=10))
     assert [task.task_id for task in listed.tasks] == [result.task_id]
-    missing = ros.call(GetTask, 'get_task', GetTask.Request(task_id='t999999-0000'))
+    missing = read(ros, GetTask, 'get_task', GetTask.Request(task_id='t999999-0000'))
     assert not missing.found and missing.message
 
     notes = ros.call(Consolidate, 'consolidate', Consolidate.Request())
@@ -113,7 +119,7 @@ def test_cancel_during_the_drive_is_recorded_and_a_second_goal_is_refused(
     assert result.status == RunTask.Result.STATUS_STOPPED, result.message
     assert result.termination == RunTask.Result.TERMINATION_CANCELED
     assert RunTask.Feedback.PHASE_DRIVE in phases
-    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    listed = read(ros, ListTasks, 'list_tasks', ListTasks.Request(limit=10))
     assert [task.termination for task in listed.tasks] == [TaskSummary.TERMINATION_CANCELED]
 
 
@@ -158,7 +164,7 @@ def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(
     assert result.status == RunTask.Result.STATUS_STOPPED, result.message
     assert result.termination == RunTask.Result.TERMINATION_NO_GOAL
     assert robot.go_to_goals == 0
-    listed = ros.call(ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    listed = read(ros, ListTasks, 'list_tasks', ListTasks.Request(limit=10))
     assert len(listed.tasks) == 1  # refusals are not tasks
 
 
@@ -216,5 +222,35 @@ def test_a_stop_at_the_wrong_sign_is_refused_and_the_requery_converts_it(
     assert list(requery.excluded_entry_ids) == ['tour:3']
     assert [(p.x, p.y) for p in requery.excluded_positions] == [(1.5, 0.5)]
     assert requery.exclusion_radius_m > 0.0
-    got = ros.call(GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
+    got = read(ros, GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
     assert got.found and 'bakery' in got.handover.lower()
+
+
+def test_kill_9_mid_recovery_leaves_the_task_stopped_interrupted_at_restart(
+    ros, launch, robot, tmp_path
+):
+    """The first stop is refused at the wrong sign; task_node dies by SIGKILL while the
+    recovered attempt drives to the next candidate. The restarted node finds the task."""
+    robot.sightings = [
+        Sighting('tour:3', (1.5, 0.5), 'BAKERY'),
+        Sighting('tour:7', (5.0, 2.0), SIGN),
+    ]
+    robot.hold_near = (5.0, 2.0)
+    data = tmp_path / 'tasks'
+    settings = {'runner.max_attempts': 3, 'runner.stop_view_count': 4}
+    node = launch('task_node', data_dir=str(data), **(TASK_NODE_SETTINGS | settings))
+    with ros.paused() as ros_node:
+        client = ActionClient(ros_node, RunTask, 'run_task')
+    connect(client)
+    send(client, text_goal(f'the sign that says "{SIGN}"'))
+    wait_until(robot.holding.is_set, 90, 'the recovered attempt never drove')
+    assert len(robot.asked) == 2  # the re-query after the refused stop
+    node.process.kill()
+    node.process.wait(timeout=30)
+    robot.release.set()
+    start_tasks(ros, launch, data)
+    listed = read(ros, ListTasks, 'list_tasks', ListTasks.Request(limit=10))
+    assert listed.success, listed.message
+    [summary] = listed.tasks
+    assert summary.status == TaskSummary.STATUS_STOPPED
+    assert summary.termination == TaskSummary.TERMINATION_INTERRUPTED

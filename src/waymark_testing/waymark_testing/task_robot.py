@@ -57,6 +57,9 @@ class StandIns:
     def __init__(self, ros) -> None:
         self.go_to_mode = 'reach'  # reach | refuse | hold
         self.go_to_goals = 0
+        # A goal within 0.5 m of this point is held as in 'hold' (None: none is).
+        self.hold_near: tuple[float, float] | None = None
+        self.holding = threading.Event()  # set while a goal is held
         self.release = threading.Event()  # ends every hold (a test's cleanup)
         self.sightings = [Sighting('tour:7', GOAL_XY, SIGN)]  # in the order Ask offers them
         self.asked: list[Ask.Goal] = []
@@ -120,7 +123,11 @@ class StandIns:
             result.outcome, result.message = GoTo.Result.OUTCOME_REFUSED, 'no path'
             return result
         target = handle.request.target.pose
-        if self.go_to_mode == 'hold':
+        near = self.hold_near is not None and (
+            math.dist((target.position.x, target.position.y), self.hold_near) < 0.5
+        )
+        if self.go_to_mode == 'hold' or near:
+            self.holding.set()
             deadline = time.monotonic() + 60.0
             while (
                 not handle.is_cancel_requested
@@ -128,6 +135,7 @@ class StandIns:
                 and time.monotonic() < deadline
             ):
                 time.sleep(0.05)
+            self.holding.clear()
             if handle.is_cancel_requested:
                 handle.canceled()
             else:  # released by the test, not canceled: an aborted goal
