@@ -56,12 +56,9 @@ class PhotoReranker:
         """Hits to ask the views for, so that a verified one below the k-th can rise."""
         return max(k, self.params.top)
 
-    def inliers(self, photo: np.ndarray, records: Sequence[FrameRecord]) -> list[int]:
-        """Verified inliers between an RGB photo and each record's stored picture; 0 for a
-        photo or picture too small or unreadable to match."""
-        return [match.inliers if match else 0 for match in self._matches(photo, records)]
-
     def _matches(self, photo: np.ndarray, records: Sequence[FrameRecord]) -> list[Match | None]:
+        """The photo compared with each record's stored picture; None where the photo or
+        the picture is too small or unreadable to match."""
         try:
             goal = self.matcher.image_features(photo)
         except ImageDecodeError:
