@@ -41,6 +41,7 @@ class MapState:
     occupancy: OccupancyMap
     grid: TraversabilityGrid
     planner: GridPlanner
+    traversable_cells: int  # of `grid`, counted once when the map came
 
 
 @dataclass(frozen=True)

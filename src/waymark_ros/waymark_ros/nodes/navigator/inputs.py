@@ -50,7 +50,6 @@ class Inputs:
         self._map_frame = settings.map_frame
         self._lock = threading.Lock()
         self._map: MapState | None = None
-        self._traversable = 0  # cells of the map in use
         self._pose: RobotPose | None = None
         self._epoch: MapEpoch | None = None  # the current one, when known
         inputs = MutuallyExclusiveCallbackGroup()
@@ -227,8 +226,7 @@ class Inputs:
         traversable = int(grid.traversable.sum())
         with self._lock:
             version = self._map.version + 1 if self._map else 1
-            self._map = MapState(version, occupancy, grid, planner)
-            self._traversable = traversable
+            self._map = MapState(version, occupancy, grid, planner, traversable)
         g = occupancy.geometry
         line = (
             f'map {version}: {g.width}x{g.height} cells of {g.resolution:g} m, '
@@ -244,7 +242,7 @@ class Inputs:
         while the newest cloud was one), scans folded in and skipped."""
         with self._lock:
             version = self._map.version if self._map else 0
-            traversable = self._traversable
+            traversable = self._map.traversable_cells if self._map else 0
         values = {
             'map_version': str(version),
             'traversable_cells': str(traversable),
