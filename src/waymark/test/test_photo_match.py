@@ -73,8 +73,11 @@ def test_a_match_says_where_in_the_view_the_photographed_thing_is(matcher, left)
     centre = region.centre[0] * 960
     assert left + 80 <= centre <= left + 507  # inside the pasted poster
     assert 80 / 480 - 0.05 <= region.top < region.bottom <= 400 / 480 + 0.05
+    # In the photo, which is the whole poster, the same correspondences spread over it.
+    shown = match.goal_region
+    assert shown.left < 0.3 and shown.right > 0.7
 
 
 def test_no_match_has_no_region(matcher):
     match = matcher.match(encode(poster(1)), encode(np.full((480, 640, 3), 128, np.uint8)))
-    assert match.region is None
+    assert match.region is None and match.goal_region is None

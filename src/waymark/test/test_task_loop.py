@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import cv2
 import numpy as np
@@ -20,7 +21,9 @@ from waymark.evaluation.task_loop import (
     SimBase,
     SimClock,
     SimParams,
+    SimTimeJudge,
     build_tour_memory,
+    memory_relocator,
     run_single_shot,
     run_task_layer,
 )
@@ -33,8 +36,10 @@ from waymark.sim.render import render
 from waymark.sim.world import Room, World, jambs, make_doorway, place_sign, room_faces
 from waymark.tasks.attempts import DriveOutcome, RecallQuery, RunGoal
 from waymark.tasks.judge import OcrJudge
-from waymark.tasks.outcomes import LedgerStatus
+from waymark.tasks.outcomes import LedgerStatus, TerminationReason
+from waymark.tasks.places import PlacePose
 from waymark.tasks.records import GoalModality, TaskGoal
+from waymark.tasks.runner import RunnerParams
 
 START = (2.5, 4.0, 0.0)
 
@@ -203,3 +208,147 @@ def test_a_short_sequence_runs_end_to_end(setting, tmp_path, monkeypatch):
     views = setting.runner.stop_view_count
     assert all(len(outcome.stop_headings) == views for outcome in single.outcomes)
     assert scorer.score_run(sequence, single.outcomes).tasks[0].success
+
+
+# -- kidnap and relocation ---------------------------------------------------------------
+
+
+def _signed_room() -> World:
+    """One room with a sign on each wall: something to recognise whichever way it faces."""
+    room = Room('hall', 0.0, 0.0, 8.0, 6.0)
+    rng = np.random.default_rng(3)
+    signs = (
+        place_sign(rng, 'BANK', 'hall', (8.0, 3.0), math.pi),
+        place_sign(rng, 'CAFE 12', 'hall', (4.0, 6.0), -math.pi / 2),
+        place_sign(rng, 'POST', 'hall', (0.0, 3.0), 0.0),
+        place_sign(rng, 'GYM 7', 'hall', (4.0, 0.0), math.pi / 2),
+    )
+    walls = tuple(room_faces(room, [], (150, 150, 150)))
+    return World('signed-room', 0, (room,), (), walls, signs, size='test')
+
+
+def _photo_memory(world: World, folder):
+    settings = ViewSettings(text_model='default', image_model='', photo_view=True)
+    return build_tour_memory(world, folder / 'memory', settings, rate_hz=0.5)
+
+
+@pytest.fixture(scope='module')
+def signed(tmp_path_factory, text_reader):
+    world = _signed_room()
+    memory = _photo_memory(world, tmp_path_factory.mktemp('signed'))
+    yield Setting(
+        world, FreeSpace(world), memory, OcrJudge(text_reader), photos={}, explored=[(4.0, 3.0)],
+        localisation=LocalisationParams(standoff_m=2.0),
+    )  # fmt: skip
+    memory.store.close()
+
+
+@pytest.fixture(scope='module')
+def plain(rooms, tmp_path_factory, text_reader):
+    """The two rooms, whose only texture is one sign, remembered with the photo view."""
+    world, space = rooms
+    memory = _photo_memory(world, tmp_path_factory.mktemp('plain'))
+    yield Setting(
+        world, space, memory, OcrJudge(text_reader), photos={}, explored=[START[:2]],
+        localisation=LocalisationParams(standoff_m=2.0),
+    )  # fmt: skip
+    memory.store.close()
+
+
+def test_a_kidnapped_base_starts_a_new_map_epoch_where_it_was_set_down(rooms):
+    """As a LIO restarted on the spot: a new epoch whose origin is where the robot stands;
+    its pose, views and goals are in that frame from then on."""
+    base, _ = _base(rooms)
+    base.pending_kidnap = (7.5, 2.5, math.pi / 2)
+    far = Pose.from_xyz_yaw(8.0, 4.0, 0.0, 0.0)
+    result = base.drive(far, deadline=1_000.0, cancel=threading.Event())
+    assert result.outcome is DriveOutcome.FAILED and 'picked up' in result.message
+    assert base.epoch == ('tour', 1) and base.kidnaps == 1
+    here = base.pose()
+    assert (here.session, here.map_epoch) == ('tour', 1)
+    assert here.pose.position[:2] == pytest.approx((0.0, 0.0), abs=1e-9)
+    # One metre ahead in the new frame is one metre north in the world.
+    ahead = Pose.from_xyz_yaw(1.0, 0.0, 0.0, 0.0)
+    assert base.drive(ahead, 1_000.0, threading.Event()).outcome is DriveOutcome.REACHED
+    assert (base.x, base.y) == pytest.approx((7.5, 3.5), abs=0.05)
+    view = base.stop_views(1, deadline=1e9)[0]
+    assert view.pose.position[:2] == pytest.approx((1.0, 0.0), abs=0.05)
+
+
+def test_memory_relocation_aligns_a_kidnapped_base_within_its_tolerance(signed):
+    relocator = memory_relocator(signed.memory)
+    for pose in ((4.0, 3.0, 0.0), (5.0, 3.5, -2.0)):
+        base = SimBase(signed.world, signed.space, SimClock(), (4.0, 3.0, 0.0))
+        base.pending_kidnap = pose
+        base.drive(Pose.from_xyz_yaw(6.0, 3.0, 0.0, 0.0), 1_000.0, threading.Event())
+        relocation = relocator.relocalise(base.stop_views(4, 1e9), base.epoch)
+        alignment = relocation.alignment
+        assert alignment.aligned, alignment.reason
+        assert alignment.target_epoch == ('tour', 0)
+        found = alignment.transform.apply(PlacePose(0.0, 0.0, 0.0))  # the set-down pose
+        assert math.dist((found.x, found.y), pose[:2]) <= 1.5
+        assert abs(math.remainder(found.yaw - pose[2], math.tau)) <= math.radians(30.0)
+
+
+def test_one_textured_thing_seen_from_one_heading_does_not_align(plain, rooms):
+    base, _ = _base(rooms)
+    base.pending_kidnap = (7.5, 2.5, math.pi)
+    base.drive(Pose.from_xyz_yaw(8.0, 4.0, 0.0, 0.0), 1_000.0, threading.Event())
+    relocation = memory_relocator(plain.memory).relocalise(base.stop_views(4, 1e9), base.epoch)
+    assert relocation.matches  # the sign is recognised ...
+    assert not relocation.alignment.aligned  # ... but from one heading it proves nothing
+    assert '1 heading' in relocation.alignment.reason
+
+
+def test_memory_without_a_photo_view_cannot_relocalise(setting):
+    assert memory_relocator(setting.memory) is None
+
+
+def _kidnap_sequence(world: str) -> TaskSequence:
+    return TaskSequence(
+        id=f'{world}-kidnap', world=world, world_seed=0, size='test', seed=0,
+        start=(2.0, 1.5, 0.0),
+        steps=[SequenceStep(kind=StepKind.SIGN, goal='go to the BANK sign', target='sign-0')],
+    )  # fmt: skip
+
+
+def test_a_kidnapped_task_relocalises_and_is_certified_at_the_right_sign(signed, tmp_path):
+    run = run_task_layer(signed, _kidnap_sequence('signed-room'), tmp_path, kidnap=True)
+    (record,), (kidnap,) = run.records, run.kidnaps
+    notes = ' | '.join(record.recovery_notes)
+    assert 'map epoch changed' in notes and 'aligned to epoch' in notes, notes
+    assert kidnap.relocalised and kidnap.old_epoch_goals == 0
+    assert record.status is LedgerStatus.CERTIFIED, record.handover
+    scorer = TaskScorer(signed.world, space=signed.space)
+    assert scorer.score_run(_kidnap_sequence('signed-room'), run.outcomes).tasks[0].success
+
+
+def test_without_an_alignment_a_kidnapped_task_stops_rather_than_drive_a_stale_pose(
+    plain, tmp_path
+):
+    run = run_task_layer(plain, _kidnap_sequence('two-rooms'), tmp_path, kidnap=True)
+    (record,), (kidnap,) = run.records, run.kidnaps
+    assert record.status is LedgerStatus.STOPPED
+    assert record.stop_reason is TerminationReason.DRIVE_REFUSED
+    assert 'not driving to' in record.handover and 'relocation failed' in record.handover
+    tries = [line for line in record.recovery_notes if line.startswith('relocation')]
+    assert len(tries) == RunnerParams().max_relocations  # a step away between tries
+    assert not kidnap.relocalised and kidnap.old_epoch_goals == 0
+
+
+def test_a_judge_in_the_sim_gets_its_deadline_in_wall_seconds():
+    """The runner's deadlines are on the sim clock; a judge times its own work on the wall
+    clock, so a sim deadline read as a wall time has always passed."""
+    seen = []
+
+    class Recording:
+        def judge(self, task, deadline=None):
+            seen.append(deadline)
+
+    clock = SimClock()
+    clock.advance(30.0)
+    judge = SimTimeJudge(Recording(), clock)
+    before = time.monotonic()
+    judge.judge(None, 90.0)
+    judge.judge(None, None)
+    assert before + 60.0 <= seen[0] <= time.monotonic() + 60.0 and seen[1] is None

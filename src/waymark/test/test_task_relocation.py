@@ -297,3 +297,32 @@ def test_a_goal_from_an_aligned_epoch_is_carried_into_the_current_one():
         assert decision.allowed, decision.reason
         goal_new = decision.transform.apply(goal_old)
         assert (goal_new.x, goal_new.y, goal_new.yaw) == pytest.approx((4.0, 1.0, 0.2))
+
+
+def test_two_epochs_aligned_onto_one_memory_carry_goals_between_them():
+    # A place marked in epoch MID, the robot now in NEW: each was relocalised against the
+    # same OLD memory, and that carries the place across without a relocation between them.
+    mid_onto_old = SE2(-2.0, 5.0, 1.1)
+    mid, place_mid = ('run2', 1), PlacePose(1.5, -0.5, 0.4)
+    place_old = mid_onto_old.apply(place_mid)
+    onto_old = [
+        Alignment(True, 'aligned', mid, OLD, mid_onto_old, inliers=3, matches=3, headings=2),
+        aligned(),  # NEW onto OLD by TRUTH
+    ]
+    decision = goal_allowed(mid, NEW, onto_old)
+    assert decision.allowed and 'through epoch' in decision.reason
+    place_new = decision.transform.apply(place_mid)
+    expected = TRUTH.inverse().apply(place_old)
+    assert (place_new.x, place_new.y, place_new.yaw) == pytest.approx(
+        (expected.x, expected.y, expected.yaw)
+    )
+    # Only accepted alignments carry: a failed one onto the same memory does not.
+    failed_mid = Alignment(False, 'not aligned: 1 heading', mid, OLD)
+    decision = goal_allowed(mid, NEW, [failed_mid, aligned()])
+    assert not decision.allowed
+
+
+def test_a_relocation_that_matched_nothing_is_named_in_the_refusal():
+    nothing = Alignment(False, 'no view matched a place or memory entry', NEW)
+    decision = goal_allowed(OLD, NEW, [nothing])
+    assert not decision.allowed and 'no view matched' in decision.reason

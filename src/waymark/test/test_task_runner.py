@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from waymark.geometry import Pose
+from waymark.navigation.epochs import MapEpoch
 from waymark.tasks.attempts import (
     BodyPose,
     BodySignals,
@@ -37,6 +38,7 @@ from waymark.tasks.outcomes import (
 from waymark.tasks.places import PlaceBook, PlacePose
 from waymark.tasks.records import GoalModality, TaskGoal
 from waymark.tasks.recovery import RecoveryParams
+from waymark.tasks.relocation import SE2, Alignment, Belief, Relocation
 from waymark.tasks.runner import RunnerParams, TaskRunner
 from waymark.tasks.stop_views import StopView
 
@@ -503,3 +505,119 @@ def test_a_failing_closed_hook_leaves_the_record_as_it_was(world, ledger):
     record = runner.run(text_goal(), Budget())
     assert record.status is LedgerStatus.CERTIFIED
     assert_recorded(ledger, record)
+
+
+# -- map epochs and relocation -----------------------------------------------------------
+
+NOW, BEFORE = ('run', 2), ('run', 1)
+
+
+class EpochWorld(World):
+    """The world double with a known session: its poses are in map epoch NOW."""
+
+    def pose(self) -> BodyPose:
+        return BodyPose(Pose.from_xyz_yaw(*self.position, 0.0, 0.0), 'map', NOW[1], NOW[0])
+
+
+class ScriptedRelocator:
+    """Answers every relocation with `transform` (None: not aligned); the matching itself
+    is tested over rendered views in test_task_loop."""
+
+    def __init__(self, transform: SE2 | None) -> None:
+        self.transform = transform
+        self.calls: list[tuple[int, MapEpoch]] = []
+
+    def relocalise(self, views, current, earlier=()) -> Relocation:
+        self.calls.append((len(views), current))
+        if self.transform is None:
+            alignment = Alignment(False, 'not aligned: 1 heading', current)
+        else:
+            alignment = Alignment(True, 'aligned', current, BEFORE, self.transform, 4, 4, 2)
+        belief = Belief('kitchen', 3, 0.75, 0.9)
+        return Relocation((), (), belief, '3 of 4 views match', alignment, len(views))
+
+
+def old_candidate(world: World, entry_id: str, x: float) -> Candidate:
+    made = replace(world.candidate(entry_id, x), epoch=BEFORE)
+    world.candidates[-1] = made
+    return made
+
+
+def test_a_candidate_from_another_epoch_is_driven_through_the_alignment(clock, ledger):
+    world = EpochWorld(clock)
+    candidate = old_candidate(world, 'pharmacy', 4.0)
+    relocator = ScriptedRelocator(SE2(1.0, -2.0, 0.0))  # BEFORE -> NOW: ...
+    seen = []
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), relocator=relocator)
+    record = runner.run(text_goal(), Budget(), seen.append)
+    # The alignment maps NOW onto BEFORE; the goal travels back by its inverse.
+    goal = candidate.goal_pose.position
+    assert world.drives[0].position[:2] == pytest.approx((goal[0] - 1.0, goal[1] + 2.0))
+    assert relocator.calls == [(RunnerParams().stop_view_count, NOW)]
+    assert record.status is LedgerStatus.CERTIFIED
+    line = next(n for n in record.recovery_notes if n.startswith('relocation'))
+    assert "believed at 'kitchen'" in line and 'in that epoch' in line
+    assert any('relocalising' in f.message for f in seen)
+    assert any("believed at 'kitchen'" in f.message for f in seen)
+    # The alignment holds for the robot, not one task: the next task does not turn again.
+    runner.run(text_goal(), Budget())
+    assert len(relocator.calls) == 1 and len(world.drives) == 2
+
+
+@pytest.mark.parametrize('relocator', [None, ScriptedRelocator(None)])
+def test_without_an_alignment_no_pose_from_another_epoch_is_driven(clock, ledger, relocator):
+    world = EpochWorld(clock)
+    candidate = old_candidate(world, 'pharmacy', 4.0)
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), relocator=relocator)
+    record = runner.run(text_goal(), Budget())
+    assert record.status is LedgerStatus.STOPPED
+    assert record.termination is TerminationReason.DRIVE_REFUSED
+    assert 'not driving to pharmacy' in record.handover
+    assert candidate.goal_pose not in world.drives
+    if relocator is None:
+        assert world.drives == []
+    else:
+        # Each try after the first looks again from a step away, in the current map.
+        tries = RunnerParams().max_relocations
+        assert len(relocator.calls) == tries and len(world.drives) == tries - 1
+        step = RunnerParams().relocation_step_m
+        assert math.hypot(*world.drives[0].position[:2]) == pytest.approx(step)  # from (0, 0)
+
+
+def test_a_floor_recovery_relocalises_in_the_current_map(clock, ledger):
+    world = EpochWorld(clock)
+    world.recall_steps = 2
+    for index, x in enumerate((2.0, 6.0, 10.0, 14.0)):
+        replace_epoch = world.candidate(f'spot-{index}', x)
+        world.candidates[-1] = replace(replace_epoch, epoch=NOW)
+    relocator = ScriptedRelocator(None)
+    judge = ScriptedJudge(*[VerdictKind.INCOMPLETE] * 3, VerdictKind.COMPLETE)
+    params = RunnerParams(recovery=RecoveryParams(max_recoveries=3))
+    record = runner_for(world, ledger, judge, params=params, relocator=relocator).run(
+        text_goal(), Budget()
+    )
+    assert [scope.name for scope in record.spent.scopes] == ['PLACE', 'ROOM', 'FLOOR']
+    assert relocator.calls == [(RunnerParams().stop_view_count, NOW)]  # at FLOOR only
+    assert record.status is LedgerStatus.CERTIFIED
+    assert any(n.startswith('relocation') for n in record.recovery_notes)
+
+
+def test_a_drive_cut_off_by_a_map_reset_tries_its_candidate_again_in_the_new_map(clock, ledger):
+    world = EpochWorld(clock)
+    candidate = old_candidate(world, 'pharmacy', 4.0)
+    world.outcomes = [DriveOutcome.FAILED]
+    relocator = ScriptedRelocator(SE2(0.5, 0.0, 0.0))
+    runner = runner_for(world, ledger, ScriptedJudge(VerdictKind.COMPLETE), relocator=relocator)
+    # The first drive goes out in BEFORE itself (the body still reports it), then the map
+    # resets: from then on the body is in NOW.
+    world.pose = lambda: BodyPose(
+        Pose.from_xyz_yaw(*world.position, 0.0, 0.0),
+        'map',
+        *reversed(BEFORE if not world.drives else NOW),
+    )
+    record = runner.run(text_goal(), Budget())
+    assert 'map epoch changed' in record.recovery_notes[0]
+    assert world.drives[0] == candidate.goal_pose  # in its own epoch, as it is
+    # Tried again, once aligned: the same candidate, carried over.
+    assert world.drives[1].position[0] == pytest.approx(candidate.goal_pose.position[0] - 0.5)
+    assert record.status is LedgerStatus.CERTIFIED

@@ -31,6 +31,7 @@ from PIL import Image
 from waymark.cli import ArgumentParser, UsageError, check_positive, fail
 from waymark.evaluation.task_geometry import FreeSpace
 from waymark.evaluation.task_loop import (
+    KidnapOutcome,
     Setting,
     SimParams,
     build_tour_memory,
@@ -44,6 +45,7 @@ from waymark.evaluation.task_scoring import (
     GoalKind,
     RunScore,
     Summary,
+    TaskScore,
     TaskScorer,
     comparison_table,
     kind_table,
@@ -65,12 +67,14 @@ from waymark.sim.render import render
 from waymark.sim.trajectory import plan_tour
 from waymark.sim.world import World
 from waymark.tasks.judge import OcrJudge
+from waymark.tasks.outcomes import LedgerStatus
 from waymark.tasks.photo_judge import PhotoFirstJudge, PhotoJudge
 
 PROG = 'python -m waymark task-eval'
 TASK_LAYER = 'task-layer'
 SINGLE_SHOT = 'single-shot'
-FLOWS = (TASK_LAYER, SINGLE_SHOT)
+KIDNAPPED = 'kidnapped'
+FLOWS = (TASK_LAYER, SINGLE_SHOT, KIDNAPPED)
 
 
 @dataclass
@@ -78,9 +82,30 @@ class SuiteScores:
     """Scored runs per flow, in the order they ran."""
 
     runs: dict[str, list[RunScore]] = field(default_factory=lambda: {flow: [] for flow in FLOWS})
+    kidnaps: list[tuple[KidnapOutcome, TaskScore]] = field(default_factory=list)
 
     def add(self, flow: str, run: RunScore) -> None:
         self.runs[flow].append(run)
+
+    def kidnap_lines(self) -> list[str]:
+        """The kidnap case's figures: relocalised, succeeded, and goals sent at an old
+        epoch's pose (0 wanted)."""
+        if not self.kidnaps:
+            return []
+        n = len(self.kidnaps)
+        relocalised = sum(k.relocalised for k, _ in self.kidnaps)
+        succeeded = sum(score.success for _, score in self.kidnaps)
+        both = sum(k.relocalised and score.success for k, score in self.kidnaps)
+        certified = [score for _, score in self.kidnaps if score.status is LedgerStatus.CERTIFIED]
+        true = sum(score.success for score in certified)
+        stale = sum(k.old_epoch_goals for k, _ in self.kidnaps)
+        return [
+            f'kidnapped tasks: {n}; relocalised {relocalised} ({_percent(relocalised, n)}); '
+            f'succeeded {succeeded} ({_percent(succeeded, n)}), '
+            f'{both} of them after relocalising',
+            f'kidnapped and CERTIFIED: {len(certified)}, truly successful {true}',
+            f"goals sent at an old epoch's pose after a kidnap: {stale} (wanted 0)",
+        ]
 
     def summaries(self, kinds: Sequence[GoalKind] = SEARCHED_KINDS) -> dict[str, Summary]:
         """Per flow, over the tasks of `kinds` (by default every kind but named places)."""
@@ -102,15 +127,32 @@ def photo_bytes(sequence: TaskSequence, world: World, sim: SimParams) -> dict[st
 
 
 def evaluate_sequence(
-    setting: Setting, sequence: TaskSequence, scorer: TaskScorer, folder: Path
+    setting: Setting,
+    sequence: TaskSequence,
+    scorer: TaskScorer,
+    folder: Path,
+    suite: SuiteScores,
+    kidnap: bool = False,
 ) -> dict[str, RunScore]:
-    """Both flows over one sequence, scored; `folder` keeps the task layer's ledger."""
+    """Both flows over one sequence, and with `kidnap` the task layer kidnapped, scored
+    into `suite`; `folder` keeps the ledgers."""
     layer = run_task_layer(setting, sequence, folder / TASK_LAYER)
     single = run_single_shot(setting, sequence, folder / SINGLE_SHOT)
-    return {
+    scores = {
         TASK_LAYER: scorer.score_run(sequence, layer.outcomes),
         SINGLE_SHOT: scorer.score_run(sequence, single.outcomes),
     }
+    if kidnap:
+        taken = run_task_layer(setting, sequence, folder / KIDNAPPED, kidnap=True)
+        scores[KIDNAPPED] = scorer.score_run(sequence, taken.outcomes)
+        suite.kidnaps.extend(
+            (outcome, score)
+            for outcome, score in zip(taken.kidnaps, scores[KIDNAPPED].tasks, strict=True)
+            if outcome is not None
+        )
+    for flow, run in scores.items():
+        suite.add(flow, run)
+    return scores
 
 
 def done_when(suite: SuiteScores) -> list[str]:
@@ -161,6 +203,11 @@ def build_parser() -> ArgumentParser:
         type=float,
         default=LocalisationParams().standoff_m,
         help='how far from a located target the goal pose stands',
+    )
+    parser.add_argument(
+        '--kidnap',
+        action='store_true',
+        help='also run the task layer with the robot carried to another room mid-task',
     )
     parser.add_argument('--overwrite', action='store_true', help='replace an existing --out')
     return parser
@@ -218,9 +265,9 @@ def _run(args) -> int:
                     localisation=LocalisationParams(standoff_m=args.standoff_m),
                     origin_ns=plan_tour(world, seed=world_seed).end_ns,
                 )
-                scores = evaluate_sequence(setting, sequence, scorer, folder / sequence.id)
-                for flow, run in scores.items():
-                    suite.add(flow, run)
+                scores = evaluate_sequence(
+                    setting, sequence, scorer, folder / sequence.id, suite, args.kidnap
+                )
                 print(f'\n## {sequence.id} ({len(sequence.tasks)} tasks)\n')
                 per_flow = {flow: summarise([run], SEARCHED_KINDS) for flow, run in scores.items()}
                 print(comparison_table(per_flow))
@@ -232,9 +279,13 @@ def _run(args) -> int:
     print(comparison_table(suite.summaries()))
     print('\n## suite by goal kind\n')
     print(kind_table(suite.runs))
-    for line in done_when(suite):
+    for line in done_when(suite) + suite.kidnap_lines():
         print(f'- {line}')
     return 0
+
+
+def _percent(part: int, whole: int) -> str:
+    return f'{100.0 * part / whole:.0f} %' if whole else 'n/a'
 
 
 def _say(line: str) -> None:

@@ -21,6 +21,8 @@ import dataclasses
 import itertools
 import math
 import threading
+import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,7 @@ from waymark.memory.service import MemoryService
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.views.ocr import TextReader
 from waymark.memory.views.registry import ViewSettings
+from waymark.navigation.epochs import MapEpoch
 from waymark.navigation.planner import PlanError
 from waymark.sim.bag import DEFAULT_EXTRINSIC
 from waymark.sim.render import render
@@ -57,13 +60,15 @@ from waymark.tasks.attempts import (
     RecallResult,
     RunGoal,
 )
-from waymark.tasks.judge import Judge, photo_words
+from waymark.tasks.judge import Judge, JudgeInput, photo_words
 from waymark.tasks.ledger import TaskLedger
-from waymark.tasks.outcomes import Budget
+from waymark.tasks.outcomes import Budget, JudgeVerdict
 from waymark.tasks.places import PlaceBook, PlacePose, UnknownPlaceError
-from waymark.tasks.records import GoalModality, TaskGoal, TaskRecord
+from waymark.tasks.records import GoalModality, StopPose, TaskGoal, TaskRecord
+from waymark.tasks.relocation import SE2
 from waymark.tasks.runner import RunnerParams, TaskRunner
 from waymark.tasks.stop_views import StopView
+from waymark.tasks.view_relocation import MemoryRelocator, Relocator
 
 TOUR_SESSION = 'tour'
 TASK_SESSION = 'tasks'
@@ -136,7 +141,14 @@ class _Frame:
 
 class SimBase:
     """The sim robot as the runner's `Drive` and `Body`: one pose, moved along planned
-    paths on the world's free space; `explored` starts with the ground the tour covered."""
+    paths on the world's free space; `explored` starts with the ground the tour covered.
+
+    The base keeps the tour's map (epoch 0 of the tour session, whose frame is the
+    world's) until it is kidnapped: picked up mid-drive and set down elsewhere. Then, as a
+    LIO restarted on the spot does, it starts a new map epoch whose origin is where it was
+    set down, and reports its pose, views and goals in that frame; the world pose stays
+    inside, for scoring only. `old_epoch_goals` counts goals it was sent that are a
+    remembered candidate's pose from another epoch, taken as if it were in this one."""
 
     def __init__(
         self,
@@ -152,6 +164,13 @@ class SimBase:
         self.clock = clock
         self.params = params or SimParams()
         self.x, self.y, self.yaw = start
+        self.epoch: MapEpoch = (TOUR_SESSION, 0)
+        self.to_world = SE2()  # the current epoch's frame in the world's
+        self.pending_kidnap: tuple[float, float, float] | None = None
+        self.kidnaps = 0
+        self.old_epoch_goals = 0
+        self.stale_goals: set[tuple[float, float]] = set()  # remembered, old-epoch targets
+        self._frames_of: dict[MapEpoch, SE2] = {self.epoch: self.to_world}
         self._frames: list[_Frame] = []
         self._explored = np.zeros(space.geometry.shape, dtype=bool)
         self._first_visit = False
@@ -165,7 +184,11 @@ class SimBase:
         goal off the map, in no free space near it or cut off from the base is refused."""
         if cancel.is_set():
             return DriveResult(DriveOutcome.CANCELED, message='canceled before moving')
-        gx, gy = float(goal.position[0]), float(goal.position[1])
+        local = (round(float(goal.position[0]), 6), round(float(goal.position[1]), 6))
+        if local in self.stale_goals:
+            self.old_epoch_goals += 1
+        world = self.to_world.apply(PlacePose(goal.position[0], goal.position[1], goal.yaw))
+        gx, gy = world.x, world.y
         free = self._free_near(gx, gy, self.params.goal_tolerance_m)
         if free is None:
             return DriveResult(
@@ -179,11 +202,18 @@ class SimBase:
         except PlanError as error:
             return DriveResult(DriveOutcome.REFUSED, message=f'no path: {error}')
         reach_m = max(0.0, deadline - self.clock.monotonic()) * self.params.speed_mps
+        if self.pending_kidnap is not None:
+            reach_m = min(reach_m, plan.smoothed_length_m / 2.0)
         points, length = _prefix(plan.smoothed, reach_m)
         self._first_visit = not self._was_explored(*points[-1])
         self._follow(points)
+        if self.pending_kidnap is not None:
+            self._kidnap(self.pending_kidnap)
+            return DriveResult(
+                DriveOutcome.FAILED, length, 'the robot was picked up and set down elsewhere'
+            )
         if length >= plan.smoothed_length_m - 1e-9:
-            self.yaw = goal.yaw
+            self.yaw = world.yaw
             return DriveResult(DriveOutcome.REACHED, length)
         return DriveResult(DriveOutcome.FAILED, length, 'the deadline came before the goal')
 
@@ -192,10 +222,31 @@ class SimBase:
         self.x, self.y, self.yaw = pose
         self._mark_seen([(self.x, self.y)])
 
+    def _kidnap(self, pose: tuple[float, float, float]) -> None:
+        """Set the base down at the world pose `pose` and start a new map epoch there."""
+        self.pending_kidnap = None
+        self.kidnaps += 1
+        self.teleport(pose)
+        self.epoch = (self.epoch[0], self.epoch[1] + 1)
+        self.to_world = SE2(*pose)
+        self._frames_of[self.epoch] = self.to_world
+
+    def local(self, x: float, y: float, yaw: float) -> PlacePose:
+        """A world pose in the current epoch's frame."""
+        return self.to_world.inverse().apply(PlacePose(x, y, yaw))
+
+    def world_pose(self, stop: StopPose) -> tuple[float, float, float]:
+        """A pose the base reported, in the world (ground truth, for scoring)."""
+        frame = self._frames_of.get((self.epoch[0], stop.map_epoch), SE2())
+        world = frame.apply(PlacePose(stop.x, stop.y, stop.yaw))
+        return (world.x, world.y, world.yaw)
+
     # -- Body ----------------------------------------------------------------------------
 
     def pose(self) -> BodyPose:
-        return BodyPose(Pose.from_xyz_yaw(self.x, self.y, 0.0, self.yaw))
+        here = self.local(self.x, self.y, self.yaw)
+        session, epoch = self.epoch
+        return BodyPose(Pose.from_xyz_yaw(here.x, here.y, 0.0, here.yaw), 'map', epoch, session)
 
     def stop_views(
         self, count: int, deadline: float, facing: tuple[float, float] | None = None
@@ -204,6 +255,9 @@ class SimBase:
         `facing` (the current yaw without it), until the deadline."""
         self.stops.append((self.x, self.y, self.yaw))
         start = self.yaw
+        if facing is not None:
+            facing_world = self.to_world.apply(PlacePose(facing[0], facing[1], 0.0))
+            facing = (facing_world.x, facing_world.y)
         if facing is not None and math.dist(facing, (self.x, self.y)) > 1e-6:
             start = math.atan2(facing[1] - self.y, facing[0] - self.x)
         views = []
@@ -269,8 +323,10 @@ class SimBase:
         params = self.params
         eye = Pose.from_xyz_yaw(frame.x, frame.y, CAMERA_HEIGHT_M, frame.yaw)
         pixels = render(self.world, eye, params.view_width, params.view_height, params.hfov_deg)
-        pose = Pose.from_xyz_yaw(frame.x, frame.y, 0.0, frame.yaw)
-        return StopView(encode_jpeg(pixels), frame.yaw, frame.stamp_ns, pose)
+        here = self.local(frame.x, frame.y, frame.yaw)
+        heading = frame.yaw - self.to_world.yaw  # unwrapped, as the base turned
+        pose = Pose.from_xyz_yaw(here.x, here.y, 0.0, heading)
+        return StopView(encode_jpeg(pixels), heading, frame.stamp_ns, pose)
 
     def _was_explored(self, x: float, y: float) -> bool:
         row, col = self.space.geometry.world_to_cell(x, y)
@@ -393,7 +449,8 @@ class MemoryRecall:
             if _near_any(spot, [c.target for c in candidates], self.params.merge_radius_m):
                 continue
             pose = Pose.from_xyz_yaw(standoff.x, standoff.y, 0.0, standoff.yaw)
-            candidates.append(Candidate(spot, pose, record.id, _describe(record.text)))
+            epoch = (record.session, record.map_epoch)
+            candidates.append(Candidate(spot, pose, record.id, _describe(record.text), epoch=epoch))
         if query.search_radius_m is not None:  # a widened search looks near the robot first
             ox, oy = query.origin.position[0], query.origin.position[1]
             near = [c for c in candidates if math.dist(c.target, (ox, oy)) <= query.search_radius_m]
@@ -475,10 +532,12 @@ class Setting:
 
 @dataclass
 class FlowRun:
-    """One flow over one sequence: outcomes in task order, and the ledger's records."""
+    """One flow over one sequence: outcomes in task order, the ledger's records, and for
+    a kidnapped run each searched task's kidnap outcome (None for the others)."""
 
     outcomes: list[TaskOutcome]
     records: list[TaskRecord]
+    kidnaps: list[KidnapOutcome | None] = dataclasses.field(default_factory=list)
 
 
 def _goal(step: SequenceStep, photos: dict[str, bytes]) -> RunGoal:
@@ -489,11 +548,60 @@ def _goal(step: SequenceStep, photos: dict[str, bytes]) -> RunGoal:
     return RunGoal(TaskGoal(GoalModality.TEXT, step.goal))
 
 
-def _mark(book: PlaceBook, step: SequenceStep, clock: SimClock) -> None:
-    x, y, yaw = step.pose
-    book.mark(
-        step.place, PlacePose(x, y, yaw), floor=0, epoch=(TASK_SESSION, 0), stamp_ns=clock.time_ns()
-    )
+def _mark(book: PlaceBook, step: SequenceStep, base: SimBase) -> None:
+    """Mark the step's place where the base stands, in the base's map epoch."""
+    here = base.local(*step.pose)
+    book.mark(step.place, here, floor=0, epoch=base.epoch, stamp_ns=base.clock.time_ns())
+
+
+class _WatchedRecall:
+    """The recall, with every candidate from another epoch than the base's noted on the
+    base: a goal sent to it at such a candidate's own pose was not carried over."""
+
+    def __init__(self, recall: Recall, base: SimBase) -> None:
+        self.recall_of, self.base = recall, base
+
+    def recall(self, query: RecallQuery, deadline: float) -> RecallResult:
+        result = self.recall_of.recall(query, deadline)
+        for candidate in result.candidates:
+            if candidate.epoch is not None and candidate.epoch != self.base.epoch:
+                x, y = candidate.goal_pose.position[0], candidate.goal_pose.position[1]
+                self.base.stale_goals.add((round(float(x), 6), round(float(y), 6)))
+        return result
+
+
+class SimTimeJudge:
+    """A judge whose deadlines come in simulated seconds: the runner's clock is the sim's,
+    while a judge measures its own work on the wall clock (time.monotonic), so each
+    deadline becomes the same number of seconds from now on the wall."""
+
+    def __init__(self, judge: Judge, clock: SimClock) -> None:
+        self.judge_of, self.clock = judge, clock
+
+    def judge(self, task: JudgeInput, deadline: float | None = None) -> JudgeVerdict:
+        if deadline is not None:
+            deadline = time.monotonic() + max(0.0, deadline - self.clock.monotonic())
+        return self.judge_of.judge(task, deadline)
+
+
+def memory_relocator(memory: MemoryService) -> Relocator | None:
+    """Relocation against the tour memory, when memory has a view that embeds photos."""
+    if not memory.image_views(FRAME):
+        return None
+
+    def similar(image: np.ndarray, k: int) -> list:
+        return [hit.record for hit in memory.search(SearchQuery(Mode.IMAGE, k, image=image))]
+
+    return MemoryRelocator(similar, memory.image_store.image_of)
+
+
+@dataclass(frozen=True)
+class KidnapOutcome:
+    """One kidnapped task: whether the robot relocalised, whether the task still
+    succeeded, and the goals it was sent at an old epoch's pose (never wanted)."""
+
+    relocalised: bool
+    old_epoch_goals: int
 
 
 def _robot(setting: Setting, sequence: TaskSequence) -> tuple[SimClock, SimBase, MemoryRecall]:
@@ -513,39 +621,71 @@ def _robot(setting: Setting, sequence: TaskSequence) -> tuple[SimClock, SimBase,
     return clock, base, recall
 
 
-def run_task_layer(setting: Setting, sequence: TaskSequence, folder: Path) -> FlowRun:
-    """The sequence through the task runner; `folder` holds its ledger and places."""
+def run_task_layer(
+    setting: Setting, sequence: TaskSequence, folder: Path, kidnap: bool = False
+) -> FlowRun:
+    """The sequence through the task runner; `folder` holds its ledger and places. With
+    `kidnap`, each searched task's first drive is cut off halfway and the robot set down
+    in another room, in a new map epoch (seeded by the sequence)."""
     clock, base, recall = _robot(setting, sequence)
     ledger = TaskLedger(folder / 'ledger', fsync=False)
     places = PlaceBook(folder / 'places.json', fsync=False)
     runner = TaskRunner(
         ledger,
-        recall,
+        _WatchedRecall(recall, base),
         base,
         base,
-        setting.judge,
+        SimTimeJudge(setting.judge, clock),
         places,
         None,  # no house notes: the embedding recall reads no text evidence
         setting.runner,
         clock,
         sequence.id[:64],
+        relocator=memory_relocator(setting.memory),
     )
-    outcomes, records = [], []
+    rng = np.random.default_rng(zlib.crc32(sequence.id.encode()))
+    outcomes, records, kidnaps = [], [], []
     for step in sequence.steps:
         if step.kind is StepKind.MARK:
             base.teleport(step.pose)
-            _mark(places, step, clock)
+            _mark(places, step, base)
             continue
         base.stops.clear()
+        searched = step.kind is not StepKind.PLACE
+        if kidnap and searched:
+            base.pending_kidnap = _elsewhere(setting, base, rng)
+        kidnaps_before, stale_before = base.kidnaps, base.old_epoch_goals
         record = runner.run(_goal(step, setting.photos), setting.budget)
+        base.pending_kidnap = None
+        if base.kidnaps > kidnaps_before:
+            relocalised = any('aligned to epoch' in line for line in record.recovery_notes)
+            kidnaps.append(KidnapOutcome(relocalised, base.old_epoch_goals - stale_before))
+        else:
+            kidnaps.append(None)
         first = base.stops[0] if base.stops else None
         outcome = TaskOutcome.from_record(record, setting.runner.stop_view_count)
+        if record.stop_pose is not None:  # scored in the world, not the epoch's frame
+            outcome = dataclasses.replace(outcome, stop=base.world_pose(record.stop_pose))
         # A task that never stopped looked at nothing: where the robot happened to stand is
         # no answer (single-shot scores a task without a candidate the same way).
         headings = outcome.stop_headings if first is not None else ()
         outcomes.append(dataclasses.replace(outcome, first_stop=first, stop_headings=headings))
         records.append(record)
-    return FlowRun(outcomes, records)
+    return FlowRun(outcomes, records, kidnaps)
+
+
+def _elsewhere(setting: Setting, base: SimBase, rng: np.random.Generator) -> tuple:
+    """A free pose in another room than the base's, facing a random way."""
+    world, space = setting.world, setting.space
+    here = world.room_at(base.x, base.y)
+    rooms = [room for room in world.rooms if room is not here] or list(world.rooms)
+    for _ in range(1000):
+        room = rooms[int(rng.integers(len(rooms)))]
+        x = float(rng.uniform(room.x_min + 0.7, room.x_max - 0.7))
+        y = float(rng.uniform(room.y_min + 0.7, room.y_max - 0.7))
+        if space.free(x, y):
+            return (x, y, float(rng.uniform(-math.pi, math.pi)))
+    raise ValueError(f'no free ground found outside {here.name if here else "the map"}')
 
 
 def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> FlowRun:
@@ -557,7 +697,7 @@ def run_single_shot(setting: Setting, sequence: TaskSequence, folder: Path) -> F
     for step in sequence.steps:
         if step.kind is StepKind.MARK:
             base.teleport(step.pose)
-            _mark(places, step, clock)
+            _mark(places, step, base)
             continue
         goal = _goal(step, setting.photos)
         pose = _single_target(goal, recall, places, base, setting)

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from waymark.agent.exclusions import Exclusions
 from waymark.geometry import Pose
+from waymark.navigation.epochs import MapEpoch
 from waymark.tasks.outcomes import Word
 from waymark.tasks.records import TaskGoal
 from waymark.tasks.recovery_note import RecoveryNote
@@ -40,13 +41,15 @@ class RunGoal:
 class Candidate:
     """A place the goal may be: the target's position, the standoff pose to drive to,
     the memory entry it came from and what memory says of it; `lesson_ids` are the lessons
-    the answer that proposed it was given (the task's verified outcome calibrates them)."""
+    the answer that proposed it was given (the task's verified outcome calibrates them);
+    `epoch` the map epoch its poses are in (None: the body's current one)."""
 
     target: tuple[float, float]
     goal_pose: Pose
     entry_id: str
     description: str = ''
     lesson_ids: tuple[str, ...] = ()
+    epoch: MapEpoch | None = None
 
     def __post_init__(self) -> None:
         if not self.entry_id:
@@ -124,11 +127,18 @@ class Drive(Protocol):
 
 @dataclass(frozen=True)
 class BodyPose:
-    """The base pose with the frame and map epoch it was measured in."""
+    """The base pose with the frame and map epoch it was measured in; `session` is the
+    recording session of that epoch ('' when the body does not know it, and then no
+    candidate is checked against the epoch)."""
 
     pose: Pose
     frame: str = 'map'
     map_epoch: int = 0
+    session: str = ''
+
+    @property
+    def epoch(self) -> MapEpoch | None:
+        return (self.session, self.map_epoch) if self.session else None
 
 
 @dataclass(frozen=True)

@@ -588,12 +588,14 @@ class GoalDecision:
 def goal_allowed(
     goal_epoch: MapEpoch, current_epoch: MapEpoch | None, alignments: Iterable[Alignment]
 ) -> GoalDecision:
-    """A goal is allowed in its own epoch, or in another through an accepted alignment
-    between the two (either way round); otherwise it is refused with the reason."""
+    """A goal is allowed in its own epoch, or in another through accepted alignments: one
+    between the two (either way round), or two that carry both onto a third epoch (two
+    relocations against the same memory). Otherwise it is refused with the reason."""
     if current_epoch is None:
         return GoalDecision(False, 'the current map epoch is not known yet')
     if goal_epoch == current_epoch:
         return GoalDecision(True, 'the goal is from the current map epoch', SE2())
+    alignments = list(alignments)
     refused = []
     for alignment in alignments:
         ends = (alignment.source_epoch, alignment.target_epoch)
@@ -608,7 +610,42 @@ def goal_allowed(
         return GoalDecision(
             True, f'the goal is carried over from epoch {goal_epoch}: {alignment.reason}', transform
         )
+    onto = _onto_shared(goal_epoch, current_epoch, alignments)
+    if onto is not None:
+        return onto
     reason = f'the goal is from map epoch {goal_epoch}, the map is now {current_epoch}'
     if refused:
         return GoalDecision(False, f'{reason}; the last relocation failed ({refused[-1]})')
+    current_failed = [
+        a.reason for a in alignments if a.source_epoch == current_epoch and not a.aligned
+    ]
+    if current_failed:
+        return GoalDecision(False, f'{reason}; the last relocation failed ({current_failed[-1]})')
     return GoalDecision(False, f'{reason}; no alignment between them is known')
+
+
+def _onto_shared(
+    goal_epoch: MapEpoch, current_epoch: MapEpoch, alignments: list[Alignment]
+) -> GoalDecision | None:
+    """Goal and current epoch both aligned onto one third epoch: goal -> third -> current."""
+    accepted = [a for a in alignments if a.aligned and a.transform is not None]
+    from_goal = {a.target_epoch: a for a in accepted if a.source_epoch == goal_epoch}
+    for alignment in reversed(accepted):
+        if alignment.source_epoch != current_epoch or alignment.target_epoch not in from_goal:
+            continue
+        first = from_goal[alignment.target_epoch].transform
+        back = alignment.transform.inverse()
+        transform = _compose(back, first)
+        return GoalDecision(
+            True,
+            f'the goal is carried over from epoch {goal_epoch} through epoch '
+            f'{alignment.target_epoch}, onto which both were aligned',
+            transform,
+        )
+    return None
+
+
+def _compose(outer: SE2, inner: SE2) -> SE2:
+    """outer after inner."""
+    moved = outer.apply(PlacePose(inner.x, inner.y, inner.yaw))
+    return SE2(moved.x, moved.y, moved.yaw)

@@ -12,6 +12,12 @@ the judge ruled out, show nothing new about where the goal is. The task closes w
 claim and the judge's certificate, or stops (budget, cancel, a refused drive, no goal, an
 error) without a claim. Every path ends in a record in the ledger.
 
+Memory's candidates carry the map epoch they were seen in. One from another epoch than the
+body's is carried over only through an alignment: the first time, the robot turns in place
+and relocalises against memory (a FLOOR or HOUSE recovery relocalises too, and says where
+it believes the robot is); without an alignment the task stops rather than drive to a
+pose from another map. Every relocation is written in the record's notes.
+
 The agent and the drive only report; whether a task is done is the judge's to say.
 Steps are the agent's recall steps plus one for each drive, so every stop is judged at a
 step count of its own and a certificate is only reused for the very stop it judged.
@@ -22,12 +28,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from waymark.agent.exclusions import MAX_EXCLUDED, Exclusions
 from waymark.geometry import Pose
 from waymark.memory.storage.image_codec import ImageLimits
+from waymark.navigation.epochs import MapEpoch
 from waymark.tasks.attempts import (
     Body,
     BodyPose,
@@ -35,6 +43,7 @@ from waymark.tasks.attempts import (
     Clock,
     Drive,
     DriveOutcome,
+    DriveResult,
     Recall,
     RecallQuery,
     RunGoal,
@@ -55,7 +64,7 @@ from waymark.tasks.outcomes import (
     Spent,
     TerminationReason,
 )
-from waymark.tasks.places import PlaceBook, UnknownPlaceError
+from waymark.tasks.places import PlaceBook, PlacePose, UnknownPlaceError
 from waymark.tasks.records import GoalModality, OpenTask, StopPose, TaskRecord
 from waymark.tasks.recovery import (
     PlanParams,
@@ -68,13 +77,16 @@ from waymark.tasks.recovery import (
     plan_for,
 )
 from waymark.tasks.recovery_note import MAX_ITEM_CHARS, RecoveryNote, Stop, mechanical_note
+from waymark.tasks.relocation import Alignment, Relocation, ViewMatch, goal_allowed
 from waymark.tasks.stop_views import (
     FRAME_LIMIT_CAP,
     HEADING_BUCKETS,
     MAX_JUDGE_FRAMES,
+    StopView,
     latest_per_bucket,
     select_frames,
 )
+from waymark.tasks.view_relocation import Relocator
 
 MAX_ATTEMPTS_CAP = 20
 MAX_CANDIDATES_CAP = 50
@@ -82,6 +94,8 @@ MAX_DEADLINE_S = 3_600.0
 _MAX_MESSAGE_CHARS = 500
 _MAX_PLACES = 16
 _MAX_LESSONS = 64  # lesson ids one record keeps
+_RELOCATION = 'relocation'  # how a relocation's note line begins
+_MAX_ALIGNMENTS = 32
 _LOG = logging.getLogger(__name__)
 
 
@@ -99,6 +113,8 @@ class RunnerParams:
     judge_deadline_s: float = 60.0
     stop_view_count: int = HEADING_BUCKETS
     judge_frames: int = MAX_JUDGE_FRAMES
+    max_relocations: int = 3
+    relocation_step_m: float = 2.0
     checks: CheckSwitches = field(default_factory=CheckSwitches)
     recovery: RecoveryParams = field(default_factory=RecoveryParams)
     plan: PlanParams = field(default_factory=PlanParams)
@@ -116,6 +132,10 @@ class RunnerParams:
                 raise ValueError(f'{name} must be in (0, {MAX_DEADLINE_S}] s, got {value}')
         if not (math.isfinite(self.judge_deadline_s) and 0 < self.judge_deadline_s <= 3600):
             raise ValueError(f'judge_deadline_s must be in (0, 3600] s: {self.judge_deadline_s}')
+        if type(self.max_relocations) is not int or not 0 <= self.max_relocations <= 10:
+            raise ValueError(f'max_relocations must be in [0, 10]: {self.max_relocations}')
+        if not (math.isfinite(self.relocation_step_m) and 0.0 < self.relocation_step_m <= 20):
+            raise ValueError(f'relocation_step_m must be in (0, 20] m: {self.relocation_step_m}')
         if not 1 <= self.stop_view_count <= HEADING_BUCKETS:
             raise ValueError(f'stop_view_count must be in [1, {HEADING_BUCKETS}]: {self}')
         if not self.stop_view_count <= self.judge_frames <= FRAME_LIMIT_CAP:
@@ -202,6 +222,10 @@ class _TaskState:
     recallable: bool = True
     briefing: str = ''
     lesson_ids: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    relocations: int = 0
+    last_relocation: tuple[Relocation, Sequence[StopView]] | None = None  # one that failed
+    relocation_frames: int = 0  # frames of this attempt's relocation turns
+    relocation_matches: dict[MapEpoch, tuple[ViewMatch, ...]] = field(default_factory=dict)
 
     @property
     def started_ns(self) -> int:
@@ -224,9 +248,12 @@ class TaskRunner:
         clock: Clock | None = None,
         run_id: str = '',
         on_closed: Callable[[TaskRecord], None] | None = None,
+        relocator: Relocator | None = None,
     ) -> None:
         """`on_closed` hears every record once it is in the ledger (task_node calibrates the
-        lessons of a verified one); what it raises never changes the task's record."""
+        lessons of a verified one); what it raises never changes the task's record.
+        `relocator`: how the robot finds itself in an earlier map epoch (None: it cannot,
+        and candidates from another epoch are refused)."""
         self.ledger = ledger
         self.recall = recall
         self.drive = drive
@@ -238,6 +265,9 @@ class TaskRunner:
         self.clock = clock or SystemClock()
         self.run_id = run_id
         self.on_closed = on_closed
+        self.relocator = relocator
+        # Epoch alignments hold for the robot's life, not one task's; the newest are kept.
+        self.alignments: deque[Alignment] = deque(maxlen=_MAX_ALIGNMENTS)
 
     def run(
         self,
@@ -281,17 +311,21 @@ class TaskRunner:
                 return self._give_up(state, 'memory has no candidate left to try')
             state.spent.attempts += 1
             state.lesson_ids.update(dict.fromkeys(candidate.lesson_ids))
+            goal_pose = self._in_current_epoch(state, candidate)
             self._boundary(state, Phase.DRIVE, f'to {candidate.label}')
             deadline = self._deadline(state, 'drive')
-            result = self.drive.drive(candidate.goal_pose, deadline, state.cancel)
+            epoch_before = self.body.pose().epoch
+            result = self.drive.drive(goal_pose, deadline, state.cancel)
             state.drive_ended_ns = self.clock.time_ns()
             state.area_after_drive = self.body.signals().explored_area_m2
             state.spent.distance_m += result.distance_m
             state.spent.agent_steps += 1  # a drive is a step, so no two stops share a count
             state.steps_in_attempt += 1
-            state.searched.append(Searched(candidate.entry_id, *candidate.target))
             if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
                 raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while driving')
+            if self._map_reset(state, candidate, result, epoch_before):
+                continue
+            state.searched.append(Searched(candidate.entry_id, *candidate.target))
             if result.outcome is DriveOutcome.REFUSED:
                 why = result.message or 'no reason given'
                 raise _TaskStoppedError(
@@ -346,11 +380,98 @@ class TaskRunner:
             raise _TaskStoppedError(TerminationReason.NO_GOAL, str(error)) from None
         pose = Pose.from_xyz_yaw(place.pose.x, place.pose.y, 0.0, place.pose.yaw)
         target = (place.pose.x, place.pose.y)
-        state.queue = [Candidate(target, pose, f'place:{place.key}', place.name)]
+        state.queue = [Candidate(target, pose, f'place:{place.key}', place.name, epoch=place.epoch)]
         state.places.append(place.name)
         state.recallable = False  # a named place is where it was marked; nothing to recall
 
+    def _in_current_epoch(self, state: _TaskState, candidate: Candidate) -> Pose:
+        """The candidate's goal pose in the body's map epoch. One from another epoch is
+        carried over through an alignment, relocalising first when none is known (after a
+        failed try, from a step away); without one the task stops: a pose from another map
+        can lead anywhere."""
+        current = self.body.pose().epoch
+        if candidate.epoch is None or current is None or candidate.epoch == current:
+            return candidate.goal_pose
+        decision = goal_allowed(candidate.epoch, current, self.alignments)
+        while not decision.allowed and self._relocations_left(state):
+            if state.last_relocation is not None:
+                self._step_away(state, state.last_relocation)
+            self._relocalise(state, current)
+            decision = goal_allowed(candidate.epoch, current, self.alignments)
+        if not decision.allowed or decision.transform is None:
+            raise _TaskStoppedError(
+                TerminationReason.DRIVE_REFUSED,
+                f'not driving to {candidate.label}: {decision.reason}'[:_MAX_MESSAGE_CHARS],
+            )
+        goal = candidate.goal_pose
+        moved = decision.transform.apply(PlacePose(goal.position[0], goal.position[1], goal.yaw))
+        return Pose.from_xyz_yaw(moved.x, moved.y, goal.position[2], moved.yaw)
+
+    def _map_reset(
+        self,
+        state: _TaskState,
+        candidate: Candidate,
+        result: DriveResult,
+        before: MapEpoch | None,
+    ) -> bool:
+        """Whether a failed drive ended in another map epoch than it began (the robot was
+        carried, or SLAM restarted). It then says nothing about the candidate, which is
+        tried again first, once the new map is aligned."""
+        after = self.body.pose().epoch
+        if result.outcome is not DriveOutcome.FAILED or before is None or after == before:
+            return False
+        state.queue.insert(0, candidate)
+        line = (
+            f'the map epoch changed from {before} to {after} during the drive to '
+            f'{candidate.label}; it is tried again once the new map is aligned'
+        )
+        state.note_lines.append(line[:MAX_ITEM_CHARS])
+        return True
+
+    def _relocations_left(self, state: _TaskState) -> bool:
+        return self.relocator is not None and state.relocations < self.params.max_relocations
+
+    def _relocalise(self, state: _TaskState, current: MapEpoch) -> None:
+        """Turn in place for views and relocalise against memory; the outcome goes to the
+        feedback and the notes, an alignment to every later task too."""
+        state.relocations += 1
+        self._boundary(state, Phase.RECOVER, f'relocalising in map epoch {current}', spend=False)
+        views = self.body.stop_views(self.params.stop_view_count, self._deadline(state, 'view'))
+        state.relocation_frames += len(views)
+        earlier = state.relocation_matches.get(current, ())
+        relocation = self.relocator.relocalise(views, current, earlier)
+        state.relocation_matches = {current: relocation.matches}
+        self.alignments.append(relocation.alignment)
+        state.last_relocation = None if relocation.alignment.aligned else (relocation, views)
+        line = f'{_RELOCATION} {_describe_relocation(relocation, self.body.pose())}'
+        state.note_lines.append(line[:MAX_ITEM_CHARS])
+        self._boundary(state, Phase.RECOVER, line[:_MAX_MESSAGE_CHARS], spend=False)
+        self._check_cancel(state, Phase.RECOVER)
+
+    def _step_away(self, state: _TaskState, failed: tuple[Relocation, Sequence[StopView]]) -> None:
+        """Move `relocation_step_m` in the current map to look again from there: towards
+        the view that matched most, then the others; a heading the base refuses is skipped."""
+        relocation, views = failed
+        counts = Counter(m.view_index for m in relocation.matches if m.view_index >= 0)
+        order = sorted(range(len(views)), key=lambda i: -counts[i])
+        here = self.body.pose().pose
+        x, y, _ = here.position
+        step = self.params.relocation_step_m
+        for index in order:
+            heading = views[index].heading
+            goal = Pose.from_xyz_yaw(
+                x + step * math.cos(heading), y + step * math.sin(heading), 0.0, heading
+            )
+            self._boundary(state, Phase.DRIVE, 'a step away, to relocalise from there')
+            result = self.drive.drive(goal, self._deadline(state, 'drive'), state.cancel)
+            state.spent.distance_m += result.distance_m
+            if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
+                raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while driving')
+            if result.outcome is not DriveOutcome.REFUSED:
+                return
+
     def _start_attempt(self, state: _TaskState) -> None:
+        state.relocation_frames = 0
         state.steps_in_attempt = 0
         state.attempt_started_ns = self.clock.time_ns()
         state.area_at_attempt = self.body.signals().explored_area_m2
@@ -435,7 +556,8 @@ class TaskRunner:
         else:  # the drive's ground and frames; the stop views after it are not progress
             new_area = max(0.0, state.area_after_drive - state.area_at_attempt)
             since_attempt = self.body.frames_since(state.attempt_started_ns)
-            new_frames = max(0, since_attempt - self.body.frames_since(state.drive_ended_ns))
+            after_drive = self.body.frames_since(state.drive_ended_ns)
+            new_frames = max(0, since_attempt - after_drive - state.relocation_frames)
         signals = RecoverySignals(
             steps_in_attempt=state.steps_in_attempt,
             new_area_m2=new_area,
@@ -471,6 +593,9 @@ class TaskRunner:
         state.spent.scopes.append(decision.scope)
         if plan.requery:
             state.queue.clear()
+        current = self.body.pose().epoch
+        if plan.relocalise and current is not None and self._relocations_left(state):
+            self._relocalise(state, current)
 
     def _give_up(self, state: _TaskState, why: str) -> _Ending:
         failed = state.last_failed
@@ -549,6 +674,20 @@ class TaskRunner:
             except Exception:  # the task is recorded; what follows it cannot change that
                 _LOG.exception('the closed-task hook failed for %s', closed.task_id)
         return closed
+
+
+def _describe_relocation(relocation: Relocation, here: BodyPose) -> str:
+    """One line: what matched, whether it aligned, and where that puts the robot."""
+    alignment = relocation.alignment
+    parts = [f'in epoch {alignment.source_epoch}: {relocation.belief_reason}']
+    if relocation.belief is not None:
+        parts.append(f'believed at {relocation.belief.place!r}')
+    parts.append(alignment.reason)
+    if alignment.aligned and alignment.transform is not None:
+        x, y, _ = here.pose.position
+        there = alignment.transform.apply(PlacePose(x, y, here.pose.yaw))
+        parts.append(f'the robot is at ({there.x:.1f}, {there.y:.1f}) in that epoch')
+    return '; '.join(parts)
 
 
 def _excluded(candidate: Candidate, exclusions: Exclusions) -> bool:

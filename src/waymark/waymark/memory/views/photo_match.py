@@ -95,6 +95,8 @@ class Match:
     # Where the verified correspondences lie in the view: the bounding box of its inlier
     # keypoints, as fractions of its width and height (text ''); None with no inliers.
     region: TextBox | None = None
+    # The same for the goal photo's inlier keypoints: where the shared thing lies in it.
+    goal_region: TextBox | None = None
 
 
 class PhotoMatcher:
@@ -147,14 +149,21 @@ class PhotoMatcher:
     def compare(self, goal: Features, view: Features) -> Match:
         """Compare features already computed, so a goal photo is read once per judgement."""
         textured = self.textured(goal) and self.textured(view)
-        inliers = self._inliers(goal, view)
-        return Match(len(inliers), goal.count, view.count, textured, _region(inliers, view.size))
+        in_goal, in_view = self._inliers(goal, view)
+        return Match(
+            len(in_view),
+            goal.count,
+            view.count,
+            textured,
+            _region(in_view, view.size),
+            _region(in_goal, goal.size),
+        )
 
-    def _inliers(self, goal: Features, view: Features) -> np.ndarray:
-        """The view's keypoints that RANSAC kept (M x 2)."""
+    def _inliers(self, goal: Features, view: Features) -> tuple[np.ndarray, np.ndarray]:
+        """The goal's and the view's keypoints that RANSAC kept (M x 2 each, paired)."""
         none = np.empty((0, 2), np.float32)
         if min(goal.count, view.count) < 2:  # the ratio test needs two neighbours
-            return none
+            return none, none
         norm = cv2.NORM_L2 if self.params.detector == 'sift' else cv2.NORM_HAMMING
         pairs = cv2.BFMatcher(norm).knnMatch(goal.descriptors, view.descriptors, k=2)
         good = [
@@ -163,13 +172,14 @@ class PhotoMatcher:
             if len(pair) == 2 and pair[0].distance < self.params.ratio * pair[1].distance
         ]
         if len(good) < _MIN_HOMOGRAPHY_MATCHES:
-            return none
+            return none, none
         source = goal.points[[m.queryIdx for m in good]]
         target = view.points[[m.trainIdx for m in good]]
         homography, mask = cv2.findHomography(source, target, cv2.RANSAC, self.params.ransac_px)
         if homography is None or mask is None:
-            return none
-        return target[mask.ravel().astype(bool)]
+            return none, none
+        kept = mask.ravel().astype(bool)
+        return source[kept], target[kept]
 
 
 def _region(points: np.ndarray, size: tuple[int, int]) -> TextBox | None:
