@@ -9,6 +9,8 @@ a camera that shows a printed sign. The judge is the real OCR judge.
 
 from __future__ import annotations
 
+import json
+import math
 import struct
 import zlib
 
@@ -137,6 +139,21 @@ def test_the_ocr_judge_certifies_a_stop_that_shows_the_sign(ros, launch, robot, 
     (asked,) = robot.asked
     assert asked.lesson_task == f'the sign that says "{SIGN}"'
     assert asked.question.startswith(f'Where is {asked.lesson_task}?')
+
+
+def test_a_remembered_goal_from_another_map_epoch_is_never_driven_to(ros, launch, robot, tmp_path):
+    """Memory's answer is from epoch 1, the map is now epoch 2, and no memory_node serves
+    the image search a relocation needs: the task stops rather than drive the old pose."""
+    robot.sightings = [Sighting('tour:7', GOAL_XY, SIGN, epoch=('tour', 1))]
+    client = start_tasks(ros, launch, tmp_path / 'tasks', **{'relocation.timeout_s': 1.0})
+    result = result_of(send(client, text_goal(f'the {SIGN} sign')), timeout=90)
+    assert result.status == RunTask.Result.STATUS_STOPPED, result.message
+    assert result.termination == RunTask.Result.TERMINATION_DRIVE_REFUSED
+    assert 'not driving to' in result.message and "('tour', 1)" in result.message
+    assert all(math.dist(aim, GOAL_XY) > 0.5 for aim in robot.go_to_targets)
+    got = read(ros, GetTask, 'get_task', GetTask.Request(task_id=result.task_id))
+    notes = json.loads(got.record_json)['recovery_notes']
+    assert any(note.startswith('relocation impossible') for note in notes), notes
 
 
 def test_goals_that_cannot_be_run_are_refused_or_stopped_without_a_move(

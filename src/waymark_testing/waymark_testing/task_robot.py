@@ -8,7 +8,9 @@ Shared by the task node's tests and the client's task tests.
 The Ask stand-in is no kinder than reasoner_node: like the agent, it never answers with an
 excluded entry or a place within the exclusion radius of a ruled-out position (it reads
 the goal's fields with the reasoner's own reader), and when nothing is left it answers
-STATUS_NO_ANSWER, as the reasoner does when memory holds nothing that fits."""
+STATUS_NO_ANSWER, as the reasoner does when memory holds nothing that fits. Its goal names
+the session and map epoch of the sighting it was located from, as the reasoner's does
+(waymark_ros.nodes.reasoner.answers), so task_node checks it against the current epoch."""
 
 from __future__ import annotations
 
@@ -42,13 +44,19 @@ TASK_NODE_SETTINGS = {
 }
 
 
+# The map epoch the stand-ins' capture stats report as current.
+CURRENT_EPOCH = ('tour', 2)
+
+
 @dataclass(frozen=True)
 class Sighting:
-    """A printed sign memory holds: its entry, where it stands, the word printed on it."""
+    """A printed sign memory holds: its entry, where it stands, the word printed on it,
+    and the map epoch its pose is in."""
 
     entry_id: str
     xy: tuple[float, float]
     word: str
+    epoch: tuple[str, int] = CURRENT_EPOCH
 
 
 class StandIns:
@@ -57,6 +65,7 @@ class StandIns:
     def __init__(self, ros) -> None:
         self.go_to_mode = 'reach'  # reach | refuse | hold
         self.go_to_goals = 0
+        self.go_to_targets: list[tuple[float, float]] = []
         # A goal within 0.5 m of this point is held as in 'hold' (None: none is).
         self.hold_near: tuple[float, float] | None = None
         self.holding = threading.Event()  # set while a goal is held
@@ -87,7 +96,8 @@ class StandIns:
             CompressedImage, 'camera/image/compressed', qos.sensor_input(True, 2)
         )
         self.stats = node.create_publisher(String, 'capture/stats', qos.latched())
-        self.stats.publish(String(data=json.dumps({'session': 'tour', 'map_epoch': 2})))
+        session, epoch = CURRENT_EPOCH
+        self.stats.publish(String(data=json.dumps({'session': session, 'map_epoch': epoch})))
         node.create_timer(0.05, self._publish_pose)
         node.create_timer(0.2, self._publish_image)
 
@@ -111,12 +121,16 @@ class StandIns:
         answer.goal.header.frame_id = 'map'
         answer.goal.pose.position.x, answer.goal.pose.position.y = sighting.xy
         answer.goal.pose.orientation.w = 1.0
-        answer.evidence = [MemoryHit(id=sighting.entry_id)]
+        answer.goal_session, answer.goal_map_epoch = sighting.epoch
+        session, epoch = sighting.epoch
+        answer.evidence = [MemoryHit(id=sighting.entry_id, session=session, map_epoch=epoch)]
         handle.succeed()
         return result
 
     def _go_to(self, handle) -> GoTo.Result:
         self.go_to_goals += 1
+        aim = handle.request.target.pose.position
+        self.go_to_targets.append((aim.x, aim.y))
         result = GoTo.Result()
         if self.go_to_mode == 'refuse':
             handle.abort()

@@ -68,7 +68,7 @@ from waymark.tasks.records import GoalModality, StopPose, TaskGoal, TaskRecord
 from waymark.tasks.relocation import SE2
 from waymark.tasks.runner import RunnerParams, TaskRunner
 from waymark.tasks.stop_views import StopView
-from waymark.tasks.view_relocation import MemoryRelocator, Relocator
+from waymark.tasks.view_relocation import MemoryRelocator, Relocator, ViewRelocationParams
 
 TOUR_SESSION = 'tour'
 TASK_SESSION = 'tasks'
@@ -584,15 +584,17 @@ class SimTimeJudge:
         return self.judge_of.judge(task, deadline)
 
 
-def memory_relocator(memory: MemoryService) -> Relocator | None:
-    """Relocation against the tour memory, when memory has a view that embeds photos."""
+def memory_relocator(memory: MemoryService, hfov_deg: float = HFOV_DEG) -> Relocator | None:
+    """Relocation against the tour memory, when memory has a view that embeds photos;
+    `hfov_deg` is the robot camera's."""
     if not memory.image_views(FRAME):
         return None
 
     def similar(image: np.ndarray, k: int) -> list:
         return [hit.record for hit in memory.search(SearchQuery(Mode.IMAGE, k, image=image))]
 
-    return MemoryRelocator(similar, memory.image_store.image_of)
+    params = ViewRelocationParams(hfov_deg=hfov_deg)
+    return MemoryRelocator(similar, memory.image_store.image_of, params)
 
 
 @dataclass(frozen=True)
@@ -641,7 +643,7 @@ def run_task_layer(
         setting.runner,
         clock,
         sequence.id[:64],
-        relocator=memory_relocator(setting.memory),
+        relocator=memory_relocator(setting.memory, setting.sim.hfov_deg),
     )
     rng = np.random.default_rng(zlib.crc32(sequence.id.encode()))
     outcomes, records, kidnaps = [], [], []

@@ -19,6 +19,7 @@ from waymark.tasks.judge import OcrJudgeConfig, VlmJudgeConfig
 from waymark.tasks.outcomes import Budget
 from waymark.tasks.runner import MAX_ATTEMPTS_CAP, MAX_CANDIDATES_CAP, RunnerParams
 from waymark.tasks.stop_views import FRAME_LIMIT_CAP, HEADING_BUCKETS, MAX_JUDGE_FRAMES
+from waymark.tasks.view_relocation import MAX_SEARCHED, ViewRelocationParams
 
 JUDGE_BACKENDS = ('ocr', 'vlm')
 
@@ -181,6 +182,46 @@ class RunnerParameters:
         high=MAX_PRECHECKS,
     )
     certify: bool = setting(True, 'Judge the final stop (off: every claim stays CLAIMED).')
+    max_relocations: int = setting(
+        RunnerParams.max_relocations,
+        'Relocations of one task (a turn in place for views, matched against memory).',
+        low=0,
+        high=10,
+    )
+    relocation_step_m: float = setting(
+        RunnerParams.relocation_step_m,
+        'How far the robot moves to look again after a relocation that did not align.',
+        low=0.1,
+        high=20.0,
+    )
+
+
+@dataclass(frozen=True)
+class RelocationParameters:
+    search_service: str = setting(
+        'search_memory',
+        "memory_node's search service, by which the views of a relocation are matched; "
+        'empty: no relocation, and a remembered goal from another map epoch is refused.',
+    )
+    memory_data_dir: str = setting(
+        '~/.waymark/memory', "memory_node's data_dir: the pictures the views are verified on."
+    )
+    searched: int = setting(
+        ViewRelocationParams.searched,
+        'Memory hits per view verified by local features.',
+        low=1,
+        high=MAX_SEARCHED,
+    )
+    camera_hfov_deg: float = setting(
+        ViewRelocationParams.hfov_deg,
+        "The robot camera's horizontal field of view, for where a view's match lies.",
+        low=1.0,
+        high=179.0,
+    )
+    timeout_s: float = setting(5.0, 'Longest wait for one memory search.', low=0.1, high=120.0)
+
+    def view_relocation(self) -> ViewRelocationParams:
+        return ViewRelocationParams(searched=self.searched, hfov_deg=self.camera_hfov_deg)
 
 
 @dataclass(frozen=True)
@@ -258,6 +299,7 @@ class TaskNodeParameters:
     budget: BudgetParameters = field(default_factory=BudgetParameters)
     runner: RunnerParameters = field(default_factory=RunnerParameters)
     judge: JudgeParameters = field(default_factory=JudgeParameters)
+    relocation: RelocationParameters = field(default_factory=RelocationParameters)
     consolidation: ConsolidationParameters = field(default_factory=ConsolidationParameters)
 
     def __post_init__(self) -> None:
@@ -283,6 +325,8 @@ class TaskNodeParameters:
             judge_deadline_s=runner.judge_deadline_s,
             stop_view_count=runner.stop_view_count,
             judge_frames=runner.judge_frames,
+            max_relocations=runner.max_relocations,
+            relocation_step_m=runner.relocation_step_m,
             checks=CheckSwitches(
                 precheck=runner.precheck,
                 certify=runner.certify,

@@ -86,7 +86,7 @@ from waymark.tasks.stop_views import (
     latest_per_bucket,
     select_frames,
 )
-from waymark.tasks.view_relocation import Relocator
+from waymark.tasks.view_relocation import RelocationUnavailableError, Relocator
 
 MAX_ATTEMPTS_CAP = 20
 MAX_CANDIDATES_CAP = 50
@@ -439,7 +439,14 @@ class TaskRunner:
         views = self.body.stop_views(self.params.stop_view_count, self._deadline(state, 'view'))
         state.relocation_frames += len(views)
         earlier = state.relocation_matches.get(current, ())
-        relocation = self.relocator.relocalise(views, current, earlier)
+        try:
+            relocation = self.relocator.relocalise(views, current, earlier)
+        except RelocationUnavailableError as error:
+            state.relocations = self.params.max_relocations  # turning again will not help
+            line = f'{_RELOCATION} impossible in epoch {current}: {error}'
+            state.note_lines.append(line[:MAX_ITEM_CHARS])
+            self._boundary(state, Phase.RECOVER, line[:_MAX_MESSAGE_CHARS], spend=False)
+            return
         state.relocation_matches = {current: relocation.matches}
         self.alignments.append(relocation.alignment)
         state.last_relocation = None if relocation.alignment.aligned else (relocation, views)

@@ -45,6 +45,11 @@ MAX_SEARCHED = 50
 MAX_POOLED = 64
 
 
+class RelocationUnavailableError(RuntimeError):
+    """Memory could not be searched (away, or without a view that embeds photos): no
+    relocation can be made now, however the robot turns."""
+
+
 class Relocator(Protocol):
     def relocalise(
         self, views: Sequence[StopView], current: MapEpoch, earlier: Sequence[ViewMatch] = ()
@@ -88,6 +93,7 @@ class ViewRelocationParams:
             raise ValueError(f'hfov_deg must be in [1, 179], got {self.hfov_deg}')
 
 
+# The k entries most alike a picture; RelocationUnavailableError when memory cannot say.
 SimilarImages = Callable[[np.ndarray, int], Sequence[FrameRecord]]
 Pictures = Callable[[FrameRecord], bytes | None]
 

@@ -90,6 +90,7 @@ def answer_to_msg(answer: AgentAnswer, frame_id: str, stamp_ns: int) -> Answer:
         msg.goal.header.stamp = ns_to_stamp(stamp_ns)
         msg.goal.pose = pose_to_msg(Pose.from_xyz_yaw(g.x, g.y, g.z, g.yaw))
         msg.has_goal = True
+        msg.goal_session, msg.goal_map_epoch = g.session, g.map_epoch
     target = answer.target
     if target is not None and not target_mismatch(answer):
         msg.target_position.header.frame_id = frame_id

@@ -73,13 +73,13 @@ from waymark_ros.nodes.reasoner.answers import (
 from waymark_ros.nodes.reasoner.feedback import FeedbackDesk
 from waymark_ros.nodes.reasoner.free_space import FreeSpace
 from waymark_ros.nodes.reasoner.lesson_client import LessonClient
-from waymark_ros.nodes.reasoner.memory_client import MemoryClient, memory_deadline
 from waymark_ros.nodes.reasoner.reflector import reflector_for
 from waymark_ros.nodes.reasoner.robot_pose import RobotPose
 from waymark_ros.ros import qos
 from waymark_ros.ros.exclusion_msgs import exclusions_from_goal
 from waymark_ros.ros.input_monitor import InputMonitor
 from waymark_ros.ros.lesson_calibration import LessonCalibrator
+from waymark_ros.ros.memory_client import MemoryClient, memory_deadline
 from waymark_ros.ros.navigation_client import NavigationClient
 from waymark_ros.ros.params import declare_settings
 from waymark_ros.ros.spin import run_node

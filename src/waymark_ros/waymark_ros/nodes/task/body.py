@@ -93,7 +93,9 @@ class RosBody:
     def pose(self) -> BodyPose:
         epoch = self._track.map_epoch()
         pose = self._track.current()
-        return BodyPose(pose, self._track.map_frame, epoch[1] if epoch else 0)
+        if epoch is None:  # no map epoch reported yet: candidates are not checked against one
+            return BodyPose(pose, self._track.map_frame)
+        return BodyPose(pose, self._track.map_frame, epoch[1], epoch[0])
 
     def stop_views(
         self, count: int, deadline: float, facing: tuple[float, float] | None = None

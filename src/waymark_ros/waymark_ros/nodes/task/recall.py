@@ -91,12 +91,15 @@ class AskRecall:
         else:
             target = (goal_pose.position[0], goal_pose.position[1])
         entry = answer.evidence[0].id if answer.evidence else f'answer:{answer.trace_id}'
+        # The goal's pose is in the map epoch of the entry it was located from.
+        epoch = (answer.goal_session, int(answer.goal_map_epoch)) if answer.goal_session else None
         return Candidate(
             target,
             goal_pose,
             entry or 'answer',
             ' '.join(answer.text.split())[:MAX_DESCRIPTION_CHARS],
             tuple(answer.lesson_ids)[:_MAX_LESSONS],
+            epoch=epoch,
         )
 
 
