@@ -111,6 +111,19 @@ def test_drive_refuses_goals_the_map_rules_out(rooms):
     assert result.outcome is DriveOutcome.CANCELED
 
 
+def test_exploring_drives_to_the_nearest_unseen_ground_until_none_is_left(rooms):
+    base, _ = _base(rooms)
+    seen = base.signals().explored_area_m2
+    result = base.explore(3.0, deadline=1_000.0, cancel=threading.Event())
+    assert result.outcome is DriveOutcome.REACHED and result.distance_m > 0.0
+    assert base.signals().explored_area_m2 > seen
+    for _ in range(200):  # the two rooms hold a bounded amount of ground to see
+        if base.explore(100.0, 1e9, threading.Event()).outcome is DriveOutcome.REFUSED:
+            break
+    last = base.explore(100.0, 1e9, threading.Event())
+    assert last.outcome is DriveOutcome.REFUSED and 'no unseen ground' in last.message
+
+
 def test_stop_views_turn_a_full_circle(rooms):
     base, clock = _base(rooms, SimParams(turn_s_per_view=2.0, view_width=64, view_height=48))
     views = base.stop_views(4, deadline=100.0)

@@ -134,3 +134,24 @@ def test_a_sparse_goal_photo_can_confirm_a_stop_but_never_rule_one_out(pictures)
     missed = sparse.judge(task([pictures['other'], pictures['third']], pictures['goal']))
     assert missed.verdict is VerdictKind.UNKNOWN, missed.evidence
     assert 'needed to rule a stop out' in missed.evidence
+
+
+@pytest.mark.parametrize(
+    ('read', 'expected'),
+    [
+        (VerdictKind.COMPLETE, VerdictKind.COMPLETE),  # the words agree
+        (VerdictKind.UNKNOWN, VerdictKind.COMPLETE),  # nothing to read: the match stands
+        (VerdictKind.INCOMPLETE, VerdictKind.UNKNOWN),  # other words: a look-alike
+    ],
+)
+def test_a_photo_match_the_writing_contradicts_is_unknown(pictures, read, expected):
+    other = _Fixed(read)
+    verdict = PhotoFirstJudge(PhotoJudge(), other).judge(
+        task([pictures['goal seen']], pictures['goal'])
+    )
+    assert verdict.verdict is expected, verdict.evidence
+    assert len(other.asked) == 1  # every match is read too
+    if expected is VerdictKind.UNKNOWN:
+        assert 'matches the goal photo' in verdict.evidence
+        assert 'but ocr: read something' in verdict.evidence
+        assert verdict.source == 'photo+ocr'

@@ -37,7 +37,7 @@ from waymark.tasks.outcomes import (
 )
 from waymark.tasks.places import PlaceBook, PlacePose
 from waymark.tasks.records import GoalModality, TaskGoal
-from waymark.tasks.recovery import RecoveryParams
+from waymark.tasks.recovery import PlanParams, RecoveryParams
 from waymark.tasks.relocation import SE2, Alignment, Belief, Relocation
 from waymark.tasks.runner import RunnerParams, TaskRunner
 from waymark.tasks.stop_views import StopView
@@ -591,13 +591,25 @@ def test_a_floor_recovery_relocalises_in_the_current_map(clock, ledger):
         replace_epoch = world.candidate(f'spot-{index}', x)
         world.candidates[-1] = replace(replace_epoch, epoch=NOW)
     relocator = ScriptedRelocator(None)
+    explored = []
+
+    class Explorer:
+        def explore(self, radius_m, deadline, cancel):
+            explored.append(radius_m)
+            return DriveResult(DriveOutcome.REACHED, 2.5, '1 frontier reached')
+
     judge = ScriptedJudge(*[VerdictKind.INCOMPLETE] * 3, VerdictKind.COMPLETE)
     params = RunnerParams(recovery=RecoveryParams(max_recoveries=3))
-    record = runner_for(world, ledger, judge, params=params, relocator=relocator).run(
-        text_goal(), Budget()
+    runner = runner_for(
+        world, ledger, judge, params=params, relocator=relocator, explorer=Explorer()
     )
+    record = runner.run(text_goal(), Budget())
     assert [scope.name for scope in record.spent.scopes] == ['PLACE', 'ROOM', 'FLOOR']
     assert relocator.calls == [(RunnerParams().stop_view_count, NOW)]  # at FLOOR only
+    # ROOM and FLOOR explore unseen ground near the robot before they re-query.
+    assert explored == [PlanParams().frontier_radius_m] * 2
+    assert sum('explored within' in n for n in record.recovery_notes) == 2
+    assert record.spent.distance_m == pytest.approx(4 * world.drive_m + 2 * 2.5)
     assert record.status is LedgerStatus.CERTIFIED
     assert any(n.startswith('relocation') for n in record.recovery_notes)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import math
 import struct
+import threading
+import time
 import zlib
 
 import cv2
@@ -21,12 +23,14 @@ from rclpy.action import ActionClient
 
 from waymark.agent.exclusions import Exclusions
 from waymark.geometry import Pose
-from waymark.tasks.attempts import RecallQuery, RunGoal
+from waymark.tasks.attempts import DriveOutcome, RecallQuery, RunGoal
 from waymark.tasks.ledger import TaskLedger
 from waymark.tasks.records import GoalModality, TaskGoal
 from waymark_interfaces.action import RunTask
 from waymark_interfaces.msg import TaskSummary
 from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
+from waymark_ros.nodes.task.action_call import ActionWaits
+from waymark_ros.nodes.task.explore import FrontierExplore
 from waymark_ros.nodes.task.recall import question_text
 from waymark_testing.actions import connect, result_of, send
 from waymark_testing.ros_harness import wait_until
@@ -200,6 +204,17 @@ def png_header(width: int, height: int) -> bytes:
 
     header = struct.pack('>IIBBBBB', width, height, 8, 2, 0, 0, 0)
     return b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IEND', b'')
+
+
+def test_exploring_without_a_navigator_is_reported_and_never_fails_the_task(ros):
+    """A ROOM-wide recovery explores first; no explore server is a refused exploration
+    with the reason, which the runner notes and goes past."""
+    with ros.paused() as node:
+        explorer = FrontierExplore(node, 'explore', ActionWaits(0.5, 0.5, 0.5, 0.5), lambda: 0.0)
+    result = explorer.explore(4.0, time.monotonic() + 10.0, threading.Event())
+    assert result.outcome is DriveOutcome.REFUSED and 'explore' in result.message
+    late = explorer.explore(4.0, time.monotonic() + 0.5, threading.Event())
+    assert late.outcome is DriveOutcome.REFUSED and 'no time left' in late.message
 
 
 def test_a_recall_question_carries_the_exclusions_and_keeps_the_goal_whole():

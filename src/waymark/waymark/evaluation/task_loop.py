@@ -217,6 +217,23 @@ class SimBase:
             return DriveResult(DriveOutcome.REACHED, length)
         return DriveResult(DriveOutcome.FAILED, length, 'the deadline came before the goal')
 
+    def explore(self, radius_m: float, deadline: float, cancel: threading.Event) -> DriveResult:
+        """Drive to the nearest free ground within `radius_m` the base has not seen (by
+        path length, as a frontier explorer picks); REFUSED when all of it is seen."""
+        if cancel.is_set():
+            return DriveResult(DriveOutcome.CANCELED, message='canceled before moving')
+        self._mark_seen([(self.x, self.y)])  # where it stands it sees
+        distances = self.space.distances_from(self.x, self.y)
+        unseen = self.space.grid.traversable & ~self._explored & (distances <= radius_m)
+        if not unseen.any():
+            return DriveResult(
+                DriveOutcome.REFUSED, message=f'no unseen ground within {radius_m:.1f} m'
+            )
+        row, col = np.unravel_index(np.argmin(np.where(unseen, distances, np.inf)), unseen.shape)
+        x, y = self.space.geometry.cells_to_world(np.array([[row, col]]))[0]
+        here = self.local(float(x), float(y), self.yaw)
+        return self.drive(Pose.from_xyz_yaw(here.x, here.y, 0.0, here.yaw), deadline, cancel)
+
     def teleport(self, pose: tuple[float, float, float]) -> None:
         """Put the base at `pose` (the robot was brought there, as for a MARK)."""
         self.x, self.y, self.yaw = pose
@@ -644,6 +661,7 @@ def run_task_layer(
         clock,
         sequence.id[:64],
         relocator=memory_relocator(setting.memory, setting.sim.hfov_deg),
+        explorer=base,
     )
     rng = np.random.default_rng(zlib.crc32(sequence.id.encode()))
     outcomes, records, kidnaps = [], [], []

@@ -93,6 +93,11 @@ class ActionParameters:
     store_place: str = setting(
         'store_place', "memory_node's service that keeps a marked place searchable."
     )
+    explore: str = setting(
+        'explore',
+        "navigator_node's Explore action, driven before a ROOM-wide (or wider) re-query; "
+        'empty: recoveries do not explore.',
+    )
     calibrate_lessons: str = setting(
         'lessons/calibrate',
         "memory_node's service that counts a verified task (CERTIFIED, NOT DONE) for the "
@@ -193,6 +198,12 @@ class RunnerParameters:
         'How far the robot moves to look again after a relocation that did not align.',
         low=0.1,
         high=20.0,
+    )
+    explore_deadline_s: float = setting(
+        RunnerParams.explore_deadline_s,
+        "Longest exploration before a ROOM-wide re-query (the explore action's time budget).",
+        low=1.0,
+        high=3600.0,
     )
 
 
@@ -327,6 +338,7 @@ class TaskNodeParameters:
             judge_frames=runner.judge_frames,
             max_relocations=runner.max_relocations,
             relocation_step_m=runner.relocation_step_m,
+            explore_deadline_s=runner.explore_deadline_s,
             checks=CheckSwitches(
                 precheck=runner.precheck,
                 certify=runner.certify,

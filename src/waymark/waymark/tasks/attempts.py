@@ -125,6 +125,14 @@ class Drive(Protocol):
         ...
 
 
+class Explore(Protocol):
+    def explore(self, radius_m: float, deadline: float, cancel: threading.Event) -> DriveResult:
+        """Drive to ground the robot has not seen, nearest first, within about `radius_m`
+        of where it stands, until `deadline`; how it ended and the distance driven
+        (REFUSED: nothing to explore there, or no explorer to ask)."""
+        ...
+
+
 @dataclass(frozen=True)
 class BodyPose:
     """The base pose with the frame and map epoch it was measured in; `session` is the

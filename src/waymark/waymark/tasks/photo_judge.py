@@ -139,7 +139,13 @@ class PhotoJudge:
 class PhotoFirstJudge:
     """Photo goals to the photo judge first, everything else (and what it cannot tell) to
     `other`. A definite verdict's `source` names the judge that gave it; when neither can
-    tell, the unknown carries what each said."""
+    tell, the unknown carries what each said.
+
+    A match is checked by `other` too: where it rules the stop out (the photo shows
+    writing and the stop views read only other writing) the two disagree, and the answer
+    is unknown. Local features match a look-alike sign whose layout is the same and whose
+    words are not (the `lookalike` worlds: a wrong stop certified at 13 inliers); the words
+    tell them apart."""
 
     def __init__(self, photo: PhotoJudge, other: Judge) -> None:
         self.photo = photo
@@ -150,9 +156,21 @@ class PhotoFirstJudge:
         if not task.goal_photo:
             return self.other.judge(task, deadline)
         verdict = self.photo.judge(task, deadline)
-        if verdict.verdict.definite:
+        if verdict.verdict is VerdictKind.INCOMPLETE:
             return verdict
         fallback = self.other.judge(task, deadline)
+        if verdict.verdict is VerdictKind.COMPLETE:
+            if fallback.verdict is not VerdictKind.INCOMPLETE:
+                return verdict
+            said = (
+                f'{verdict.source}: {verdict.evidence}; but {fallback.source}: {fallback.evidence}'
+            )
+            return JudgeVerdict(
+                VerdictKind.UNKNOWN,
+                evidence=_clip(said, self.photo.max_evidence_chars),
+                source=self.source,
+                steps=verdict.steps,
+            )
         if fallback.verdict.definite:
             return fallback
         said = '; '.join(

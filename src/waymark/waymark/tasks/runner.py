@@ -44,6 +44,7 @@ from waymark.tasks.attempts import (
     Drive,
     DriveOutcome,
     DriveResult,
+    Explore,
     Recall,
     RecallQuery,
     RunGoal,
@@ -115,6 +116,7 @@ class RunnerParams:
     judge_frames: int = MAX_JUDGE_FRAMES
     max_relocations: int = 3
     relocation_step_m: float = 2.0
+    explore_deadline_s: float = 60.0
     checks: CheckSwitches = field(default_factory=CheckSwitches)
     recovery: RecoveryParams = field(default_factory=RecoveryParams)
     plan: PlanParams = field(default_factory=PlanParams)
@@ -126,7 +128,12 @@ class RunnerParams:
             raise ValueError(f'max_attempts must be in [1, {MAX_ATTEMPTS_CAP}]: {self}')
         if not 1 <= self.max_candidates <= MAX_CANDIDATES_CAP:
             raise ValueError(f'max_candidates must be in [1, {MAX_CANDIDATES_CAP}]: {self}')
-        for name in ('recall_deadline_s', 'drive_deadline_s', 'view_deadline_s'):
+        for name in (
+            'recall_deadline_s',
+            'drive_deadline_s',
+            'view_deadline_s',
+            'explore_deadline_s',
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 < value <= MAX_DEADLINE_S):
                 raise ValueError(f'{name} must be in (0, {MAX_DEADLINE_S}] s, got {value}')
@@ -249,11 +256,13 @@ class TaskRunner:
         run_id: str = '',
         on_closed: Callable[[TaskRecord], None] | None = None,
         relocator: Relocator | None = None,
+        explorer: Explore | None = None,
     ) -> None:
         """`on_closed` hears every record once it is in the ledger (task_node calibrates the
         lessons of a verified one); what it raises never changes the task's record.
         `relocator`: how the robot finds itself in an earlier map epoch (None: it cannot,
-        and candidates from another epoch are refused)."""
+        and candidates from another epoch are refused). `explorer`: how it looks at unseen
+        ground around it before a ROOM-wide (or wider) re-query (None: it does not)."""
         self.ledger = ledger
         self.recall = recall
         self.drive = drive
@@ -266,6 +275,7 @@ class TaskRunner:
         self.run_id = run_id
         self.on_closed = on_closed
         self.relocator = relocator
+        self.explorer = explorer
         # Epoch alignments hold for the robot's life, not one task's; the newest are kept.
         self.alignments: deque[Alignment] = deque(maxlen=_MAX_ALIGNMENTS)
 
@@ -603,6 +613,24 @@ class TaskRunner:
         current = self.body.pose().epoch
         if plan.relocalise and current is not None and self._relocations_left(state):
             self._relocalise(state, current)
+        if plan.frontier_radius_m is not None and self.explorer is not None:
+            self._explore(state, plan.frontier_radius_m)
+
+    def _explore(self, state: _TaskState, radius_m: float) -> None:
+        """Look at unseen ground near the robot before the next recall: what it sees there
+        reaches memory, and the re-query can find it. The way counts in the budget."""
+        self._boundary(state, Phase.DRIVE, f'exploring unseen ground within {radius_m:.1f} m')
+        deadline = self._deadline(state, 'explore')
+        result = self.explorer.explore(radius_m, deadline, state.cancel)
+        state.spent.distance_m += result.distance_m
+        if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
+            raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while exploring')
+        said = f': {result.message}' if result.message else ''
+        line = (
+            f'explored within {radius_m:.1f} m: {result.outcome}, '
+            f'{result.distance_m:.1f} m driven{said}'
+        )
+        state.note_lines.append(line[:MAX_ITEM_CHARS])
 
     def _give_up(self, state: _TaskState, why: str) -> _Ending:
         failed = state.last_failed

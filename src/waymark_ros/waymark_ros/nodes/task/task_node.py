@@ -51,6 +51,7 @@ from waymark_interfaces.srv import Consolidate, GetTask, ListTasks, Mark
 from waymark_ros.nodes.task.action_call import ActionWaits
 from waymark_ros.nodes.task.body import RosBody
 from waymark_ros.nodes.task.drive import GoToDrive
+from waymark_ros.nodes.task.explore import FrontierExplore
 from waymark_ros.nodes.task.memory_relocation import memory_relocator
 from waymark_ros.nodes.task.place_memory import PlaceMemory
 from waymark_ros.nodes.task.pose_track import PoseTrack
@@ -156,6 +157,9 @@ class TaskNode(Node):
             run_id=params.run_id,
             on_closed=lambda record: _each(hooks, record),
             relocator=memory_relocator(self, params.relocation),
+            explorer=FrontierExplore(self, actions.explore, waits, self._track.odometer, clients)
+            if actions.explore
+            else None,
         )
         self._busy = threading.Lock()
         self._default_budget = params.budget.budget()
