@@ -17,7 +17,7 @@ from rclpy.node import Node
 from waymark.geometry import Pose
 from waymark.tasks.attempts import DriveOutcome, DriveResult
 from waymark_interfaces.action import GoTo
-from waymark_ros.nodes.task.action_call import ActionWaits, call_action
+from waymark_ros.nodes.task.action_call import ActionOutcome, ActionWaits, call_action
 from waymark_ros.ros.conversions import pose_stamped
 
 _OUTCOMES = {
@@ -55,16 +55,25 @@ class GoToDrive:
         start = self._odometer()
         outcome = call_action(self._client, self._action, request, deadline, self._waits, cancel)
         distance = max(0.0, self._odometer() - start)
-        if not outcome.accepted:
-            return DriveResult(DriveOutcome.REFUSED, distance, 'the navigator rejected the goal')
-        if outcome.stopped == 'cancel':
-            return DriveResult(DriveOutcome.CANCELED, distance, 'the task was canceled')
-        if outcome.stopped == 'deadline':
-            return DriveResult(DriveOutcome.FAILED, distance, 'the drive ran past its deadline')
-        if outcome.stopped == 'server lost':
-            return DriveResult(DriveOutcome.FAILED, distance, 'the navigator went away mid-drive')
-        if outcome.result is None:
-            return DriveResult(DriveOutcome.FAILED, distance, 'the navigator sent no result')
+        unfinished = unfinished_drive(outcome, distance, 'drive')
+        if unfinished is not None:
+            return unfinished
         result = outcome.result
         kind = _OUTCOMES.get(result.outcome, DriveOutcome.FAILED)
         return DriveResult(kind, distance, result.message[:_MAX_MESSAGE_CHARS])
+
+
+def unfinished_drive(outcome: ActionOutcome, distance: float, what: str) -> DriveResult | None:
+    """How a navigator goal that brought no result ended, as a drive (`what`: the goal's
+    name in the message); None when its result came."""
+    if not outcome.accepted:
+        return DriveResult(DriveOutcome.REFUSED, distance, f'the navigator rejected the {what}')
+    if outcome.stopped == 'cancel':
+        return DriveResult(DriveOutcome.CANCELED, distance, 'the task was canceled')
+    if outcome.stopped == 'deadline':
+        return DriveResult(DriveOutcome.FAILED, distance, f'the {what} ran past its deadline')
+    if outcome.stopped == 'server lost':
+        return DriveResult(DriveOutcome.FAILED, distance, f'the navigator went away mid-{what}')
+    if outcome.result is None:
+        return DriveResult(DriveOutcome.FAILED, distance, 'the navigator sent no result')
+    return None

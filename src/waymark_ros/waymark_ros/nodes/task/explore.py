@@ -19,6 +19,7 @@ from rclpy.node import Node
 from waymark.tasks.attempts import DriveOutcome, DriveResult
 from waymark_interfaces.action import Explore
 from waymark_ros.nodes.task.action_call import ActionCallError, ActionWaits, call_action
+from waymark_ros.nodes.task.drive import unfinished_drive
 
 _MAX_MESSAGE_CHARS = 300
 
@@ -48,13 +49,9 @@ class FrontierExplore:
         except ActionCallError as error:
             return DriveResult(DriveOutcome.REFUSED, message=str(error)[:_MAX_MESSAGE_CHARS])
         distance = max(0.0, self._odometer() - start)
-        if not outcome.accepted:
-            return DriveResult(DriveOutcome.REFUSED, distance, 'the navigator rejected exploring')
-        if outcome.stopped == 'cancel':
-            return DriveResult(DriveOutcome.CANCELED, distance, 'the task was canceled')
-        if outcome.result is None:
-            why = outcome.stopped or 'no result'
-            return DriveResult(DriveOutcome.FAILED, distance, f'exploring ended: {why}')
+        unfinished = unfinished_drive(outcome, distance, 'exploration')
+        if unfinished is not None:
+            return unfinished
         result = outcome.result
         said = (
             f'{result.goals_reached} frontiers reached, {result.goals_failed} failed, '
