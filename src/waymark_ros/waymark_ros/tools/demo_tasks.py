@@ -57,7 +57,11 @@ class TaskOutcome:
 
 
 def start_task_node(out: Path, params_file: Path) -> NodeProcess:
-    parameters = {'data_dir': str(out / 'tasks'), 'inputs.image_topic': CAMERA_TOPIC}
+    parameters = {
+        'data_dir': str(out / 'tasks'),
+        'inputs.image_topic': CAMERA_TOPIC,
+        'relocation.memory_data_dir': str(out / 'memory'),  # memory_node's, for relocation
+    }
     return start_node('task_node', out / 'logs', parameters, params_file=params_file)
 
 
