@@ -8,11 +8,15 @@ The lifecycle nodes (launch_plan.MANAGED) are started with `autostart` false and
 by the launch, the standard way (launch_ros's LifecycleNode, ChangeState, OnStateTransition):
 configure at start, activate once configured. Until a node is active, a transition that
 fails or raises, or the process's exit, ends the launch with the reason, so a stack whose
-memory or navigator could not start never stays up looking healthy.
+memory or navigator could not start never stays up looking healthy. A transition the node
+has not begun `RESEND_TRANSITION_S` after it was asked for is asked again: a change_state
+request, or its response, can be lost (DDS drops a request sent before the service has
+matched the caller back), and launch_ros then waits for the response forever.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from launch.actions import (
@@ -23,9 +27,10 @@ from launch.actions import (
     OpaqueFunction,
     RegisterEventHandler,
     Shutdown,
+    TimerAction,
 )
 from launch.conditions import IfCondition
-from launch.event_handlers import OnProcessExit
+from launch.event_handlers import OnProcessExit, OnProcessStart
 from launch.events import matches_action
 from launch.launch_context import LaunchContext
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
@@ -45,6 +50,11 @@ from waymark_ros.launch_support.base_plan import (
     base_driver,
     base_mux,
     require_installed,
+)
+from waymark_ros.launch_support.bring_up import (
+    RESEND_CHECK_S,
+    bring_up_over,
+    transition_to_resend,
 )
 from waymark_ros.launch_support.launch_plan import (
     DEFAULT_DISCOVERY_RANGE,
@@ -289,6 +299,12 @@ BRING_UP_FAILURES = (
 )
 
 
+_TRANSITIONS = {
+    'configure': Transition.TRANSITION_CONFIGURE,
+    'activate': Transition.TRANSITION_ACTIVATE,
+}
+
+
 def managed_bring_up(node: LifecycleNode, name: str) -> list:
     """The actions that bring the lifecycle node `node` (named `name`) to active; they go
     after it. Configure at once, activate once configured. Until it is active, a failed or
@@ -323,8 +339,44 @@ def managed_bring_up(node: LifecycleNode, name: str) -> list:
         for guard in guards:
             context.unregister_event_handler(guard)
 
+    # When the process started, and when the node entered each state of its bring-up.
+    entered: dict[str, float] = {}
+
+    def started(_context: LaunchContext) -> None:
+        entered.setdefault('started', time.monotonic())
+
+    def record(state: str) -> OnStateTransition:
+        def note(_context: LaunchContext) -> None:
+            entered.setdefault(state, time.monotonic())
+
+        return OnStateTransition(
+            target_lifecycle_node=node, goal_state=state, entities=[OpaqueFunction(function=note)]
+        )
+
+    def check(_context: LaunchContext, resends: int = 0) -> list:
+        """Ask again for a transition the node has not begun in time, and look again."""
+        now = time.monotonic()
+        if bring_up_over(entered, now, resends):
+            return []
+        again = []
+        transition = transition_to_resend(entered, now, resends)
+        if transition is not None:
+            message = f'{name}: no {transition} begun in time; asking again'
+            again = [LogInfo(msg=message), change(_TRANSITIONS[transition])]
+            resends += 1
+        follow = OpaqueFunction(function=check, kwargs={'resends': resends})
+        return [*again, TimerAction(period=RESEND_CHECK_S, actions=[follow])]
+
     return [
         *(RegisterEventHandler(guard) for guard in guards),
+        RegisterEventHandler(
+            OnProcessStart(target_action=node, on_start=[OpaqueFunction(function=started)])
+        ),
+        *(
+            RegisterEventHandler(record(state))
+            for state in ('configuring', 'inactive', 'activating', 'active')
+        ),
+        TimerAction(period=RESEND_CHECK_S, actions=[OpaqueFunction(function=check)]),
         RegisterEventHandler(
             OnStateTransition(
                 target_lifecycle_node=node,
