@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 from launch import LaunchContext, LaunchDescription, LaunchService
-from launch.actions import IncludeLaunchDescription
+from launch.actions import IncludeLaunchDescription, TimerAction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions
 from launch_ros.actions import Node
@@ -87,6 +87,11 @@ def walk(entities, context: LaunchContext, found: list) -> None:
         if isinstance(entity, Node):
             if entity.condition is None or entity.condition.evaluate(context):
                 found.append(describe(entity, context))
+            continue
+        if isinstance(entity, TimerAction):
+            # It acts later, in a running launch (the bring-up's resend checks): only the
+            # nodes it would start are described.
+            walk([a for a in entity.actions if isinstance(a, Node)], context, found)
             continue
         walk(entity.visit(context) or [], context, found)
 
