@@ -24,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from waymark.memory.entries import FrameRecord
+from waymark.memory.entries import CameraModel, FrameRecord, TextBox
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.views.photo_match import Match, PhotoMatcher, PhotoMatchParams
 from waymark.navigation.epochs import MapEpoch
@@ -149,7 +149,8 @@ class MemoryRelocator:
             features = self._matcher.image_features(image)
         except ValueError as error:
             return ViewRejection(index, f'the view does not decode: {error}')
-        width = image.shape[1]
+        height, width = image.shape[:2]
+        robot = CameraModel.from_hfov(width, height, self.params.hfov_deg)
         x, y, _ = view.pose.position
         matches = []
         for record in self._similar(image, self.params.searched)[:HITS_CAP]:
@@ -165,8 +166,8 @@ class MemoryRelocator:
             match = self._matcher.compare(features, remembered)
             if not self._matcher.is_match(match) or match.goal_region is None:
                 continue
-            new_yaw = view.heading + self._bearing(match, width)
-            old = self._remembered_pose(record, match)
+            new_yaw = view.heading + _bearing(match.goal_region, robot)
+            old = _remembered_pose(record, match, robot)
             matches.append(
                 ViewMatch(
                     view_index=index,
@@ -184,21 +185,16 @@ class MemoryRelocator:
             return ViewRejection(index, 'no remembered picture verified against the view')
         return matches
 
-    def _bearing(self, match: Match, width: int) -> float:
-        """The shared thing's bearing in the view, left of the optical axis positive."""
-        centre = (match.goal_region.left + match.goal_region.right) / 2.0
-        half = math.tan(math.radians(self.params.hfov_deg) / 2.0)
-        return math.atan((0.5 - centre) * 2.0 * half)
 
-    def _remembered_pose(self, record: FrameRecord, match: Match) -> PlacePose:
-        """The remembered camera's position, turned to face the shared thing."""
-        region = match.region
-        centre = (region.left + region.right) / 2.0
-        camera = record.sighting.camera if record.sighting is not None else None
-        if camera is not None:
-            bearing = camera.bearing(centre * camera.width)
-        else:
-            half = math.tan(math.radians(self.params.hfov_deg) / 2.0)
-            bearing = math.atan((0.5 - centre) * 2.0 * half)
-        x, y, _ = record.pose.position
-        return PlacePose(x, y, wrap_angle(record.pose.yaw + bearing))
+def _bearing(region: TextBox, camera: CameraModel) -> float:
+    """Where the shared thing lies in a picture, as a bearing off that camera's axis."""
+    return camera.bearing(region.centre[0] * camera.width)
+
+
+def _remembered_pose(record: FrameRecord, match: Match, robot: CameraModel) -> PlacePose:
+    """The remembered camera's position, turned to face the shared thing; a record without
+    a camera model was taken with the robot's own camera."""
+    camera = record.sighting.camera if record.sighting is not None else None
+    bearing = _bearing(match.region, camera or robot)
+    x, y, _ = record.pose.position
+    return PlacePose(x, y, wrap_angle(record.pose.yaw + bearing))
