@@ -7,7 +7,10 @@ executor's worker threads (a callback still running there, such as a goal's exec
 callback, holds it for as long as it runs) and then tear every module down, which takes
 seconds on a loaded machine. Whatever shutdown still has not finished `EXIT_CAP_S` after it
 began (plus the node's own stated allowance, `shutdown_s`) is cut short with a log line
-naming each thread's stack, and exit status EXIT_SHUTDOWN_OVERRAN.
+naming each thread's stack, and exit status EXIT_SHUTDOWN_OVERRAN. A shutdown stuck in C
+code that holds the interpreter lock (a DDS participant torn down while its transport
+hangs) stops that log line's thread too; faulthandler's watchdog, a C thread, ends it
+`BACKSTOP_S` later all the same, with every thread's stack and exit status 1.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ EXIT_SHUTDOWN_OVERRAN = 3
 # 10 s in which every driving node must be gone after Ctrl-C; a node that reaches it has
 # a shutdown bug, which its log then shows.
 EXIT_CAP_S = 8.0
+# After the cap, the watchdog that needs no interpreter lock.
+BACKSTOP_S = 2.0
 # With last_words, how often spinning returns to Python, where a signal is handled.
 _SIGNAL_POLL_S = 0.1
 # Set by waymark_ros.tools.processes to its own pid: the node is a helper process of a demo
@@ -127,6 +132,7 @@ def run_node(
         if node is not None:  # read now: memory_node's shutdown_wait_s is a live parameter
             allowance = shutdown_s(node) if callable(shutdown_s) else shutdown_s
         _Cap(logger, EXIT_CAP_S + allowance).start()
+        faulthandler.dump_traceback_later(EXIT_CAP_S + allowance + BACKSTOP_S, exit=True)
         try:
             if node is not None:
                 node.destroy_node()
