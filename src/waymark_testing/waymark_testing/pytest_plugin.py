@@ -5,8 +5,10 @@ the workspace's suite or `colcon test` one package's tests.
 
 Every test session talks DDS on its own random domain (each pytest-xdist worker on its
 own), limited to this machine, so parallel runs and other ROS users on the network never
-see each other. The core tests never touch rclpy; it is imported only inside the ROS
-fixtures.
+see each other. Under Fast DDS it talks UDP on the loopback and never shared memory (see
+fastdds_loopback.xml: the suite's own kill -9 tests can leave the machine's one
+shared-memory port damaged, and other nodes then hang). The core tests never touch rclpy;
+it is imported only inside the ROS fixtures.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+LOOPBACK_PROFILE = 'fastdds_loopback.xml'
+if os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp') == 'rmw_fastrtps_cpp':
+    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(Path(__file__).with_name(LOOPBACK_PROFILE))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SYSTEM_DEFAULT'  # the profile's transports
+else:
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
 # pytest-xdist workers (gw0, gw1, ...) inherit the session's domain: each moves on by its
 # index, within the domains DDS maps to ports on Linux (0-101), so two workers' nodes
