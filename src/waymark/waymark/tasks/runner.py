@@ -325,14 +325,11 @@ class TaskRunner:
             self._boundary(state, Phase.DRIVE, f'to {candidate.label}')
             deadline = self._deadline(state, 'drive')
             epoch_before = self.body.pose().epoch
-            result = self.drive.drive(goal_pose, deadline, state.cancel)
+            result = self._moved(state, self.drive.drive(goal_pose, deadline, state.cancel))
             state.drive_ended_ns = self.clock.time_ns()
             state.area_after_drive = self.body.signals().explored_area_m2
-            state.spent.distance_m += result.distance_m
             state.spent.agent_steps += 1  # a drive is a step, so no two stops share a count
             state.steps_in_attempt += 1
-            if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
-                raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while driving')
             if self._map_reset(state, candidate, result, epoch_before):
                 continue
             state.searched.append(Searched(candidate.entry_id, *candidate.target))
@@ -480,10 +477,8 @@ class TaskRunner:
                 x + step * math.cos(heading), y + step * math.sin(heading), 0.0, heading
             )
             self._boundary(state, Phase.DRIVE, 'a step away, to relocalise from there')
-            result = self.drive.drive(goal, self._deadline(state, 'drive'), state.cancel)
-            state.spent.distance_m += result.distance_m
-            if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
-                raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while driving')
+            deadline = self._deadline(state, 'drive')
+            result = self._moved(state, self.drive.drive(goal, deadline, state.cancel))
             if result.outcome is not DriveOutcome.REFUSED:
                 return
 
@@ -621,16 +616,21 @@ class TaskRunner:
         reaches memory, and the re-query can find it. The way counts in the budget."""
         self._boundary(state, Phase.DRIVE, f'exploring unseen ground within {radius_m:.1f} m')
         deadline = self._deadline(state, 'explore')
-        result = self.explorer.explore(radius_m, deadline, state.cancel)
-        state.spent.distance_m += result.distance_m
-        if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
-            raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while exploring')
+        result = self._moved(state, self.explorer.explore(radius_m, deadline, state.cancel))
         said = f': {result.message}' if result.message else ''
         line = (
             f'explored within {radius_m:.1f} m: {result.outcome}, '
             f'{result.distance_m:.1f} m driven{said}'
         )
         state.note_lines.append(line[:MAX_ITEM_CHARS])
+
+    def _moved(self, state: _TaskState, result: DriveResult) -> DriveResult:
+        """The way a drive or an exploration took counts in the budget, whatever its
+        outcome; a cancel during it stops the task."""
+        state.spent.distance_m += result.distance_m
+        if result.outcome is DriveOutcome.CANCELED or state.cancel.is_set():
+            raise _TaskStoppedError(TerminationReason.CANCELED, 'canceled while moving')
+        return result
 
     def _give_up(self, state: _TaskState, why: str) -> _Ending:
         failed = state.last_failed
