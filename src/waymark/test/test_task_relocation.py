@@ -263,6 +263,16 @@ def test_se2_inverse_and_between():
     assert (back.x, back.y, back.yaw) == pytest.approx((source.x, source.y, source.yaw))
 
 
+def test_se2_after_applies_the_inner_transform_first():
+    inner = SE2(-0.5, 3.0, -1.2)
+    pose = PlacePose(1.0, 2.0, 0.3)
+    once = TRUTH.after(inner).apply(pose)
+    twice = TRUTH.apply(inner.apply(pose))
+    assert (once.x, once.y, once.yaw) == pytest.approx((twice.x, twice.y, twice.yaw))
+    undone = TRUTH.inverse().after(TRUTH)
+    assert (undone.x, undone.y, undone.yaw) == pytest.approx((0.0, 0.0, 0.0))
+
+
 # -- goal_allowed ------------------------------------------------------------------------
 
 

@@ -128,6 +128,11 @@ class SE2:
         cos, sin = math.cos(self.yaw), math.sin(self.yaw)
         return SE2(-(cos * self.x + sin * self.y), sin * self.x - cos * self.y, -self.yaw)
 
+    def after(self, inner: SE2) -> SE2:
+        """This transform applied after `inner`."""
+        moved = self.apply(PlacePose(inner.x, inner.y, inner.yaw))
+        return SE2(moved.x, moved.y, moved.yaw)
+
 
 Vector = Sequence[float]
 
@@ -633,9 +638,7 @@ def _onto_shared(
     for alignment in reversed(accepted):
         if alignment.source_epoch != current_epoch or alignment.target_epoch not in from_goal:
             continue
-        first = from_goal[alignment.target_epoch].transform
-        back = alignment.transform.inverse()
-        transform = _compose(back, first)
+        transform = alignment.transform.inverse().after(from_goal[alignment.target_epoch].transform)
         return GoalDecision(
             True,
             f'the goal is carried over from epoch {goal_epoch} through epoch '
@@ -643,9 +646,3 @@ def _onto_shared(
             transform,
         )
     return None
-
-
-def _compose(outer: SE2, inner: SE2) -> SE2:
-    """outer after inner."""
-    moved = outer.apply(PlacePose(inner.x, inner.y, inner.yaw))
-    return SE2(moved.x, moved.y, moved.yaw)
