@@ -85,18 +85,20 @@ def test_every_configured_value_fits_its_setting(config):
 def test_every_configured_parameter_is_declared(ros, launch, tmp_path, config):
     path = CONFIG / config
     sections = yaml.safe_load(path.read_text())
+    started = {}  # every node of the file starts at once; each is asked in turn
     for key, section in sections.items():
         name = key.removeprefix(ANY_NAMESPACE)
         if name not in NODES:
             continue  # the mounts (robot_state_publisher's section): test_frames.py
-        expected = flatten(section['ros__parameters'])
         overrides = {}
         if name == 'memory_node':
             # No model download in a test: the preset's model ids are checked as names only.
             overrides = {'data_dir': str(tmp_path / 'memory'), 'image_model': ''}
         if name == 'task_node':  # its ledger and places in the test's folder
             overrides = {'data_dir': str(tmp_path / 'tasks')}
-        node = launch(name, params_file=path, **overrides)
+        started[name] = (launch(name, params_file=path, **overrides), section)
+    for name, (node, section) in started.items():
+        expected = flatten(section['ros__parameters'])
         request = GetParameters.Request(names=list(expected))
         response = ros.call(
             GetParameters, f'/{name}/get_parameters', request, timeout_s=90, resend_after_s=10
