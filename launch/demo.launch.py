@@ -4,8 +4,8 @@
     ros2 launch waymark_ros demo.launch.py seed:=3 rviz:=true
 
 The demo renders a building, records a tour as a rosbag2, starts the four nodes with
-config/demo.yaml, replays the tour, asks a question per sign, and drives sim_base_node to
-each answer; its report goes to `out`.
+config/demo.yaml, replays the tour, asks a question per sign (or about the first
+`questions` signs), and drives sim_base_node to each answer; its report goes to `out`.
 """
 
 from pathlib import Path
@@ -30,6 +30,11 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument('out', default_value='demo_output', description='report folder'),
             DeclareLaunchArgument(
+                'questions',
+                default_value='0',
+                description='ask about the first N signs; 0: every sign',
+            ),
+            DeclareLaunchArgument(
                 'rviz', default_value='false', choices=['true', 'false'], description='start RViz'
             ),
             # A plain process: the demo starts the nodes itself and takes no --ros-args,
@@ -45,6 +50,8 @@ def generate_launch_description() -> LaunchDescription:
                     LaunchConfiguration('out'),
                     '--params',
                     str(CONFIG / 'demo.yaml'),
+                    '--questions',
+                    LaunchConfiguration('questions'),
                 ],
                 output='screen',
             ),
