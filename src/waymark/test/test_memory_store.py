@@ -54,16 +54,20 @@ def basis(i, dim=4):
     return vector
 
 
-@pytest.fixture(
-    params=[
-        'lite',
-        'lite-search',
-        'lite-auto',
-        pytest.param('server', marks=pytest.mark.milvus_server),
-        pytest.param('server-search', marks=pytest.mark.milvus_server),
-        pytest.param('server-auto', marks=pytest.mark.milvus_server),
-    ],
-)
+BACKENDS = [
+    'lite',
+    'lite-search',
+    'lite-auto',
+    pytest.param('server', marks=pytest.mark.milvus_server),
+    pytest.param('server-search', marks=pytest.mark.milvus_server),
+]
+# 'auto' on a server is the server's search ('server-search') with the hot sessions in
+# process ('lite-auto'); the tests of what survives a restart run it too.
+WITH_SERVER_AUTO = [*BACKENDS, pytest.param('server-auto', marks=pytest.mark.milvus_server)]
+across_every_backend = pytest.mark.parametrize('backend', WITH_SERVER_AUTO, indirect=True)
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     """Where memory lives (a Milvus Lite file or a server) and, with '-search', that
     Milvus answers the vector searches too; with '-auto', Milvus but for the sessions being
@@ -99,6 +103,7 @@ def ids(hits):
     return [hit.record.id for hit in hits]
 
 
+@across_every_backend
 def test_round_trip_and_restart_give_the_same_answers(db_path, open_store):
     records = [
         frame('a', i, seconds=i, x=0.1 * i, y=-i, text='EXIT' if i == 2 else '') for i in range(4)
@@ -147,6 +152,7 @@ def test_upsert_replaces_the_frame_and_drops_a_view_it_no_longer_has(store):
     assert ids(store.search_view('image', basis(1), 1)) == ['a/0']
 
 
+@across_every_backend
 def test_a_deleted_session_leaves_nothing_behind_after_a_restart(db_path, open_store):
     """Replaced entries go with their session too (upserts once hid them from a
     server's session filter), and the other session keeps every entry."""
@@ -300,6 +306,7 @@ def test_view_search_keeps_to_the_sessions_and_index_range_asked(store):
     assert store.view_ids('frame', 'image') == {record.id for record in records}
 
 
+@across_every_backend
 def test_a_robot_changes_only_its_own_sessions_and_queries_can_name_robots(db_path, open_store):
     with open_store(db_path, VIEWS, robot='go1-a') as first:
         first.add(frame('walk', 0, 0.0, x=1.0), {'image': basis(0)})
