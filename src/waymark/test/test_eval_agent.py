@@ -27,6 +27,7 @@ from waymark.evaluation.answerers import (
     check_answerer_name,
     model_label,
     parse_agent_name,
+    row_label,
 )
 from waymark.evaluation.harness import EvaluationConfig, open_memory, run
 from waymark.evaluation.questions import Question, QuestionSet, save_questions
@@ -378,6 +379,15 @@ def test_agent_row_names():
             check_answerer_name(bad)
     with pytest.raises(AnswererError, match='label'):
         agent_name(True, 'a b')
+
+
+def test_an_agent_row_that_mostly_fell_back_is_not_labelled_the_models():
+    assert row_label('agent[qwen]', 0.10) == 'agent[qwen]'
+    assert (
+        row_label('agent[qwen]', 0.43) == "agent[qwen] (fell back on 43%: not the model's result)"
+    )
+    # embedder-only is the fallback itself: its rate is always 100%
+    assert row_label('embedder-only', 1.0) == 'embedder-only'
     served = model_label('Qwen/Qwen2.5-VL-7B-Instruct')  # a served name becomes a label
     assert agent_name(True, served) == 'agent[Qwen-Qwen2.5-VL-7B-Instruct]'
 

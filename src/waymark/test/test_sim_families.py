@@ -169,3 +169,16 @@ def test_family_table_weights_worlds_by_their_questions():
     assert rows[0].startswith('| rooms | embedder-only | 1 | 10 | ')
     assert rows[1].startswith('| corridor | embedder-only | 2 | 40 | ')
     assert '| 25% |' in rows[1]
+
+
+def test_family_table_names_an_agent_row_that_fell_back_too_often():
+    def result(fallback_rate: float) -> dict:
+        overall = {'questions': 10, 'success_at': {'2': 0.5}, 'fallback_rate': fallback_rate}
+        return {'report': {'answerers': {'agent[small]': {'overall': overall}}}}
+
+    results = {'small-0': result(0.0), 'small-1': result(0.3), 'corridor-small-0': result(0.1)}
+    families = {'small-0': 'rooms', 'small-1': 'rooms', 'corridor-small-0': 'corridor'}
+    rows = family_table(results, families).splitlines()[2:]
+    # 3 of the 20 rooms questions fell back: over the limit of 10 %
+    assert rows[0].startswith("| rooms | agent[small] (fell back on 15%: not the model's result) |")
+    assert rows[1].startswith('| corridor | agent[small] | 1 | 10 | ')

@@ -93,6 +93,19 @@ def parse_agent_name(name: str) -> tuple[bool, str] | None:
     return None if match is None else (match.group(1) is None, match.group(2) or '')
 
 
+# An agent row that fell back on more of its questions than this shows the fallback's
+# figures, not the model's.
+MAX_AGENT_FALLBACK = 0.10
+
+
+def row_label(name: str, fallback_rate: float) -> str:
+    """The row's name in a table: an agent row above MAX_AGENT_FALLBACK says that its
+    figures are not the model's (the embedder-only rows are the fallback itself)."""
+    if parse_agent_name(name) is None or fallback_rate <= MAX_AGENT_FALLBACK:
+        return name
+    return f"{name} (fell back on {100 * fallback_rate:.0f}%: not the model's result)"
+
+
 def check_answerer_name(name: str) -> None:
     """AnswererError unless `name` is a row this module can make (views are checked
     against memory when the answerer is made, an agent's LLM when the run starts)."""

@@ -14,7 +14,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 import numpy as np
 
-from waymark.evaluation.answerers import is_per_view
+from waymark.evaluation.answerers import is_per_view, row_label
 from waymark.evaluation.bag_map import BagBackground, plot_extent
 from waymark.evaluation.ingest import summary_lines
 from waymark.evaluation.metrics import THRESHOLDS_M
@@ -73,7 +73,7 @@ def _table(report: dict, pick) -> list[str]:
         if summary is None:
             continue
         cells = [
-            name,
+            row_label(name, summary['fallback_rate']),
             str(summary['questions']),
             str(summary['answered']),
             *[_f(summary['success_at'].get(t), pct=True) for t in taus],

@@ -39,7 +39,7 @@ from waymark.cli import (
     clear_output_dir,
     fail,
 )
-from waymark.evaluation.answerers import AnswererError, embedder_row
+from waymark.evaluation.answerers import AnswererError, embedder_row, row_label
 from waymark.evaluation.harness import (
     EvaluationConfig,
     add_agent_arguments,
@@ -175,8 +175,9 @@ def table(results: dict[str, dict]) -> str:
             error = overall['mean_position_error_m']
             # The median; reports written before targets were located lack it.
             target = overall.get('median_target_error_m')
+            label = row_label(name, overall['fallback_rate'])
             lines.append(
-                f'| {case} | {name} | {overall["questions"]} | '
+                f'| {case} | {label} | {overall["questions"]} | '
                 + ' | '.join(_success(overall, taus))
                 + f' | {"-" if error is None else f"{error:.2f}"}'
                 + f' | {"-" if target is None else f"{target:.2f}"}'
@@ -206,8 +207,10 @@ def family_table(results: dict[str, dict], families: dict[str, str]) -> str:
             sum(o['success_at'].get(t, 0.0) * o['questions'] for o in overalls) / max(count, 1)
             for t in taus
         ]
+        fell_back = sum(o.get('fallback_rate', 0.0) * o['questions'] for o in overalls)
+        label = row_label(name, fell_back / max(count, 1))
         lines.append(
-            f'| {family} | {name} | {len(overalls)} | {count} | '
+            f'| {family} | {label} | {len(overalls)} | {count} | '
             + ' | '.join(f'{100 * r:.0f}%' for r in rates)
             + ' |'
         )
