@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from waymark.localisation.bearing import best_box, text_score
-from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOINT
+from waymark.localisation.estimate import BEARING, DEPTH, ROBOT, TRIANGULATED, VIEWPOINT
 from waymark.localisation.locate import locate
 from waymark.localisation.params import LocalisationParams
+from waymark.localisation.place import place
+from waymark.localisation.self_position import about_the_robot
 from waymark.localisation.standoff import standoff_goal
 from waymark.memory.entries import DepthSamples, FrameRecord, Sighting, TextBox
 from waymark_testing.sightings import POSES, SIGN, seeing
@@ -194,3 +196,43 @@ def test_a_viewpoint_target_keeps_the_viewpoint_pose():
     bare = FrameRecord('walk', 0, 1, 1.0, 2.0, 0.5, 0.3, 0, True, '0.jpg')
     pose = standoff_goal(locate(bare, 'x'), (1.0, 2.0), viewpoint_yaw=0.3)
     assert (pose.x, pose.y, pose.yaw, pose.at_viewpoint) == (1.0, 2.0, 0.3, True)
+
+
+# -- questions about the robot itself ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    'question',
+    [
+        'Where was I at 20:27:22?',
+        'Where was I at 20:27:22 UTC?',
+        'What was my position at 10:15?',
+        'Where was I when I saw the pharmacy?',
+        'where did the robot start?',
+        "What was the robot's location five minutes ago?",
+    ],
+)
+def test_a_question_about_the_robot_is_answered_with_its_own_pose(question):
+    first, *others = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
+    assert about_the_robot(question)
+    target, goal = place(first, question, others)
+    assert (target.method, target.sources) == (ROBOT, (first.id,))
+    assert (target.x, target.y, target.sigma_m) == (first.x, first.y, 0.0)
+    assert (goal.x, goal.y, goal.yaw) == (first.x, first.y, first.yaw)
+
+
+@pytest.mark.parametrize(
+    'question',
+    [
+        'Where did I see the pharmacy?',
+        'Where is the pharmacy?',
+        "Where was the robot's charger? The pharmacy sign was beside it.",
+        'Where was the pharmacy?',
+    ],
+)
+def test_a_question_about_a_thing_is_answered_with_the_thing(question):
+    first, *others = [seeing(i, x, y) for i, (x, y) in enumerate(POSES)]
+    assert not about_the_robot(question)
+    target, _goal = place(first, question, others)
+    assert target.method == TRIANGULATED
+    assert math.hypot(target.x - SIGN[0], target.y - SIGN[1]) < 0.03

@@ -12,7 +12,7 @@ import pytest
 from waymark.agent.agent import Agent, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
 from waymark.agent.trace import TraceWriter
-from waymark.localisation.estimate import TRIANGULATED
+from waymark.localisation.estimate import ROBOT, TRIANGULATED
 from waymark.memory.entries import Hit, TextBox
 from waymark.memory.search_query import Mode, SearchQuery
 from waymark_testing.agent_memory import NOW, answer_with_first_hit, scripted
@@ -107,3 +107,22 @@ def test_a_photo_answer_looks_along_where_the_photo_matched(verified):
     # Verified: along the sign; not verified: along the picture's centre, the camera's yaw.
     assert bearing == pytest.approx(towards_sign if verified else record.yaw, abs=1e-6)
     assert abs(towards_sign - record.yaw) > 0.1  # the two cases differ
+
+
+def test_where_the_robot_was_is_answered_with_its_pose_not_a_target_ahead():
+    search = tool_call('retrieve_from_text', {'query': 'pharmacy'})
+    question = AgentQuestion('Where was I when I saw the pharmacy?', NOW)
+    with ScriptedLLMServer(scripted(search, answer_with_first_hit())) as server:
+        answer = make_agent(server.base_url).ask(question)
+    seen_from = answer.evidence[0].record
+    assert not answer.used_fallback and seen_from.id == 'walk/0'
+    assert (answer.target.method, answer.target.x, answer.target.y) == (
+        ROBOT,
+        seen_from.x,
+        seen_from.y,
+    )
+    assert (answer.goal.x, answer.goal.y, answer.goal.yaw) == (
+        seen_from.x,
+        seen_from.y,
+        seen_from.yaw,
+    )

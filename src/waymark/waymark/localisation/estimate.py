@@ -7,11 +7,12 @@ import math
 from dataclasses import dataclass
 
 # How a target position was found, from the most to the least certain.
+ROBOT = 'robot'  # the question asked where the robot was: the keyframe's own pose
 DEPTH = 'depth'  # bearing of the matched region, ranged by the depth camera
 TRIANGULATED = 'triangulated'  # bearings from several keyframes, least squares
 BEARING = 'bearing'  # one bearing and an assumed range
 VIEWPOINT = 'viewpoint'  # only where the camera stood
-METHODS = (DEPTH, TRIANGULATED, BEARING, VIEWPOINT)
+METHODS = (ROBOT, DEPTH, TRIANGULATED, BEARING, VIEWPOINT)
 
 
 @dataclass(frozen=True)

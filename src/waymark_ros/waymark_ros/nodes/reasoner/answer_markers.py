@@ -12,13 +12,15 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from waymark.localisation.estimate import BEARING, DEPTH, TRIANGULATED, VIEWPOINT
+from waymark.localisation.estimate import BEARING, DEPTH, ROBOT, TRIANGULATED, VIEWPOINT
 from waymark_interfaces.msg import Answer
 from waymark_ros.ros.conversions import ns_to_stamp
 
 _LABEL_CHARS = 60
-# A target's colour says how it was found: green when ranged, grey for a bare viewpoint.
+# A target's colour says how it was found: green when ranged, grey for a bare viewpoint,
+# blue for the robot's own pose.
 METHOD_COLOURS = {
+    ROBOT: ColorRGBA(r=0.2, g=0.4, b=1.0, a=1.0),
     DEPTH: ColorRGBA(r=0.1, g=0.9, b=0.2, a=1.0),
     TRIANGULATED: ColorRGBA(r=0.1, g=0.8, b=0.9, a=1.0),
     BEARING: ColorRGBA(r=1.0, g=0.8, b=0.1, a=1.0),
