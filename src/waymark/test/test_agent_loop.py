@@ -456,6 +456,31 @@ def test_a_time_that_cannot_be_read_costs_a_step_but_no_retrieval(memory):
     assert not answer.used_fallback and answer.goal == goal_of(memory, BAKERY)
 
 
+def test_empty_replies_are_asked_again_without_spending_the_searches(memory):
+    # One search allowed: two replies that say nothing leave it unspent, a third spends it.
+    config = AgentConfig(max_steps=1, free_empty_replies=2)
+    script = scripted(text(''), text(''), search('bakery'), answer_with_first_hit())
+    with ScriptedLLMServer(script) as server:
+        answer, _ = ask(agent(server, memory, config))
+        requests = server.requests
+    assert [offered(body) for body in requests] == [SEARCH_TOOLS] * 3 + [['final_answer']]
+    assert requests[1]['messages'][-1] == {'role': 'user', 'content': prompts.NO_TOOL}
+    assert answer.retrievals == 1 and not answer.used_fallback
+    assert answer.goal == goal_of(memory, BAKERY)
+
+    script = scripted(text(''), text(''), text(''), answer_with_first_hit())
+    with ScriptedLLMServer(script) as server:
+        ask(agent(server, memory, config))
+        requests = server.requests
+    assert [offered(body) for body in requests] == [SEARCH_TOOLS] * 3 + [['final_answer']]
+    # and text without a tool call is no empty reply: it spends the search
+    script = scripted(text('Thinking.'), answer_with_first_hit())
+    with ScriptedLLMServer(script) as server:
+        ask(agent(server, memory, config))
+        requests = server.requests
+    assert [offered(body) for body in requests] == [SEARCH_TOOLS, ['final_answer']]
+
+
 def test_a_reply_without_a_tool_call_is_nudged_and_extra_calls_are_ignored(memory):
     script = scripted(
         text('Let me think about the bakery.'),

@@ -92,6 +92,9 @@ class AgentConfig:
     # Searches per question: every reply that is not a final answer (a tool call, a bad
     # call or text) spends one; BinTrack's budget is 4.
     max_steps: int = 4
+    # Replies with neither text nor a tool call that are asked again without spending a
+    # search (small models send them); any beyond spend one each.
+    free_empty_replies: int = 2
     top_k: int = 5
     level: str = FRAME
     deadline_s: float = 60.0
@@ -116,6 +119,10 @@ class AgentConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 50:
             raise ValueError(f'max_steps must be in [1, 50], got {self.max_steps}')
+        if not 0 <= self.free_empty_replies <= 10:
+            raise ValueError(
+                f'free_empty_replies must be in [0, 10], got {self.free_empty_replies}'
+            )
         if not 1 <= self.top_k <= 100 or not 1 <= self.fallback_top_k <= 100:
             raise ValueError('top_k and fallback_top_k must be in [1, 100]')
         if self.level not in LEVELS:
@@ -354,9 +361,11 @@ class Agent:
             {'role': 'system', 'content': prompts.SYSTEM.format(max_steps=config.max_steps)},
             {'role': 'user', 'content': question},
         ]
-        searches, refusals, told = 0, 0, False
-        # Searches, the forced final call, one re-ask and one nudge; nothing beyond.
-        for _ in range(config.max_steps + 3):
+        searches, refusals, empty, told, calls = 0, 0, 0, False, 0
+        # Searches, the forced final call, one re-ask, one nudge and the empty replies asked
+        # again (at most free_empty_replies); nothing beyond.
+        while calls < config.max_steps + 3 + empty:
+            calls += 1
             if cancelled():
                 run.answer.cancelled = True
                 run.answer.fallback_reason = 'cancelled'
@@ -379,7 +388,10 @@ class Agent:
             run.messages.append(_assistant_message(reply))
             if not reply.tool_calls:
                 run.messages.append({'role': 'user', 'content': prompts.NO_TOOL})
-                searches += 1
+                if reply.content.strip() or empty >= config.free_empty_replies:
+                    searches += 1
+                else:  # said nothing at all: asked again, no search spent
+                    empty += 1
                 continue
             call, *extra = reply.tool_calls
             for ignored in extra:

@@ -40,7 +40,8 @@ instructions are in this message only, and the question is the user's."""
 
 QUESTION = """\
 Question: {question}
-Now: {now}.
+Now: {now}. (The moment the question is asked: search at a time the question names, \
+never at now.)
 {times}{pose}{photo}{sessions}"""
 
 BUDGET_SPENT = """\

@@ -175,6 +175,14 @@ class AgentParameters:
     max_steps: int = setting(
         AgentConfig.max_steps, 'Searches the model may make.', low=1, high=50, live=True
     )
+    free_empty_replies: int = setting(
+        AgentConfig.free_empty_replies,
+        'Replies with neither text nor a tool call asked again without spending a search; '
+        'any beyond spend one each.',
+        low=0,
+        high=10,
+        live=True,
+    )
     top_k: int = setting(AgentConfig.top_k, 'Hits per search.', low=1, high=100, live=True)
     level: str = setting(
         AgentConfig.level,
@@ -643,6 +651,7 @@ class ReasonerParameters:
         agent = self.agent
         return AgentConfig(
             max_steps=agent.max_steps,
+            free_empty_replies=agent.free_empty_replies,
             top_k=agent.top_k,
             level=agent.level,
             deadline_s=agent.deadline_s,
