@@ -20,6 +20,7 @@ import pytest
 
 from waymark.agent import prompts
 from waymark.agent.agent import (
+    PREFETCH,
     Agent,
     AgentConfig,
     AgentQuestion,
@@ -300,6 +301,31 @@ def test_a_model_that_never_stops_searching_gets_the_budget_then_the_fallback(me
     assert answer.goal == goal_of(memory, BAKERY)  # what the embedder finds for the question
     assert answer.evidence[0].record.id == BAKERY
     assert answer.llm_calls <= max_steps + 3
+
+
+# -- the embedder's hits shown first -------------------------------------------------------
+
+
+def test_prefetched_hits_can_be_cited_at_once_and_spend_no_search(memory):
+    config = AgentConfig(max_steps=1, prefetch_hits=3)
+    script = scripted(final(evidence_ids=[BAKERY], confidence=0.9))
+    with ScriptedLLMServer(script) as server:
+        answer, events = ask(agent(server, memory, config))
+        [request] = server.requests
+    listing = request['messages'][-1]['content']
+    assert listing.startswith(prompts.PREFETCHED)
+    assert [hit.id for hit in shown_hits(listing)][:1] == [BAKERY]
+    assert len(shown_hits(listing)) == 3
+    assert offered(request) == SEARCH_TOOLS  # the one search is still there
+    assert not answer.used_fallback and answer.goal == goal_of(memory, BAKERY)
+    assert answer.retrievals == 1 and answer.llm_calls == 1
+    assert [event.tool for event in events] == [PREFETCH, 'final_answer']
+
+    # Without them, the same reply answers before anything was searched.
+    script = scripted(final(evidence_ids=[BAKERY]), final(evidence_ids=[BAKERY]))
+    with ScriptedLLMServer(script) as server:
+        answer, _ = ask(agent(server, memory, AgentConfig(max_steps=1)))
+    assert answer.used_fallback and 'nothing was searched yet' in answer.fallback_reason
 
 
 # -- bad replies ---------------------------------------------------------------------------

@@ -83,6 +83,8 @@ _LOG = logging.getLogger(__name__)
 POSITION, TEXT, TIME, YES_NO, NONE = 'position', 'text', 'time', 'yes_no', 'none'
 # How fallback_reason starts when memory could not be searched.
 MEMORY_UNAVAILABLE = 'memory unavailable'
+# The step that shows the embedder's hits before the model's first (AgentConfig.prefetch_hits).
+PREFETCH = 'prefetched'
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class AgentConfig:
     # Replies with neither text nor a tool call that are asked again without spending a
     # search (small models send them); any beyond spend one each.
     free_empty_replies: int = 2
+    # The embedder's best hits for the question shown with it before the first step (0:
+    # none): the model starts by choosing among what the fallback would answer with.
+    prefetch_hits: int = 0
     top_k: int = 5
     level: str = FRAME
     deadline_s: float = 60.0
@@ -119,6 +124,8 @@ class AgentConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.max_steps <= 50:
             raise ValueError(f'max_steps must be in [1, 50], got {self.max_steps}')
+        if not 0 <= self.prefetch_hits <= 20:
+            raise ValueError(f'prefetch_hits must be in [0, 20], got {self.prefetch_hits}')
         if not 0 <= self.free_empty_replies <= 10:
             raise ValueError(
                 f'free_empty_replies must be in [0, 10], got {self.free_empty_replies}'
@@ -361,6 +368,8 @@ class Agent:
             {'role': 'system', 'content': prompts.SYSTEM.format(max_steps=config.max_steps)},
             {'role': 'user', 'content': question},
         ]
+        if config.prefetch_hits:
+            self._prefetch(run, on_step)
         searches, refusals, empty, told, calls = 0, 0, 0, False, 0
         # Searches, the forced final call, one re-ask, one nudge and the empty replies asked
         # again (at most free_empty_replies); nothing beyond.
@@ -588,6 +597,22 @@ class Agent:
         pool = result.track.candidates if result.track else []
         others = [hit for hit in pool if hit is not result.chosen]
         return [result.chosen, *others][: self.config.top_k]
+
+    def _prefetch(self, run: _Run, on_step: Callable) -> None:
+        """Show the embedder's best hits before the first step, as a search's result
+        would be shown: the entries the fallback would answer from, so a small model's
+        first job is to choose among them or to search further. Spends no search."""
+        started = time.monotonic()
+        hits = run.admitted(self._similar(run))[: self.config.prefetch_hits]
+        if not hits:
+            return
+        run.show(hits)
+        listing = describe_hits(
+            hits, run.question.now_ns, self.config.max_text_chars, self.config.time_zone
+        )
+        run.messages.append({'role': 'user', 'content': f'{prompts.PREFETCHED}\n{listing}'})
+        self._show_pictures(run, hits)
+        self._record(run, on_step, PREFETCH, '', hits, started)
 
     def _show_pictures(self, run: _Run, hits: Sequence[Hit]) -> None:
         if self.chat is None or not self.chat.config.accepts_images:

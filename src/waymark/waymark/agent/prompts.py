@@ -44,6 +44,10 @@ Now: {now}. (The moment the question is asked: search at a time the question nam
 never at now.)
 {times}{pose}{photo}{sessions}"""
 
+PREFETCHED = """\
+Memory entries most similar to the question, already searched for you. If one answers \
+it, call final_answer citing it; otherwise search."""
+
 BUDGET_SPENT = """\
 You have used all your searches. Answer now with final_answer, from what you found."""
 

@@ -147,6 +147,7 @@ class EvaluationConfig:
     llm_timeout_s: float = LLMConfig.timeout_s
     agent_label: str = ''  # names the planner in the row names: agent[<label>]
     agent_steps: int = AgentConfig.max_steps
+    agent_prefetch: int = AgentConfig.prefetch_hits
     bt_alpha: float = BinTrackParams.alpha
     bt_beta: float = BinTrackParams.beta
     bt_k_leaf: int = BinTrackParams.k_leaf
@@ -582,6 +583,7 @@ def agent_config(config: EvaluationConfig, search_between: bool) -> AgentConfig:
     try:
         return AgentConfig(
             max_steps=config.agent_steps,
+            prefetch_hits=config.agent_prefetch,
             top_k=config.top_k,
             search_between=search_between,
             bintrack=BinTrackParams(
@@ -699,7 +701,13 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     add_setting_options(group, LLMParameters, {'timeout_s': '--llm-timeout'})
     group.add_argument('--agent-label', default='', help='row suffix naming the planner')
     add_setting_options(
-        group, AgentParameters, {'max_steps': '--agent-steps', 'time_zone': '--time-zone'}
+        group,
+        AgentParameters,
+        {
+            'max_steps': '--agent-steps',
+            'prefetch_hits': '--agent-prefetch',
+            'time_zone': '--time-zone',
+        },
     )
     add_setting_options(
         group, BinTrackParams, {'alpha': '--bt-alpha', 'beta': '--bt-beta', 'k_leaf': '--bt-k-leaf'}
@@ -720,6 +728,7 @@ def agent_options(args: argparse.Namespace) -> dict:
         'llm_timeout_s': args.llm_timeout,
         'agent_label': args.agent_label,
         'agent_steps': args.agent_steps,
+        'agent_prefetch': args.agent_prefetch,
         'bt_alpha': args.bt_alpha,
         'bt_beta': args.bt_beta,
         'bt_k_leaf': args.bt_k_leaf,

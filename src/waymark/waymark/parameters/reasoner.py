@@ -175,6 +175,14 @@ class AgentParameters:
     max_steps: int = setting(
         AgentConfig.max_steps, 'Searches the model may make.', low=1, high=50, live=True
     )
+    prefetch_hits: int = setting(
+        AgentConfig.prefetch_hits,
+        "The embedder's best hits shown with the question before the model's first step "
+        '(0: none); they spend no search.',
+        low=0,
+        high=20,
+        live=True,
+    )
     free_empty_replies: int = setting(
         AgentConfig.free_empty_replies,
         'Replies with neither text nor a tool call asked again without spending a search; '
@@ -652,6 +660,7 @@ class ReasonerParameters:
         return AgentConfig(
             max_steps=agent.max_steps,
             free_empty_replies=agent.free_empty_replies,
+            prefetch_hits=agent.prefetch_hits,
             top_k=agent.top_k,
             level=agent.level,
             deadline_s=agent.deadline_s,
