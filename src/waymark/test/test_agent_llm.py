@@ -67,6 +67,7 @@ def test_a_tool_call_round_trip():
     assert reply.prompt_tokens > 0 and reply.completion_tokens > 0
     assert chat.usage.snapshot() == {
         'calls': 1,
+        'cached': 0,
         'failures': 0,
         'prompt_tokens': reply.prompt_tokens,
         'completion_tokens': reply.completion_tokens,

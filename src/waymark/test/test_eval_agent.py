@@ -6,6 +6,7 @@ harness rows, report columns and options that carry what each answer cost."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import socket
@@ -501,6 +502,40 @@ def test_agent_answers_are_reused_only_with_the_same_settings(
         assert len(server.requests) == asked  # all answers reused
         run(dataclasses.replace(settings, agent_steps=2), build_walk)
         assert len(server.requests) == 2 * asked  # other limits: answered again
+
+
+def test_a_rerun_with_the_same_weights_is_answered_from_the_reply_cache(
+    tmp_path, walk_questions, tiny_siglip
+):
+    weights = tmp_path / 'planner.gguf'
+    weights.write_bytes(b'the scripted planner stands in for weights')
+    sha256 = hashlib.sha256(weights.read_bytes()).hexdigest()
+    with planner_server() as server:
+        settings = evaluation(
+            tmp_path,
+            walk_questions,
+            tiny_siglip,
+            answerers=('agent/no-bt',),
+            llm_url=server.base_url,
+            llm_model=server.model,
+            llm_model_file=weights,
+            reply_cache=tmp_path / 'replies',
+        )
+        first = run(settings, build_walk)
+        asked = len(server.requests)
+        # Another output folder: no answer to reuse, every reply kept.
+        again = run(dataclasses.replace(settings, out=tmp_path / 'again'), build_walk)
+        assert len(server.requests) == asked > 0
+    answers = [
+        [
+            (p['question_id'], p['goal'], p['time_ns'])
+            for p in report['answerers']['agent/no-bt']['predictions']
+        ]
+        for report in (first, again)
+    ]
+    assert answers[0] == answers[1]
+    assert again['model'] == {'name': server.model, 'file': str(weights), 'sha256': sha256}
+    assert f'sha256 {sha256}' in (tmp_path / 'again' / 'report.md').read_text()
 
 
 def test_the_cli_passes_the_agent_options(tmp_path, walk_questions, tiny_siglip, capsys):

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 
@@ -107,6 +107,7 @@ class LLMUsage:
     """Attempts and tokens over a client's life; updated under a lock, read any time."""
 
     calls: int = 0  # requests sent, retries included
+    cached: int = 0  # requests answered from the reply cache, never sent
     failures: int = 0  # requests that gave no usable reply
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -115,10 +116,16 @@ class LLMUsage:
     )
 
     def add(
-        self, calls: int = 0, failures: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0
+        self,
+        calls: int = 0,
+        failures: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cached: int = 0,
     ) -> None:
         with self._lock:
             self.calls += calls
+            self.cached += cached
             self.failures += failures
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
@@ -127,17 +134,30 @@ class LLMUsage:
         with self._lock:
             return {
                 'calls': self.calls,
+                'cached': self.cached,
                 'failures': self.failures,
                 'prompt_tokens': self.prompt_tokens,
                 'completion_tokens': self.completion_tokens,
             }
 
 
-class ChatClient:
-    """Chat completions with bounded retries and a deadline; safe to share between threads."""
+class ReplyStore(Protocol):
+    """Replies kept by their exact request (evaluation's `reply_cache.ReplyCache`)."""
 
-    def __init__(self, config: LLMConfig, client: Any = None) -> None:
+    def get(self, request: dict[str, Any]) -> ChatReply | None: ...
+
+    def put(self, request: dict[str, Any], reply: ChatReply) -> bool: ...
+
+
+class ChatClient:
+    """Chat completions with bounded retries and a deadline; safe to share between threads.
+
+    With a `cache` (evaluation only) and temperature 0, a request asked before is answered
+    from it and a new reply is kept in it."""
+
+    def __init__(self, config: LLMConfig, client: Any = None, cache: ReplyStore | None = None):
         self.config = config
+        self.cache = cache if config.temperature == 0.0 else None
         self.client = (
             client
             if client is not None
@@ -171,6 +191,18 @@ class ChatClient:
         if tools:
             request['tools'] = tools
             request['tool_choice'] = 'auto'
+        if self.cache is not None:
+            kept = self.cache.get(request)
+            if kept is not None:
+                self.usage.add(cached=1)
+                return kept
+        reply = self._ask(request, deadline)
+        if self.cache is not None:
+            self.cache.put(request, reply)
+        return reply
+
+    def _ask(self, request: dict[str, Any], deadline: float | None) -> ChatReply:
+        """The server's reply, through the bounded retries within the deadline."""
         started = time.monotonic()
         attempt = 0
         while True:

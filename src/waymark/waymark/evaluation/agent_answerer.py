@@ -25,6 +25,7 @@ import openai
 
 from waymark.agent.agent import NONE, Agent, AgentAnswer, AgentConfig, AgentQuestion
 from waymark.agent.llm import ChatClient, LLMConfig
+from waymark.agent.reply_cache import ReplyCache
 from waymark.agent.verifier import Verifier, VerifierConfig
 from waymark.evaluation.answerers import agent_name
 from waymark.evaluation.metrics import Prediction
@@ -70,7 +71,8 @@ class AgentAnswerer:
     `llm` is the OpenAI-compatible server the agent plans with; `config.search_between`
     decides the row (`agent` or `agent/no-bt`), `label` names the planner in the row name;
     `verifier`, when given, checks each answer once (as `Agent` does on the robot).
-    `now_ns` defaults to `ASKED_AFTER_S` after the last entry in memory.
+    `now_ns` defaults to `ASKED_AFTER_S` after the last entry in memory. With `cache`
+    (evaluation's reply cache) a request asked before is not sent again.
     """
 
     def __init__(
@@ -81,12 +83,13 @@ class AgentAnswerer:
         label: str = '',
         now_ns: int | None = None,
         verifier: VerifierConfig | None = None,
+        cache: ReplyCache | None = None,
     ) -> None:
         self.memory = memory
         self.config = config or AgentConfig()
         self.llm = llm
         self.name = agent_name(self.config.search_between, label)
-        self.chat = ChatClient(llm)
+        self.chat = ChatClient(llm, cache=cache)
         self._trace = _LastTrace()
         self.agent = Agent(
             self.chat,
@@ -101,6 +104,7 @@ class AgentAnswerer:
         # the server's address, which a test server changes from run to run.
         self.settings = {
             'model': llm.model,
+            'model_sha256': cache.model_sha256 if cache is not None else None,
             'max_tokens': llm.max_tokens,
             'temperature': llm.temperature,
             'accepts_images': llm.accepts_images,

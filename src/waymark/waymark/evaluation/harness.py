@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shutil
 import sys
@@ -41,6 +42,7 @@ from tqdm import tqdm
 from waymark.agent.agent import AgentConfig
 from waymark.agent.bintrack import BinTrackParams
 from waymark.agent.llm import LLMConfig
+from waymark.agent.reply_cache import ReplyCache, file_sha256
 from waymark.agent.spoken_time import time_zone
 from waymark.agent.verifier import VerifierConfig
 from waymark.cli import (
@@ -114,6 +116,10 @@ VERIFIER_SAME_AS_LLM = 'same'
 MemoryBuilder = Callable[['EvaluationConfig', dict | None, Path], dict]
 
 
+# Where the agent rows keep the model's replies between runs (temperature 0 only).
+DEFAULT_REPLY_CACHE = Path.home() / '.cache' / 'waymark' / 'llm-replies'
+
+
 @dataclasses.dataclass
 class EvaluationConfig:
     bag: Path
@@ -148,6 +154,10 @@ class EvaluationConfig:
     agent_label: str = ''  # names the planner in the row names: agent[<label>]
     agent_steps: int = AgentConfig.max_steps
     agent_prefetch: int = AgentConfig.prefetch_hits
+    # The served model's weights: their sha256 names the model in the report and keys the
+    # reply cache, which is off without them.
+    llm_model_file: Path | None = None
+    reply_cache: Path | None = DEFAULT_REPLY_CACHE  # None: every request is sent
     bt_alpha: float = BinTrackParams.alpha
     bt_beta: float = BinTrackParams.beta
     bt_k_leaf: int = BinTrackParams.k_leaf
@@ -218,6 +228,12 @@ def run(config: EvaluationConfig, build: MemoryBuilder | None = None) -> dict:
             },
             'answerers': results,
         }
+        if config.llm_url:  # the agent rows' model, by the hash of its weights when given
+            report['model'] = {
+                'name': config.llm_model,
+                'file': str(config.llm_model_file) if config.llm_model_file else None,
+                'sha256': model_sha256(config.llm_model_file) if config.llm_model_file else None,
+            }
         if config.captioner_url:  # only then, so reports without captions stay as they were
             report['memory']['captioner'] = config.captioner_model
             report['memory']['captions'] = ingest.get('captions', {})
@@ -261,6 +277,8 @@ def check_inputs(config: EvaluationConfig) -> None:
         time_zone(config.time_zone)
     except ValueError as error:
         raise UsageError(f'--time-zone: {error}') from error
+    if config.llm_model_file is not None and not config.llm_model_file.is_file():
+        raise UsageError(f'--llm-model-file: no file at {config.llm_model_file}')
     if config.hfov_deg is not None and not 0.0 < config.hfov_deg < 180.0:
         raise UsageError(f'--hfov must be between 0 and 180 degrees, not {config.hfov_deg:g}')
     if not 0.0 <= config.min_valid_pose_share <= 1.0:
@@ -606,9 +624,20 @@ def _answerer(name: str, memory: MemoryService, config: EvaluationConfig) -> Ans
         model = config.llm_model or served_model(config.llm_url)
         llm = LLMConfig(base_url=config.llm_url, model=model, timeout_s=config.llm_timeout_s)
         verifier = verifier_config(config, llm)
-        return AgentAnswerer(memory, llm, agent_config(config, bintrack), label, verifier=verifier)
+        cache = None
+        if config.llm_model_file is not None and config.reply_cache is not None:
+            cache = ReplyCache(config.reply_cache, model_sha256(config.llm_model_file))
+        return AgentAnswerer(
+            memory, llm, agent_config(config, bintrack), label, verifier=verifier, cache=cache
+        )
     level, views = parse_embedder_name(name)
     return EmbedderOnlyAnswerer(memory, top_k=config.top_k, level=level, views=views)
+
+
+@functools.cache
+def model_sha256(path: Path) -> str:
+    """The weights' sha256, read once per run however many rows use them."""
+    return file_sha256(path)
 
 
 def verifier_config(config: EvaluationConfig, llm: LLMConfig) -> VerifierConfig | None:
@@ -699,6 +728,19 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument('--llm-url', default='', help='OpenAI-compatible server, .../v1')
     group.add_argument('--llm-model', default='', help='model name (default: the first served)')
     add_setting_options(group, LLMParameters, {'timeout_s': '--llm-timeout'})
+    group.add_argument(
+        '--llm-model-file',
+        type=Path,
+        default=None,
+        help="the served model's weights: their sha256 names the model in the report and "
+        'keys the reply cache',
+    )
+    group.add_argument(
+        '--reply-cache',
+        default=str(DEFAULT_REPLY_CACHE),
+        help="folder of the model's kept replies (temperature 0, with --llm-model-file); "
+        "'' sends every request",
+    )
     group.add_argument('--agent-label', default='', help='row suffix naming the planner')
     add_setting_options(
         group,
@@ -729,6 +771,8 @@ def agent_options(args: argparse.Namespace) -> dict:
         'agent_label': args.agent_label,
         'agent_steps': args.agent_steps,
         'agent_prefetch': args.agent_prefetch,
+        'llm_model_file': args.llm_model_file,
+        'reply_cache': Path(args.reply_cache) if args.reply_cache else None,
         'bt_alpha': args.bt_alpha,
         'bt_beta': args.bt_beta,
         'bt_k_leaf': args.bt_k_leaf,

@@ -46,6 +46,14 @@ def markdown(report: dict) -> str:
     if memory.get('captioner'):
         done = memory.get('captions', {}).get('segments_captioned', 0)
         lines.append(f'Segments captioned by {memory["captioner"]}: {done}.')
+    if report.get('model'):  # agent rows: the weights they were answered with
+        model = report['model']
+        weights = (
+            f' ({model["file"]}, sha256 {model["sha256"]})'
+            if model.get('sha256')
+            else ' (weights not named: --llm-model-file)'
+        )
+        lines.append(f'Agent model: {model["name"] or "the first one served"}{weights}.')
     if 'ingest' in report:  # reports from before the ingest summary lack it
         lines += ['', '## Ingest', '']
         lines += [f'- {line}' for line in summary_lines(report['ingest'], report['sensors'])]
