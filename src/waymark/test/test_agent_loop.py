@@ -321,6 +321,14 @@ def test_prefetched_hits_can_be_cited_at_once_and_spend_no_search(memory):
     assert answer.retrievals == 1 and answer.llm_calls == 1
     assert [event.tool for event in events] == [PREFETCH, 'final_answer']
 
+    # A model that then gives no answer falls back on the same hits, not searched again.
+    counting = CountingMemory(memory)
+    with ScriptedLLMServer(lambda body: text('Thinking.')) as server:
+        the_agent = Agent(chat(server.base_url), counting, image_loader(memory), config)
+        answer, _ = ask(the_agent)
+    assert answer.used_fallback and answer.goal == goal_of(memory, BAKERY)
+    assert counting.calls == [Mode.TEXT] and answer.retrievals == 1
+
     # Without them, the same reply answers before anything was searched.
     script = scripted(final(evidence_ids=[BAKERY]), final(evidence_ids=[BAKERY]))
     with ScriptedLLMServer(script) as server:

@@ -259,6 +259,8 @@ class _Run:
         self.verifier_asked = False
         # What the answer check asked and found (the trace's `verification`).
         self.verification: dict[str, Any] = {}
+        # The embedder-only hits, once searched: the prefetch and the fallback share them.
+        self.similar: list[Hit] | None = None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -775,7 +777,13 @@ class Agent:
         return goal, target
 
     def _similar(self, run: _Run) -> list[Hit]:
-        """The embedder-only answer's hits: the photo when given, else the question."""
+        """The embedder-only answer's hits: the photo when given, else the question;
+        searched once per question."""
+        if run.similar is None:
+            run.similar = self._search_similar(run)
+        return run.similar
+
+    def _search_similar(self, run: _Run) -> list[Hit]:
         question = run.question
         scope = self._scope(run, self.config.fallback_top_k)
         try:
