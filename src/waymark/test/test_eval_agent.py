@@ -484,18 +484,24 @@ def test_the_harness_adds_agent_rows_only_with_an_llm(tmp_path, walk_questions, 
     assert int(suite_row['tokens']) > 0
 
 
+def one_agent_row(tmp_path, questions, tiny_siglip, server, **changes) -> EvaluationConfig:
+    """The agent/no-bt row alone, planned by `server`."""
+    return evaluation(
+        tmp_path,
+        questions,
+        tiny_siglip,
+        answerers=('agent/no-bt',),
+        llm_url=server.base_url,
+        llm_model=server.model,
+        **changes,
+    )
+
+
 def test_agent_answers_are_reused_only_with_the_same_settings(
     tmp_path, walk_questions, tiny_siglip
 ):
     with planner_server() as server:
-        settings = evaluation(
-            tmp_path,
-            walk_questions,
-            tiny_siglip,
-            answerers=('agent/no-bt',),
-            llm_url=server.base_url,
-            llm_model=server.model,
-        )
+        settings = one_agent_row(tmp_path, walk_questions, tiny_siglip, server)
         run(settings, build_walk)
         asked = len(server.requests)
         run(settings, build_walk)
@@ -511,13 +517,11 @@ def test_a_rerun_with_the_same_weights_is_answered_from_the_reply_cache(
     weights.write_bytes(b'the scripted planner stands in for weights')
     sha256 = hashlib.sha256(weights.read_bytes()).hexdigest()
     with planner_server() as server:
-        settings = evaluation(
+        settings = one_agent_row(
             tmp_path,
             walk_questions,
             tiny_siglip,
-            answerers=('agent/no-bt',),
-            llm_url=server.base_url,
-            llm_model=server.model,
+            server,
             llm_model_file=weights,
             reply_cache=tmp_path / 'replies',
         )
