@@ -83,7 +83,10 @@ def huge_map_drill(stack: Stack, settings: Settings) -> DrillResult:
     navigator = stack.start('navigator_node', map_source='cloud', cloud_topic=CLOUD_TOPIC)
     wait_until(odometer.latest, 60.0, "sim_base's odometry")
     stack.wait_ready('navigator_node')
-    wait_until(lambda: map_values(diagnostics).get('map_version'), 60.0, 'the hall as a map')
+    # map_version is '0' until a map is installed: wait for the hall's own version.
+    wait_until(
+        lambda: map_values(diagnostics).get('map_version', '0') != '0', 60.0, 'the hall as a map'
+    )
     version = map_values(diagnostics)['map_version']
     before_kb, _ = stack.memory_kb('navigator_node')
 
