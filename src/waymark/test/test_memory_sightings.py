@@ -22,7 +22,7 @@ from waymark.memory.entries import (
 )
 from waymark.memory.storage import sighting_codec
 from waymark.memory.storage.milvus_rows import record_row as _record_row
-from waymark.memory.storage.schema import SIGHTING_FIELD, SIGHTING_MAX_BYTES
+from waymark.memory.storage.schema import SIGHTING_FIELD, SIGHTING_MAX_BYTES, WRITTEN_FIELD
 from waymark.memory.storage.schema import records_fields as _records_fields
 from waymark.memory.storage.store import MemoryStore
 
@@ -127,13 +127,14 @@ def test_a_sighting_that_does_not_parse_leaves_the_record_without_one():
     assert sighting_codec.decode(good_box).text_boxes == (TextBox('EXIT', 0, 0, 1, 1),)
 
 
-def _old_database(path: str) -> None:
-    """A database as this store made it before sightings: same rows, no sighting field."""
+def _old_database(path: str, without=(SIGHTING_FIELD, WRITTEN_FIELD)) -> None:
+    """A database as this store made it before sightings (and write stamps): the same rows
+    without the fields named in `without`."""
     client = MilvusClient(path)
     for name in ('waymark_frames', 'waymark_segments'):
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         for spec in _records_fields():
-            if spec.name != SIGHTING_FIELD:
+            if spec.name not in without:
                 schema.add_field(
                     spec.name,
                     spec.dtype,
@@ -147,7 +148,8 @@ def _old_database(path: str) -> None:
         client.create_index(name, params)
     rows = [_record_row(frame(i)) for i in range(3)]
     for row in rows:
-        del row[SIGHTING_FIELD]
+        for name in without:
+            del row[name]
     client.load_collection('waymark_frames')
     client.insert('waymark_frames', rows)
     client.close()
@@ -173,6 +175,19 @@ def test_a_database_made_before_sightings_is_migrated_on_open(tmp_path):
     assert again[:3] == old and same(again[3].sighting, SIGN)
     assert SIGHTING_FIELD in {item['name'] for item in fields}
     assert not any(name.endswith('_migrating') for name in collections)
+
+
+def test_a_database_made_before_write_stamps_is_migrated_and_stamps_from_then(tmp_path):
+    path = str(tmp_path / 'memory.db')
+    _old_database(path, without=(WRITTEN_FIELD,))
+    with MemoryStore(path, {}, robot='r') as store:
+        store.add(frame(3), {})
+        rows = store._client.query('waymark_frames', filter='', output_fields=['id', WRITTEN_FIELD])
+    stamps = {row['id']: row[WRITTEN_FIELD] for row in rows}
+    assert [stamps[frame(i).id] for i in range(3)] == [0, 0, 0]  # written before stamps
+    assert stamps[frame(3).id] > 0
+    with MemoryStore(path, {}, robot='r') as store:
+        assert store.get([frame(i).id for i in range(4)]) == [frame(i) for i in range(4)]
 
 
 def test_an_interrupted_migration_is_finished_on_the_next_open(tmp_path):

@@ -4,17 +4,20 @@ was written since; anything damaged or out of step with Milvus is rebuilt, never
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import inspect
+import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+import time
 
 import numpy as np
 import pytest
 
 from waymark.memory.entries import FRAME, FrameRecord
+from waymark.memory.storage import write_marks
 from waymark.memory.storage.snapshot import MARK, Change, SnapshotDir, group_changes
 from waymark.memory.storage.store import MemoryStore
 
@@ -217,24 +220,74 @@ def test_a_damaged_index_file_is_rebuilt_alone(db):
         assert nearest(store, 'text', 7) == 'a/7'
 
 
-def test_rows_written_behind_the_journal_s_back_rebuild_the_index(db, tmp_path):
-    with MemoryStore(db, VIEWS) as store:
+def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
+    with MemoryStore(db, VIEWS, robot='a') as store:
         add(store, 'a', range(10))
-    # Another store keeping its snapshots elsewhere writes to the same database: this
-    # snapshot's journal never hears of it, and the row counts tell.
-    with MemoryStore(db, VIEWS, index_dir=tmp_path / 'elsewhere') as other:
+    # Another robot keeping its snapshots elsewhere writes to the same database: this
+    # snapshot's journal never hears of it; its rows' stamps tell.
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
         add(other, 'z', range(3))
-    with MemoryStore(db, VIEWS) as store:
-        assert sorted(store.load_report.loaded) == ['place/records', 'segment/records']
-        assert sorted(store.load_report.rebuilt) == ['frame/image', 'frame/records', 'frame/text']
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        report = store.load_report
+        assert (sorted(report.loaded), report.rebuilt) == (KEYS, [])
+        assert (report.caught_up, report.caught_up_others) == (0, 3)
         assert store.count() == 13
-        assert nearest(store, 'image', 2) in {'a/2', 'z/2'}
-        assert {
+        sessions = {
             hit.record.session for hit in store.search_view('image', vectors(1)['image'], 20)
-        } == {
-            'a',
-            'z',
         }
+        assert sessions == {'a', 'z'}
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+        other.add_many([dataclasses.replace(entry('z', 1), text='REPLACED')], [vectors(1)])
+        add(other, 'z', [3])
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        assert store.load_report.rebuilt == []
+        assert store.count() == 14
+        assert store.get(['z/1'])[0].text == 'REPLACED'  # a replaced row is caught up too
+
+
+def test_a_session_another_robot_deleted_refills_the_table(db, tmp_path):
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        add(store, 'a', range(10))
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+        add(other, 'z', range(3))
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        assert store.count() == 13
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+        other.delete_session('z')
+    # A deletion leaves no stamped row behind: the row counts tell, and the table is read
+    # again whole.
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        assert sorted(store.load_report.rebuilt) == ['frame/image', 'frame/records', 'frame/text']
+        assert (store.count(), store.sessions()) == (10, ['a'])
+
+
+def test_a_robot_whose_clock_stepped_back_still_stamps_after_its_rows(db, tmp_path, monkeypatch):
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+        add(other, 'z', range(3))
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        assert store.count() == 3
+    # The other robot restarts with its clock an hour back (NTP, a dead RTC battery).
+    now = time.time_ns()
+    monkeypatch.setattr(write_marks.time, 'time_ns', lambda: now - 3600 * 10**9)
+    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+        add(other, 'z', range(3, 6))
+    monkeypatch.undo()
+    with MemoryStore(db, VIEWS, robot='a') as store:
+        # Stamped after its own rows, so found by their stamps, not by a rebuild: the three
+        # new rows and the three old ones read again within the margin.
+        assert (store.load_report.caught_up_others, store.load_report.rebuilt) == (6, [])
+        assert store.count() == 6
+
+
+def test_a_snapshot_read_from_other_collections_is_refilled(db):
+    with MemoryStore(db, VIEWS) as store:
+        add(store, 'a', range(4))
+    mark_path = snapshot_dir(db).directory / MARK
+    mark = json.loads(mark_path.read_text())
+    mark['source'] = {name: 7 for name in mark['source']}  # as if made again since
+    mark_path.write_text(json.dumps(mark))
+    with MemoryStore(db, VIEWS) as store:
+        assert store.load_report.loaded == [] and store.count() == 4
 
 
 def test_a_snapshot_is_saved_every_snapshot_every_ids(db):
@@ -251,11 +304,19 @@ def test_a_snapshot_is_saved_every_snapshot_every_ids(db):
         assert store.count() == 14
 
 
-def test_a_memory_searched_in_milvus_saves_nothing(db):
-    with MemoryStore(db, VIEWS, search_backend='milvus') as store:
-        add(store, 'a', range(3))
-        assert store.snapshot_state is None  # no table or index in process to save
-    assert not (Path(f'{db}.indexes') / 'waymark' / MARK).exists()
+@pytest.mark.parametrize('backend', ['milvus', 'auto'])
+def test_a_memory_searched_in_milvus_saves_its_tables_and_catches_up(db, tmp_path, backend):
+    with MemoryStore(db, VIEWS, search_backend=backend, robot='a') as store:
+        add(store, 'a', range(10))
+    saved = sorted(path.name for path in snapshot_dir(db).directory.iterdir())
+    assert not any(name.endswith('.vindex') for name in saved)  # Milvus holds the vectors
+    with MemoryStore(db, VIEWS, search_backend=backend, robot='b', index_dir=tmp_path / 'b') as b:
+        add(b, 'z', range(4))
+    with MemoryStore(db, VIEWS, search_backend=backend, robot='a') as store:
+        report = store.load_report
+        assert (sorted(report.loaded), report.rebuilt) == (TABLE_KEYS, [])
+        assert (report.caught_up_others, store.count()) == (4, 14)
+        assert store.search_position(2.0, 0, 0, 1, sessions=['z'])[0].record.id == 'z/2'
 
 
 def test_snapshot_every_is_checked(db):

@@ -402,6 +402,47 @@ def test_two_writers_sharing_a_server_lose_nothing_and_find_each_others_entries(
 
 
 @pytest.mark.milvus_server
+@pytest.mark.parametrize('backend', [IN_MILVUS, AUTO])
+def test_a_robot_reopening_on_a_shared_server_reads_only_what_others_wrote_since(
+    milvus_uri, tmp_path, backend
+):
+    """Robot 2 writes all along, while robot 1 closes and opens again twice: every open
+    after the first loads robot 1's snapshot and reads robot 2's newer rows, including
+    those that landed while the open was reading; none is missed (a missed row would make
+    the counts differ, and the table would be read whole: `rebuilt`)."""
+    batches, per_batch = 30, 10
+
+    def store(robot):
+        return MemoryStore(
+            milvus_uri, VIEWS, search_backend=backend, robot=robot, index_dir=tmp_path / robot
+        )
+
+    def write(other):
+        for batch in range(batches):
+            first = batch * per_batch
+            entries = [frame('robot2', i, i) for i in range(first, first + per_batch)]
+            other.add_many(entries, [{'image': basis(i % 4)} for i in range(per_batch)])
+
+    with store('robot1') as own:
+        own.add_many([frame('robot1', i, i) for i in range(50)], [{}] * 50)
+    with store('robot2') as other:
+        writer = threading.Thread(target=write, args=(other,))
+        writer.start()
+        reports = []
+        while writer.is_alive() or len(reports) < 2:
+            with store('robot1') as own:
+                reports.append(own.load_report)
+        writer.join(timeout=120)
+    with store('robot1') as own:
+        last = own.load_report
+        assert own.count() == 50 + batches * per_batch
+        assert own.count('robot2') == batches * per_batch
+    assert all(report.rebuilt == [] for report in [*reports, last])
+    assert sorted(last.loaded) == ['frame/records', 'place/records', 'segment/records']
+    assert last.caught_up_others <= batches * per_batch  # the newest, not every row
+
+
+@pytest.mark.milvus_server
 @pytest.mark.parametrize('server_index', ['IVF_FLAT', SCANN])
 def test_a_server_view_indexed_with_ivf_answers_exactly_when_every_cluster_is_searched(
     milvus_uri, server_index

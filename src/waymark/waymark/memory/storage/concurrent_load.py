@@ -19,10 +19,12 @@ T = TypeVar('T')
 MAX_WORKERS = 4
 
 
-def load_concurrently(jobs: Mapping[str, Callable[[], T]]) -> dict[str, T]:
+def load_concurrently(jobs: Mapping[str, Callable[[], T]], waiting: bool = False) -> dict[str, T]:
     """Run every loader, a few at a time; their results by key. A loader that raises
-    makes this raise once all have finished."""
-    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1, len(jobs)))
+    makes this raise once all have finished. `waiting`: the loaders mostly wait on a
+    server, not on this machine, so all of them run at once."""
+    cap = len(jobs) if waiting else min(MAX_WORKERS, os.cpu_count() or 1)
+    workers = max(1, min(cap, len(jobs)))
     if workers == 1:
         return {key: load() for key, load in jobs.items()}
     with ThreadPoolExecutor(workers, thread_name_prefix='snapshot-load') as pool:

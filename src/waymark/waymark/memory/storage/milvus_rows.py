@@ -17,6 +17,7 @@ from waymark.memory.storage.schema import (
     SIGHTING_FIELD,
     SIGHTING_MAX_BYTES,
     TEXT_MAX_BYTES,
+    WRITTEN_FIELD,
 )
 from waymark.memory.storage.view_index import ViewIndex
 
@@ -41,7 +42,8 @@ def clip_utf8(text: str, max_bytes: int) -> str:
     return data[:max_bytes].decode('utf-8', errors='ignore')
 
 
-def record_row(record: FrameRecord) -> dict:
+def record_row(record: FrameRecord, written_ns: int = 0) -> dict:
+    """The records row of `record`, stamped with its writer's clock (`written_ns`)."""
     if not is_session_name(record.session):
         raise ValueError(f'invalid session name {record.session!r}')
     if record.index < 0:
@@ -70,6 +72,7 @@ def record_row(record: FrameRecord) -> dict:
         'text': clip_utf8(record.text, TEXT_MAX_BYTES),
         'text_size': float(record.text_size),
         SIGHTING_FIELD: sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES),
+        WRITTEN_FIELD: int(written_ns),
         'planar': [x, y],
     }
 

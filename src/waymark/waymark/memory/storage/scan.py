@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pymilvus import MilvusClient
 
 READ_BATCH = 4096
+QUERY_LIMIT = 16384  # most rows one Milvus query returns
 
 
 def scan_collection(
@@ -27,3 +28,15 @@ def scan_collection(
             yield from batch
     finally:
         iterator.close()
+
+
+def read_rows(
+    client: MilvusClient, name: str, fields: Sequence[str], expression: str = ''
+) -> list[dict]:
+    """The rows `expression` keeps, with `fields`: one query when they are fewer than
+    QUERY_LIMIT (an iterator spends a query of its own setting up, a third of a second
+    on a server), else read in batches."""
+    rows = client.query(name, filter=expression, output_fields=list(fields), limit=QUERY_LIMIT)
+    if len(rows) < QUERY_LIMIT:
+        return list(rows)
+    return list(scan_collection(client, name, fields, expression))

@@ -23,6 +23,9 @@ TEXT_MAX_BYTES = 2048
 # depth grid (~6 bytes a cell) fit; a larger one is trimmed (see sighting_codec).
 SIGHTING_MAX_BYTES = 4096
 SIGHTING_FIELD = 'sighting'
+# The writer's clock when it wrote the row (nanoseconds, never decreasing per writer): other
+# robots' stores catch up on what changed after the newest stamp they had read.
+WRITTEN_FIELD = 'written_ns'
 
 RECORD_FIELDS = (
     'session',
@@ -39,6 +42,7 @@ RECORD_FIELDS = (
     'text',
     'text_size',
     SIGHTING_FIELD,
+    WRITTEN_FIELD,
 )
 
 
@@ -79,6 +83,8 @@ def records_fields(partition_key: bool = True) -> list[FieldSpec]:
         # What target localisation needs (camera, text boxes, depth samples) as JSON; ''
         # for none. Added to databases made before it when they are opened.
         FieldSpec(SIGHTING_FIELD, DataType.VARCHAR, {'max_length': SIGHTING_MAX_BYTES}),
+        # Added to databases made before it when they are opened (0: written before).
+        FieldSpec(WRITTEN_FIELD, DataType.INT64),
         # Milvus requires a vector field in every collection; the planar position is the
         # natural one and lets a Milvus server answer range queries on its own.
         FieldSpec('planar', DataType.FLOAT_VECTOR, {'dim': 2}),

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from pymilvus import MilvusClient
 
 from waymark.memory.entries import check_robot_id
-from waymark.memory.storage.scan import scan_collection
+from waymark.memory.storage.scan import read_rows, scan_collection
 
 _ID_BATCH = 1024
 
@@ -74,7 +74,7 @@ class SessionOwners:
 
     def owners(self) -> dict[str, str]:
         """Every claimed session and its robot."""
-        rows = scan_collection(self.client, self.collection, ['id', 'robot'])
+        rows = read_rows(self.client, self.collection, ['id', 'robot'])
         found = {row['id']: row['robot'] for row in rows}
         with self._lock:
             self._owners.update(found)

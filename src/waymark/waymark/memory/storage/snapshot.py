@@ -4,8 +4,9 @@
 Refilling the in-process tables and indexes from Milvus grows with the memory (half a
 minute at 100k entries, several minutes at 1M), so a restart must not pay it. A snapshot
 is a numbered generation of saved files (a record table per level, a vector index per
-view) plus `snapshot.json` (the generation and each file's row count, written last and
-atomically: the high-water mark).
+view where they are held in process) plus `snapshot.json` (the generation, each file's row
+count, how far each robot's rows were read and the collections they came from; written
+last and atomically: the high-water mark).
 Every write after it is first noted in the generation's journal (ids or a removed session,
 one JSON line each), so an open loads the snapshot and refetches from Milvus only the ids
 the journal names; Milvus stays the source of truth for what they now hold.
@@ -23,11 +24,12 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from waymark.durable import is_temporary, replace_atomically
+from waymark.memory.storage.write_marks import Marks, marks_from_json, marks_to_json
 
 _LOG = logging.getLogger(__name__)
 
@@ -49,11 +51,15 @@ class Change:
 
 @dataclass
 class Saved:
-    """What the last snapshot holds and what was written after it."""
+    """What the last snapshot holds and what was written after it. `marks`: how far it
+    had read each robot's rows, by level (None: saved before marks, or unreadable);
+    `source`: the collections it was read from, by name, as Milvus identifies them."""
 
     generation: int
     rows: dict[str, int]
     changes: list[Change] = field(default_factory=list)
+    marks: dict[str, Marks] | None = None
+    source: dict[str, int] | None = None
 
 
 class SnapshotDir:
@@ -114,7 +120,13 @@ class SnapshotDir:
             return
         self.pending += max(len(change.ids), 1)
 
-    def commit(self, generation: int, rows: dict[str, int]) -> None:
+    def commit(
+        self,
+        generation: int,
+        rows: dict[str, int],
+        marks: Mapping[str, Marks] | None = None,
+        source: Mapping[str, int] | None = None,
+    ) -> None:
         """Make `generation` (whose index files are written and synced) the snapshot and
         start its empty journal; the older generation's files go."""
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -122,6 +134,10 @@ class SnapshotDir:
         journal = self._journal_path(generation)
         journal.write_bytes(b'')
         mark = {'format': _FORMAT, 'generation': generation, 'rows': rows}
+        if marks is not None:
+            mark['marks'] = marks_to_json(marks)
+        if source is not None:
+            mark['source'] = dict(source)
         replace_atomically(self.directory / MARK, json.dumps(mark).encode())
         self.generation = generation
         self.pending = 0
@@ -146,7 +162,13 @@ class SnapshotDir:
             return None
         if mark.get('format') != _FORMAT or generation < 1:
             return None
-        return Saved(generation, rows)
+        source = mark.get('source')
+        if source is not None and not (
+            isinstance(source, dict) and all(isinstance(v, int) for v in source.values())
+        ):
+            _LOG.warning('index snapshot mark damaged (source), indexes to be rebuilt')
+            return None
+        return Saved(generation, rows, marks=marks_from_json(mark.get('marks')), source=source)
 
     def _read_journal(self, generation: int) -> list[Change] | None:
         path = self._journal_path(generation)

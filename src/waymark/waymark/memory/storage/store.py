@@ -18,7 +18,9 @@ memory_node then holds no vectors, opens without reading them, and sees what oth
 to the same server stored. With 'auto' Milvus answers too, but the sessions this process
 is writing, up to `hot_rows` rows, are also searched in process (HybridViewIndex). Records
 (time, pose, text) stay mirrored in process either way. view_index resolves the choice once
-and makes each view's index; recovery fills and saves what is held in process.
+and makes each view's index; recovery fills and saves what is held in process. Each
+records row is stamped with its writer's clock, so a store that reopens on a shared server
+reads from its snapshot plus what other robots stamped since (write_marks), not every row.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from waymark.memory.storage.connection import connect, lite_path, release_lite
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.index_params import IndexParams
 from waymark.memory.storage.levels import Level
-from waymark.memory.storage.migration import add_sighting_field
+from waymark.memory.storage.migration import add_missing_fields
 from waymark.memory.storage.milvus_rows import (
     WRITE_BATCH,
     ViewRow,
@@ -63,6 +65,7 @@ from waymark.memory.storage.milvus_rows import (
 from waymark.memory.storage.recovery import DEFAULT_SNAPSHOT_EVERY, LevelLoader, LevelSnapshots
 from waymark.memory.storage.schema import (
     RECORD_FIELDS,
+    WRITTEN_FIELD,
     ensure_collection,
     load_collections,
     owner_fields,
@@ -72,6 +75,7 @@ from waymark.memory.storage.schema import (
 from waymark.memory.storage.session_owners import SessionOwners
 from waymark.memory.storage.store_reads import StoreReads, locked
 from waymark.memory.storage.view_index import IN_PROCESS, make_view_index, resolve_backend
+from waymark.memory.storage.write_marks import WriteClock
 
 DEFAULT_MAX_K = 1000
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
@@ -131,10 +135,17 @@ class MemoryStore(StoreReads):
             # were, with no place yet.
             PLACE: Level.named(f'{prefix}_places', f'{prefix}_placeview', place_views),
         }
+        # Stamps this writer's rows, so other robots' stores catch up on them.
+        self._clock = WriteClock()
         self._snapshots = None
-        if index_dir is not None and backend.mirrored:  # else nothing in process to save
+        if index_dir is not None:
             self._snapshots = LevelSnapshots(
-                Path(index_dir) / prefix, self._levels, int(snapshot_every)
+                Path(index_dir) / prefix,
+                self._levels,
+                int(snapshot_every),
+                self._clock,
+                robot,
+                indexes=backend.mirrored,  # else only the record tables are in process
             )
         # sq8 indexes keep the fp32 vectors of unsaved rows on disk, next to the snapshots.
         self._spill_dir = None if self._snapshots is None else self._snapshots.directory
@@ -150,9 +161,10 @@ class MemoryStore(StoreReads):
             self._open_collections(hot_rows)
             load_collections(self._client, self._collections())
             loader = LevelLoader(
-                self._client, self._levels, self._snapshots, params, backend.mirrored
+                self._client, self._levels, self._snapshots, params, backend.mirrored, self.owners
             )
             self.load_report = loader.load()
+            self._clock.advance_past(self.load_report.newest_of(self.owners.robot))
             self.owners.adopt(
                 {s for level in self._levels.values() for s in level.table.sessions()}
             )
@@ -233,6 +245,10 @@ class MemoryStore(StoreReads):
             self.owners.claim(sessions)
             self._note(kind, [row['id'] for row in record_rows])
             for batch in batches(record_rows, WRITE_BATCH):
+                # A stamp per Milvus write: a reader that sees a stamp has seen its rows.
+                stamp = self._clock.stamp()
+                for row in batch:
+                    row[WRITTEN_FIELD] = stamp
                 self._client.upsert(level.records, batch)
             for name, collection in level.views.items():
                 for batch in batches(view_rows[name], WRITE_BATCH):
@@ -499,7 +515,7 @@ class MemoryStore(StoreReads):
         )
         vector_index = self._backend.collection_index(self._index_params)
         for level in self._levels.values():
-            add_sighting_field(client, level.records, keyed)
+            add_missing_fields(client, level.records, keyed)
             fields = records_fields(keyed)
             ensure_collection(client, level.records, fields, 'planar', 'L2', load=False)
             for name, collection in level.views.items():
