@@ -49,6 +49,7 @@ from waymark.benchmarks.common import (
     rss_bytes,
     table,
 )
+from waymark.benchmarks.server_settle import SETTLE_S, wait_until_idle
 from waymark.memory.entries import FrameRecord
 from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
@@ -79,9 +80,8 @@ BACKENDS = ('store', 'server')
 # The server backend's collections, apart from any memory on the same server.
 BENCH_PREFIX = 'waymark_bench'
 SERVER_STORE = {'prefix': BENCH_PREFIX, 'search_backend': IN_MILVUS}
-# Longest wait for a server's vector indexes to cover every row before timing searches.
-SERVER_INDEX_WAIT_S = 3600.0
 INSERT_CHUNK = 4096
+QUICK_SETTLE_S = 3.0  # a few hundred rows: segments settle in seconds
 # Entries a process writes after the last index snapshot before it is killed.
 CRASH_WRITES = 500
 AREA_M = (100.0, 60.0)
@@ -495,8 +495,10 @@ def _through_server(
     server_uri: str = '',
     server_index: str = HNSW,
     nprobes: Sequence[int] = (),
+    settle_s: float = SETTLE_S,
 ) -> list[dict]:
-    """MemoryStore searching in a Milvus server: insert, index, reopen, compare.
+    """MemoryStore searching in a Milvus server: insert, wait for the server to settle
+    (indexes built, no compaction for `settle_s`), reopen, compare.
 
     Starts a local server unless `server_uri` names one (whose disk use is then not
     reported: the server's files are not here). `server_index`: the views' vector index.
@@ -519,9 +521,15 @@ def _through_server(
         with MemoryStore(server_uri, DIMS, **options) as store:
             build['insert_s'] = _insert(store, layout, views)
             store.flush()
-            started = time.perf_counter()
-            _wait_for_server_indexes(server_uri, [f'{BENCH_PREFIX}_view_{name}' for name in DIMS])
-            build['index_s'] = time.perf_counter() - started
+            settled = wait_until_idle(
+                server_uri,
+                [f'{BENCH_PREFIX}_view_{name}' for name in DIMS],
+                settle_s=settle_s,
+            )
+            build['index_s'] = settled.indexed_s
+            build['settle_s'] = settled.seconds
+            build['settled'] = settled.line()
+            print(f'[search, {count:,} entries on the server] {settled.line()}', flush=True)
         build['insert_rows_per_s'] = count / build['insert_s']
         if (base / 'milvus').is_dir():
             build['db_bytes'] = dir_bytes(base / 'milvus')['bytes']
@@ -551,26 +559,6 @@ def _drop_bench_collections(uri: str) -> None:
         for name in client.list_collections():
             if name.startswith(f'{BENCH_PREFIX}_'):
                 client.drop_collection(name)
-    finally:
-        client.close()
-
-
-def _wait_for_server_indexes(uri: str, collections: Sequence[str]) -> None:
-    """Until each collection's vector index covers all its rows (searches before that
-    scan the rows not yet indexed), at most SERVER_INDEX_WAIT_S."""
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(uri=uri)
-    deadline = time.monotonic() + SERVER_INDEX_WAIT_S
-    try:
-        for collection in collections:
-            while time.monotonic() < deadline:
-                info = client.describe_index(collection, 'vector')
-                if int(info.get('pending_index_rows', 0)) == 0 and int(
-                    info.get('indexed_rows', 0)
-                ) >= int(info.get('total_rows', 0)):
-                    break
-                time.sleep(1.0)
     finally:
         client.close()
 
@@ -757,7 +745,10 @@ def run(
         if 'server' in backends:
             size_started = time.perf_counter()
             queries = QUICK_MILVUS_QUERIES if quick else MILVUS_QUERIES
-            timed = _through_server(count, queries, server_uri, server_index, server_nprobes)
+            settle_s = QUICK_SETTLE_S if quick else SETTLE_S
+            timed = _through_server(
+                count, queries, server_uri, server_index, server_nprobes, settle_s
+            )
             for result in timed:
                 result['seconds'] = time.perf_counter() - size_started
             results.extend(timed)
@@ -865,7 +856,8 @@ def render(result: dict) -> str:
         if 'index_s' in size:
             parts.append(
                 f'insert {size["insert_s"]:.1f} s ({size["insert_rows_per_s"]:.0f} rows/s), '
-                f'{size.get("server_index", HNSW)} indexes ready {size["index_s"]:.1f} s later; '
+                f'{size.get("server_index", HNSW)} indexes ready {_fmt(size["index_s"])} s '
+                f'later, the server idle after {size["settle_s"]:.0f} s; '
                 f'open {size["open_s"]:.1f} s '
                 f'(+{size["open_rss_bytes"] / 2**20:.0f} MiB RSS)'
                 + (
