@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -220,12 +221,17 @@ def test_a_damaged_index_file_is_rebuilt_alone(db):
         assert nearest(store, 'text', 7) == 'a/7'
 
 
+def other_robot(db: str, tmp_path: Path) -> MemoryStore:
+    """Another robot writing to the same database, its snapshots kept elsewhere."""
+    return MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b')
+
+
 def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
     with MemoryStore(db, VIEWS, robot='a') as store:
         add(store, 'a', range(10))
     # Another robot keeping its snapshots elsewhere writes to the same database: this
     # snapshot's journal never hears of it; its rows' stamps tell.
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         add(other, 'z', range(3))
     with MemoryStore(db, VIEWS, robot='a') as store:
         report = store.load_report
@@ -236,7 +242,7 @@ def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
             hit.record.session for hit in store.search_view('image', vectors(1)['image'], 20)
         }
         assert sessions == {'a', 'z'}
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         other.add_many([dataclasses.replace(entry('z', 1), text='REPLACED')], [vectors(1)])
         add(other, 'z', [3])
     with MemoryStore(db, VIEWS, robot='a') as store:
@@ -248,11 +254,11 @@ def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
 def test_a_session_another_robot_deleted_refills_the_table(db, tmp_path):
     with MemoryStore(db, VIEWS, robot='a') as store:
         add(store, 'a', range(10))
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         add(other, 'z', range(3))
     with MemoryStore(db, VIEWS, robot='a') as store:
         assert store.count() == 13
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         other.delete_session('z')
     # A deletion leaves no stamped row behind: the row counts tell, and the table is read
     # again whole.
@@ -262,14 +268,14 @@ def test_a_session_another_robot_deleted_refills_the_table(db, tmp_path):
 
 
 def test_a_robot_whose_clock_stepped_back_still_stamps_after_its_rows(db, tmp_path, monkeypatch):
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         add(other, 'z', range(3))
     with MemoryStore(db, VIEWS, robot='a') as store:
         assert store.count() == 3
     # The other robot restarts with its clock an hour back (NTP, a dead RTC battery).
     now = time.time_ns()
     monkeypatch.setattr(write_marks.time, 'time_ns', lambda: now - 3600 * 10**9)
-    with MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b') as other:
+    with other_robot(db, tmp_path) as other:
         add(other, 'z', range(3, 6))
     monkeypatch.undo()
     with MemoryStore(db, VIEWS, robot='a') as store:

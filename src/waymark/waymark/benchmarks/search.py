@@ -49,7 +49,7 @@ from waymark.benchmarks.common import (
     rss_bytes,
     table,
 )
-from waymark.benchmarks.server_settle import SETTLE_S, wait_until_idle
+from waymark.benchmarks.milvus_server import SETTLE_S, drop_collections, wait_until_idle
 from waymark.memory.entries import FrameRecord
 from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
@@ -516,8 +516,8 @@ def _through_server(
             from waymark.memory.storage.local_server import LocalMilvusServer
 
             server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
-        _drop_bench_collections(server_uri)
-        stack.callback(_drop_bench_collections, server_uri)
+        drop_collections(server_uri, BENCH_PREFIX)
+        stack.callback(drop_collections, server_uri, BENCH_PREFIX)
         with MemoryStore(server_uri, DIMS, **options) as store:
             build['insert_s'] = _insert(store, layout, views)
             store.flush()
@@ -549,18 +549,6 @@ def _through_server(
                 result['results'] = compare(StoreSearcher(store), exact, queries, list(DIMS))
             timed.append(result)
     return timed
-
-
-def _drop_bench_collections(uri: str) -> None:
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(uri=uri)
-    try:
-        for name in client.list_collections():
-            if name.startswith(f'{BENCH_PREFIX}_'):
-                client.drop_collection(name)
-    finally:
-        client.close()
 
 
 def _milvus(db: str, layout: Layout, queries: Sequence[Query], exact: Exact, count: int):

@@ -6,7 +6,7 @@
 A local Milvus server (or the one at `--server-uri`) is filled with `--entries` frames of
 one robot (20 sessions, the text view memory_node keeps by default; synthetic clustered
 vectors as in `python -m waymark bench search`). Once the server has settled (indexes
-built, no compaction for a while: benchmarks.server_settle), memory_node itself is
+built, no compaction for a while: benchmarks.milvus_server), memory_node itself is
 started for each search backend, with its view models, three times: with no snapshot
 (it reads every record), after a clean close (its snapshot), and after another robot
 wrote `--other-writes` entries to the same server (the snapshot, caught up on what that
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from waymark.benchmarks.common import table
+from waymark.benchmarks.milvus_server import SETTLE_S, drop_collections, wait_until_idle
 from waymark.benchmarks.search import make_layout, make_view
-from waymark.benchmarks.server_settle import SETTLE_S, wait_until_idle
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.storage.view_index import AUTO, IN_MILVUS, IN_PROCESS, SEARCH_BACKENDS
 from waymark.memory.views.text import TEXT_VIEW
@@ -112,8 +112,8 @@ def run(
             from waymark.memory.storage.local_server import LocalMilvusServer
 
             server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
-        _drop(server_uri)
-        stack.callback(_drop, server_uri)
+        drop_collections(server_uri, PREFIX)
+        stack.callback(drop_collections, server_uri, PREFIX)
         result['fill_s'] = fill(server_uri, entries, OWN_ROBOT, 's', seed=0)
         print(f'[memory_open] {entries:,} entries written in {result["fill_s"]:.0f} s', flush=True)
         result['settled'] = _settle(server_uri, settle_s)
@@ -170,18 +170,6 @@ def _settle(uri: str, settle_s: float) -> str:
     settled = wait_until_idle(uri, [f'{PREFIX}_view_{TEXT_VIEW}'], settle_s=settle_s)
     print(f'[memory_open] {settled.line()}', flush=True)
     return settled.line()
-
-
-def _drop(uri: str) -> None:
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(uri=uri)
-    try:
-        for name in client.list_collections():
-            if name.startswith(f'{PREFIX}_'):
-                client.drop_collection(name)
-    finally:
-        client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

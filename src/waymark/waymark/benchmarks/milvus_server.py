@@ -1,5 +1,6 @@
 # Copyright 2026 The waymark authors. Licensed under the Apache License, Version 2.0.
-"""Waiting for a Milvus server to finish its own work before anything is timed on it.
+"""A benchmark's Milvus server: waiting for it to finish its own work before anything is
+timed on it, and clearing the benchmark's collections from it.
 
 After a large insert a server goes on flushing, building indexes and compacting segments
 (then indexing the compacted ones) for many minutes, and a search or an open timed
@@ -89,3 +90,16 @@ def _state(client, collections: Sequence[str], vector_field: str) -> tuple | Non
             for info in client.list_persistent_segments(collection)
         )
     return tuple(sorted(segments))
+
+
+def drop_collections(uri: str, prefix: str) -> None:
+    """Drop every collection whose name starts with `prefix`_ (a benchmark's own)."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    try:
+        for name in client.list_collections():
+            if name.startswith(f'{prefix}_'):
+                client.drop_collection(name)
+    finally:
+        client.close()
