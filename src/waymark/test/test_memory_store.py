@@ -409,7 +409,7 @@ def test_a_robot_reopening_on_a_shared_server_reads_only_what_others_wrote_since
     after the first loads robot 1's snapshot and reads robot 2's newer rows, including
     those that landed while the open was reading; none is missed (a missed row would make
     the counts differ, and the table would be read whole: `rebuilt`)."""
-    batches, per_batch = 30, 10
+    batches, per_batch = 12, 10
 
     def store(robot):
         return MemoryStore(
