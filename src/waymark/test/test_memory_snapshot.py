@@ -226,13 +226,18 @@ def other_robot(db: str, tmp_path: Path) -> MemoryStore:
     return MemoryStore(db, VIEWS, robot='b', index_dir=tmp_path / 'b')
 
 
-def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
+def both_robots_write(db: str, tmp_path: Path) -> None:
+    """Robot a writes session a (10 entries) and closes; then robot b writes z (3)."""
     with MemoryStore(db, VIEWS, robot='a') as store:
         add(store, 'a', range(10))
-    # Another robot keeping its snapshots elsewhere writes to the same database: this
-    # snapshot's journal never hears of it; its rows' stamps tell.
     with other_robot(db, tmp_path) as other:
         add(other, 'z', range(3))
+
+
+def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
+    # The other robot keeps its snapshots elsewhere: a's journal never hears of its
+    # writes; their stamps tell.
+    both_robots_write(db, tmp_path)
     with MemoryStore(db, VIEWS, robot='a') as store:
         report = store.load_report
         assert (sorted(report.loaded), report.rebuilt) == (KEYS, [])
@@ -252,10 +257,7 @@ def test_another_robots_writes_are_caught_up_by_their_stamps(db, tmp_path):
 
 
 def test_a_session_another_robot_deleted_refills_the_table(db, tmp_path):
-    with MemoryStore(db, VIEWS, robot='a') as store:
-        add(store, 'a', range(10))
-    with other_robot(db, tmp_path) as other:
-        add(other, 'z', range(3))
+    both_robots_write(db, tmp_path)
     with MemoryStore(db, VIEWS, robot='a') as store:
         assert store.count() == 13
     with other_robot(db, tmp_path) as other:

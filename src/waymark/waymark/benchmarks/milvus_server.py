@@ -12,9 +12,11 @@ shows.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 # Longest wait for a server to settle: indexing and compacting 1M rows took 56 min once.
 MAX_WAIT_S = 5400.0
@@ -103,3 +105,16 @@ def drop_collections(uri: str, prefix: str) -> None:
                 client.drop_collection(name)
     finally:
         client.close()
+
+
+def server_for(stack: contextlib.ExitStack, base: Path, uri: str, prefix: str) -> str:
+    """The server a benchmark runs on: the one at `uri`, else a local one with its data
+    under `base`, stopped when `stack` closes. Its `prefix` collections are dropped now and
+    again when `stack` closes."""
+    if not uri:
+        from waymark.memory.storage.local_server import LocalMilvusServer
+
+        uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
+    drop_collections(uri, prefix)
+    stack.callback(drop_collections, uri, prefix)
+    return uri

@@ -49,7 +49,7 @@ from waymark.benchmarks.common import (
     rss_bytes,
     table,
 )
-from waymark.benchmarks.milvus_server import SETTLE_S, drop_collections, wait_until_idle
+from waymark.benchmarks.milvus_server import SETTLE_S, server_for, wait_until_idle
 from waymark.memory.entries import FrameRecord
 from waymark.memory.retention import dir_bytes
 from waymark.memory.storage.concurrent_load import load_concurrently
@@ -512,12 +512,7 @@ def _through_server(
     timed = []
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-bench-')))
-        if not server_uri:
-            from waymark.memory.storage.local_server import LocalMilvusServer
-
-            server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
-        drop_collections(server_uri, BENCH_PREFIX)
-        stack.callback(drop_collections, server_uri, BENCH_PREFIX)
+        server_uri = server_for(stack, base, server_uri, BENCH_PREFIX)
         with MemoryStore(server_uri, DIMS, **options) as store:
             build['insert_s'] = _insert(store, layout, views)
             store.flush()

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from waymark.benchmarks.common import table
-from waymark.benchmarks.milvus_server import SETTLE_S, drop_collections, wait_until_idle
+from waymark.benchmarks.milvus_server import SETTLE_S, server_for, wait_until_idle
 from waymark.benchmarks.search import make_layout, make_view
 from waymark.memory.storage.store import MemoryStore
 from waymark.memory.storage.view_index import AUTO, IN_MILVUS, IN_PROCESS, SEARCH_BACKENDS
@@ -108,12 +108,7 @@ def run(
     result: dict = {'entries': entries, 'other_writes': other_writes, 'opens': []}
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-open-')))
-        if not server_uri:
-            from waymark.memory.storage.local_server import LocalMilvusServer
-
-            server_uri = stack.enter_context(LocalMilvusServer(base / 'milvus')).uri
-        drop_collections(server_uri, PREFIX)
-        stack.callback(drop_collections, server_uri, PREFIX)
+        server_uri = server_for(stack, base, server_uri, PREFIX)
         result['fill_s'] = fill(server_uri, entries, OWN_ROBOT, 's', seed=0)
         print(f'[memory_open] {entries:,} entries written in {result["fill_s"]:.0f} s', flush=True)
         result['settled'] = _settle(server_uri, settle_s)
