@@ -127,12 +127,9 @@ class MarkReader:
 def changed_filter(owners: Mapping[str, str], marks: Marks) -> str:
     """A filter keeping the rows each robot stamped after its mark (all rows of a robot
     with none); '' when no robot owns a session (nothing to read)."""
-    by_robot: dict[str, list[str]] = {}
-    for session, robot in owners.items():
-        by_robot.setdefault(robot, []).append(session)
     clauses = []
-    for robot, sessions in sorted(by_robot.items()):
-        clause = f'session in {json.dumps(sorted(sessions))}'
+    for robot, sessions in _sessions_by_robot(owners):
+        clause = f'session in {json.dumps(sessions)}'
         if robot in marks:
             clause = f'({clause} and {WRITTEN_FIELD} > {marks[robot].from_ns})'
         clauses.append(clause)
@@ -145,15 +142,20 @@ def read_rows_filter(owners: Mapping[str, str], marks: Marks, sessions: Sequence
     owns. Rows landed since are left out, so counting it races no writer; a row it keeps
     that the table lacks was missed, and a row the table holds that it drops was deleted
     (or replaced since: read again for nothing, but never wrongly)."""
-    by_robot: dict[str, list[str]] = {}
-    for session, robot in owners.items():
-        by_robot.setdefault(robot, []).append(session)
     clauses = [
-        f'(session in {json.dumps(sorted(names))} and {WRITTEN_FIELD} <= {marks[robot].seen_ns})'
-        for robot, names in sorted(by_robot.items())
+        f'(session in {json.dumps(names)} and {WRITTEN_FIELD} <= {marks[robot].seen_ns})'
+        for robot, names in _sessions_by_robot(owners)
         if robot in marks
     ]
     unowned = sorted(session for session in sessions if session not in owners)
     if unowned:
         clauses.append(f'session in {json.dumps(unowned)}')
     return ' or '.join(clauses) or 'session == ""'
+
+
+def _sessions_by_robot(owners: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """Each robot and its sessions, both sorted (a filter reads the same every time)."""
+    by_robot: dict[str, list[str]] = {}
+    for session, robot in owners.items():
+        by_robot.setdefault(robot, []).append(session)
+    return [(robot, sorted(sessions)) for robot, sessions in sorted(by_robot.items())]
