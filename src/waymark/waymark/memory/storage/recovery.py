@@ -27,7 +27,7 @@ from waymark.memory.storage.index_params import IndexParams
 from waymark.memory.storage.levels import Level, table_key
 from waymark.memory.storage.milvus_rows import WRITE_BATCH, batches, index_rows, record_from_row
 from waymark.memory.storage.record_table import RecordTable
-from waymark.memory.storage.scan import READ_BATCH, read_rows, scan_collection
+from waymark.memory.storage.scan import READ_BATCH, read_rows, scan_batches
 from waymark.memory.storage.schema import RECORD_FIELDS
 from waymark.memory.storage.session_owners import SessionOwners
 from waymark.memory.storage.snapshot import Change, Saved, SnapshotDir, group_changes
@@ -354,11 +354,10 @@ class LevelLoader:
 
     def _refill_table(self, name: str, level: Level, reader: MarkReader) -> None:
         table = RecordTable()
-        records = []
-        for row in self._scan(level.records, RECORD_FIELDS):
-            reader.see(row)
-            records.append(record_from_row(row, name))
-        table.upsert(records)
+        for rows in self._scan(level.records, RECORD_FIELDS):
+            for row in rows:
+                reader.see(row)
+            table.upsert([record_from_row(row, name) for row in rows])
         level.table = table
 
     def _check_or_rebuild(
@@ -377,12 +376,13 @@ class LevelLoader:
             _LOG.warning('vector index %s differs from Milvus after catching up: rebuilt', key)
             report.rebuilt.append(key)
         index = VectorIndex(level.dims[view], self.params, self._spill_dir)
-        index_rows(index, list(self._scan(collection, ('session', 'idx', 'vector'))))
+        for rows in self._scan(collection, ('session', 'idx', 'vector')):
+            index_rows(index, rows)
         level.indexes[view] = index
 
     def _milvus_count(self, collection: str, expression: str = '') -> int:
         rows = self.client.query(collection, filter=expression, output_fields=['count(*)'])
         return int(rows[0]['count(*)'])
 
-    def _scan(self, collection: str, fields: Sequence[str]) -> Iterator[dict]:
-        return scan_collection(self.client, collection, ['id', *fields])
+    def _scan(self, collection: str, fields: Sequence[str]) -> Iterator[list[dict]]:
+        return scan_batches(self.client, collection, ['id', *fields])

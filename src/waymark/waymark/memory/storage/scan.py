@@ -12,11 +12,12 @@ READ_BATCH = 4096
 QUERY_LIMIT = 16384  # most rows one Milvus query returns
 
 
-def scan_collection(
+def scan_batches(
     client: MilvusClient, name: str, fields: Sequence[str], expression: str = ''
-) -> Iterator[dict]:
-    """Every row of a collection (that `expression` keeps, when given) with `fields`, in
-    batches of READ_BATCH."""
+) -> Iterator[list[dict]]:
+    """Every row of a collection (that `expression` keeps, when given) with `fields`, a
+    batch of READ_BATCH rows at a time: a caller that folds each batch in holds one batch,
+    not the collection (a million rows as dicts of floats are gigabytes)."""
     # Milvus Lite has no MVCC timestamp to give; pymilvus warns once per scan and then
     # reads consistently anyway, which is all a scan at open needs.
     logging.getLogger('pymilvus.client.iterator.query_iterator').setLevel(logging.ERROR)
@@ -25,9 +26,17 @@ def scan_collection(
     )
     try:
         while batch := iterator.next():
-            yield from batch
+            yield batch
     finally:
         iterator.close()
+
+
+def scan_collection(
+    client: MilvusClient, name: str, fields: Sequence[str], expression: str = ''
+) -> Iterator[dict]:
+    """Every row of a collection (that `expression` keeps, when given) with `fields`."""
+    for batch in scan_batches(client, name, fields, expression):
+        yield from batch
 
 
 def read_rows(
