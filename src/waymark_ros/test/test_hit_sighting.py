@@ -17,7 +17,7 @@ from waymark.memory.entries import (
     Sighting,
     TextBox,
 )
-from waymark.memory.storage.schema import SIGHTING_MAX_BYTES
+from waymark.memory.storage.sighting_codec import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import MemoryHit
 from waymark_ros.ros.memory_msgs import hit_from_msg, hit_to_msg
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from waymark.agent.agent import LessonsGiven
 from waymark.agent.evidence import quote
-from waymark.lessons.bank import Embed, LessonBank, Retrieved
 from waymark.lessons.cards import MAX_LESSON_CHARS, MAX_SUMMARY_CHARS, MAX_TASK_CHARS
+
+if TYPE_CHECKING:  # the bank's Milvus store loads only where a bank is used
+    from waymark.lessons.bank import Embed, LessonBank, Retrieved
 
 HEADER = (
     'Lessons from earlier questions (notes on method written after their outcomes were '

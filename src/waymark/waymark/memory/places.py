@@ -18,13 +18,17 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from waymark.geometry import Pose
 from waymark.memory.entries import PLACE, FrameRecord, Hit
+from waymark.memory.search_query import DEFAULT_MAX_K
 from waymark.memory.storage.image_codec import ImageLimits, decode_image
 from waymark.memory.storage.image_store import ImageStore, ImageStoreFullError
-from waymark.memory.storage.store import DEFAULT_MAX_K, MemoryStore
 from waymark.memory.views.view import View
+
+if TYPE_CHECKING:  # the store and its Milvus client load only where a store is used
+    from waymark.memory.storage.store import MemoryStore
 
 SESSION_PREFIX = 'place-'
 MAX_VIEWS = 4

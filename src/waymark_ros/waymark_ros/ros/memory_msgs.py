@@ -29,7 +29,6 @@ from waymark.memory.ingest.admission import (
 )
 from waymark.memory.places import name_and_room, place_entry_id, place_text
 from waymark.memory.storage import sighting_codec
-from waymark.memory.storage.schema import SIGHTING_MAX_BYTES
 from waymark_interfaces.msg import Keyframe as KeyframeMsg
 from waymark_interfaces.msg import MemoryHit
 from waymark_ros.ros.conversions import (
@@ -157,7 +156,7 @@ def hit_to_msg(hit: Hit, frame_id: str) -> MemoryHit:
     msg.view = hit.view
     msg.text = record.text
     msg.image_ref = record.image_ref
-    msg.sighting = sighting_codec.encode(record.sighting, SIGHTING_MAX_BYTES)
+    msg.sighting = sighting_codec.encode(record.sighting, sighting_codec.SIGHTING_MAX_BYTES)
     if hit.region is not None:
         box = hit.region
         msg.photo_region_valid = True
@@ -208,7 +207,7 @@ def hit_from_msg(msg: MemoryHit) -> Hit:
         kind=kind,
         end_ns=None if kind == FRAME else end,
         sighting=sighting_codec.decode(msg.sighting)
-        if len(msg.sighting.encode('utf-8')) <= SIGHTING_MAX_BYTES
+        if len(msg.sighting.encode('utf-8')) <= sighting_codec.SIGHTING_MAX_BYTES
         else None,
     )
     expected = place_entry_id(msg.text) if kind == PLACE else record.id

@@ -14,14 +14,12 @@ from pymilvus import DataType, MilvusClient
 
 from waymark.memory.entries import ROBOT_MAX_BYTES
 from waymark.memory.storage.errors import MemoryStoreSchemaError
+from waymark.memory.storage.sighting_codec import SIGHTING_MAX_BYTES
 
 ID_MAX_BYTES = 96
 SESSION_MAX_BYTES = 64
 IMAGE_REF_MAX_BYTES = 256
 TEXT_MAX_BYTES = 2048
-# A sighting's JSON: a camera model (~100 bytes), 16 text boxes (~60 each) and a 16x12
-# depth grid (~6 bytes a cell) fit; a larger one is trimmed (see sighting_codec).
-SIGHTING_MAX_BYTES = 4096
 SIGHTING_FIELD = 'sighting'
 # The writer's clock when it wrote the row (nanoseconds, never decreasing per writer): other
 # robots' stores catch up on what changed after the newest stamp they had read.

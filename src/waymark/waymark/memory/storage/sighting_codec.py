@@ -17,6 +17,9 @@ import math
 
 from waymark.memory.entries import CameraModel, DepthSamples, Sighting, TextBox
 
+# A sighting's JSON: a camera model (~100 bytes), 16 text boxes (~60 each) and a 16x12
+# depth grid (~6 bytes a cell) fit; a larger one is trimmed (see encode).
+SIGHTING_MAX_BYTES = 4096
 PIXEL_DIGITS = 3
 DEPTH_DIGITS = 3
 BOX_DIGITS = 4

@@ -46,7 +46,7 @@ from waymark.memory.entries import (
     check_robot_id,
     is_session_name,
 )
-from waymark.memory.search_query import Mode, SearchQuery
+from waymark.memory.search_query import DEFAULT_MAX_K, Mode, SearchQuery
 from waymark.memory.storage.connection import connect, lite_path, release_lite
 from waymark.memory.storage.hybrid_index import DEFAULT_HOT_ROWS
 from waymark.memory.storage.index_params import IndexParams
@@ -77,7 +77,6 @@ from waymark.memory.storage.store_reads import StoreReads, locked
 from waymark.memory.storage.view_index import IN_PROCESS, make_view_index, resolve_backend
 from waymark.memory.storage.write_marks import WriteClock
 
-DEFAULT_MAX_K = 1000
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,63}')
 
 
