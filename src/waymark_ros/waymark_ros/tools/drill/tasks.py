@@ -44,6 +44,8 @@ TASK_TIME_BUDGET_S = 240.0
 TASK_TIMEOUT_S = TASK_TIME_BUDGET_S + 60.0
 DRIVING_SPEED_MPS = 0.2  # the fault is injected once the base drives at least this fast
 DRIVE_WAIT_S = 120.0
+GET_TASK_TRIES = 3
+GET_TASK_TIMEOUT_S = 20.0
 
 
 def described(status: int, termination: int) -> str:
@@ -135,9 +137,18 @@ def drive_task(stack: Stack, odometer: Odometer) -> RunningTask:
 
 
 def recorded(stack: Stack, task_id: str) -> TaskSummary | None:
-    """The ledger's summary of `task_id`, through task_node's get_task; None if missing."""
-    response = stack.call(GetTask, 'get_task', GetTask.Request(task_id=task_id), 30.0)
-    return response.summary if response is not None and response.found else None
+    """The ledger's summary of `task_id`, through task_node's get_task; None if missing.
+
+    A request left unanswered is sent again: just after task_node restarts, its response
+    writer may not yet have matched this client's reader, and DDS drops a reply sent
+    before that (rmw promises nothing about it), more often on a busy machine. No answer
+    after `GET_TASK_TRIES` is an error of the drill, not a task missing from the ledger."""
+    request = GetTask.Request(task_id=task_id)
+    for _ in range(GET_TASK_TRIES):
+        response = stack.call(GetTask, 'get_task', request, GET_TASK_TIMEOUT_S)
+        if response is not None:
+            return response.summary if response.found else None
+    raise TimeoutError(f'get_task gave no answer for {task_id} in {GET_TASK_TRIES} tries')
 
 
 def next_task_runs(result: DrillResult, stack: Stack, judge: Callable[[RunTask.Result], str]):
