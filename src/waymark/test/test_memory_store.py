@@ -58,12 +58,17 @@ BACKENDS = [
     'lite',
     'lite-search',
     'lite-auto',
-    pytest.param('server', marks=pytest.mark.milvus_server),
     pytest.param('server-search', marks=pytest.mark.milvus_server),
 ]
-# 'auto' on a server is the server's search ('server-search') with the hot sessions in
-# process ('lite-auto'); the tests of what survives a restart run it too.
-WITH_SERVER_AUTO = [*BACKENDS, pytest.param('server-auto', marks=pytest.mark.milvus_server)]
+# Searching in process over a server ('server') searches as over Lite; what differs is
+# what a store reads back from the server when it opens, so the tests of what survives a
+# restart run it. 'auto' on a server is the server's search ('server-search') with the hot
+# sessions in process ('lite-auto'); those tests run it too.
+WITH_SERVER_AUTO = [
+    *BACKENDS,
+    pytest.param('server', marks=pytest.mark.milvus_server),
+    pytest.param('server-auto', marks=pytest.mark.milvus_server),
+]
 across_every_backend = pytest.mark.parametrize('backend', WITH_SERVER_AUTO, indirect=True)
 
 
