@@ -106,6 +106,7 @@ def run(
     domain: int = 77,
 ) -> dict:
     result: dict = {'entries': entries, 'other_writes': other_writes, 'opens': []}
+    out.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix='waymark-open-')))
         server_uri = server_for(stack, base, server_uri, PREFIX)
@@ -124,8 +125,9 @@ def run(
                 opened |= {'backend': backend, 'case': case}
                 result['opens'].append(opened)
                 print(f'[memory_open] {backend}, {case}: {_describe(opened)}', flush=True)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / 'memory_open.json').write_text(json.dumps(result, indent=2))
+                # Written after every start: a run at 1M takes an hour, and what it measured
+                # before an interruption still counts.
+                (out / 'memory_open.json').write_text(json.dumps(result, indent=2))
     return result
 
 
