@@ -93,3 +93,24 @@ def test_presets_name_the_topics_to_replay_layered_as_the_launch_layers_them(cap
     assert preset_topics(['zed2i', 'point_lio_mid360']) == [zed_image, '/aft_mapped_to_init']
     assert main(['some_bag', '--preset', 'zed3']) == 2
     assert "no sensor preset 'zed3'" in capsys.readouterr().err
+
+
+def test_the_replay_waits_for_every_subscriber_it_can_serve(ros):
+    """Every volatile subscriber the graph knows counts (two nodes on /odom must both be
+    matched before the first pose goes out); a transient-local one, which a volatile
+    writer never serves, does not hold the replay up."""
+    import rclpy
+
+    from waymark_ros.ros import qos
+    from waymark_ros.tools.replay import _readers
+
+    other = rclpy.create_node('second_listener', context=ros.context)
+    try:
+        ros.collect(String, '/heard_twice', qos.sensor_input(True, 10))
+        other.create_subscription(String, '/heard_twice', lambda _m: None, 10)
+        other.create_subscription(String, '/heard_twice', lambda _m: None, qos.latched())
+        wait_until(lambda: ros.node.count_subscribers('/heard_twice') == 3, 10, 'graph')
+        assert _readers(ros.node, '/heard_twice') == 2
+        assert _readers(ros.node, '/heard_by_nobody') == 1  # still waits for a first one
+    finally:
+        other.destroy_node()

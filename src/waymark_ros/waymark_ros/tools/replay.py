@@ -27,14 +27,7 @@ from ament_index_python.packages import get_package_share_directory
 from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSCompatibility,
-    QoSProfile,
-    ReliabilityPolicy,
-    qos_check_compatible,
-)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
@@ -115,7 +108,7 @@ def replay(
         clock = node.create_publisher(Clock, '/clock', 10) if publish_clock else None
         deadline = time.monotonic() + wait_subscribers_s
         not_ready = _wait_for_status(node, wait_ready, deadline)
-        _wait_for_subscribers(node, publishers.values(), qos, max(0.0, deadline - time.monotonic()))
+        _wait_for_subscribers(node, publishers.values(), max(0.0, deadline - time.monotonic()))
 
         report = ReplayReport(
             published=dict.fromkeys(publishers, 0), skipped=skipped, not_ready=not_ready
@@ -166,27 +159,28 @@ def _wait_for_status(node: Node, topics: Sequence[str], deadline: float) -> list
     return [topic for topic in topics if topic not in heard]
 
 
-def _wait_for_subscribers(node: Node, publishers, qos: QoSProfile, timeout_s: float) -> None:
+def _wait_for_subscribers(node: Node, publishers, timeout_s: float) -> None:
     """Discovery takes a moment; messages published before it completes are lost. Each
     publisher waits for a first subscriber, and for every subscriber the graph already
-    knows on its topic (that its QoS can match): with Fast DDS a new writer matches known
+    knows on its topic (that it can serve): with Fast DDS a new writer matches known
     readers one by one, so `/odom` heard by navigator_node may not yet reach capture_node."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if all(p.get_subscription_count() >= _readers(node, p.topic_name, qos) for p in publishers):
+        if all(p.get_subscription_count() >= _readers(node, p.topic_name) for p in publishers):
             return
         time.sleep(0.05)
 
 
-def _readers(node: Node, topic: str, qos: QoSProfile) -> int:
-    """How many subscribers of `topic` a publisher with `qos` should reach (at least one)."""
+def _readers(node: Node, topic: str) -> int:
+    """How many subscribers of `topic` the replay's publishers should reach (at least one):
+    a reliable, volatile writer serves every reader but one that asks for transient-local
+    durability. (rclpy's qos_check_compatible is no help here: it reads the graph's
+    "infinite" deadline and lease as set, and the publisher's defaults as unset.)"""
     infos = node.get_subscriptions_info_by_topic(topic)
-    compatible = [
-        info
-        for info in infos
-        if qos_check_compatible(qos, info.qos_profile)[0] != QoSCompatibility.ERROR
+    served = [
+        info for info in infos if info.qos_profile.durability != DurabilityPolicy.TRANSIENT_LOCAL
     ]
-    return max(1, len(compatible))
+    return max(1, len(served))
 
 
 def preset_topics(names: Sequence[str]) -> list[str]:
