@@ -45,7 +45,8 @@ class Mode(str, Enum):
 SEARCH_LEVELS = (*LEVELS, PLACE)
 # Stamps and entry indices are int64 in the store: larger ones cannot exist.
 MAX_INT64 = 2**63 - 1
-# Most hits (and sessions) one query may ask for; a store's max_k is at most its own.
+# A store's hits per query unless it is given its own max_k, and the most sessions one
+# query may name.
 DEFAULT_MAX_K = 1000
 
 
